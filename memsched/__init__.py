@@ -1,0 +1,39 @@
+"""memsched: a memory scheduler for long-horizon LLM conversations."""
+
+from memsched.config import Config
+from memsched.errors import (
+    BudgetError,
+    ConfigError,
+    EmbedderError,
+    ImportFileError,
+    InputError,
+    LLMError,
+    MemschedError,
+    StoreError,
+    UnknownUserError,
+)
+from memsched.memory import UNSET, ContextResult, Memory, SearchHit
+from memsched.model import Page, Session, Turn
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "UNSET",
+    "BudgetError",
+    "Config",
+    "ConfigError",
+    "ContextResult",
+    "EmbedderError",
+    "ImportFileError",
+    "InputError",
+    "LLMError",
+    "Memory",
+    "MemschedError",
+    "Page",
+    "SearchHit",
+    "Session",
+    "StoreError",
+    "Turn",
+    "UnknownUserError",
+    "__version__",
+]

@@ -1,0 +1,189 @@
+"""The budgeted context: system prompt, recalled memory, recent turns, the new message.
+
+The message list that comes out never costs more tokens than the budget, counted exactly with the
+configured tokenizer including the chat format's per-message overhead.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from memsched.errors import BudgetError
+from memsched.model import Turn
+from memsched.text.tokens import TokenCounter
+
+MEMORY_HEADER = "Memories from earlier conversations (oldest first; dates are when it was said):"
+
+
+@dataclass(slots=True)
+class Assembly:
+    messages: list[dict[str, Any]]
+    tokens: dict[str, int]
+    recalled: list[Turn]
+    recent: list[Turn]
+    dropped: int = 0
+    sections: list[str] = field(default_factory=list)
+
+
+def format_date(turn: Turn) -> str:
+    return turn.created_at.strftime("%Y-%m-%d")
+
+
+def format_memory(turns: Sequence[Turn]) -> str:
+    """Recalled turns grouped by session in time order, one dated header per group.
+
+    `[2023-05-08, session_1]` then `Caroline: ...` lines; a `…` marks skipped turns inside a group.
+    """
+    if not turns:
+        return ""
+    ordered = sorted(turns, key=lambda t: (t.created_at, t.id or 0))
+    # Groups keep sessions together even when another session's turns have the same timestamp.
+    groups: dict[str, list[Turn]] = {}
+    for t in ordered:
+        groups.setdefault(t.session_id, []).append(t)
+    order = sorted(groups, key=lambda s: (groups[s][0].created_at, groups[s][0].id or 0))
+    lines = [MEMORY_HEADER]
+    for session_id in order:
+        group = sorted(groups[session_id], key=lambda t: t.seq if t.seq is not None else 0)
+        lines.append(f"[{format_date(group[0])}, {session_id}]")
+        prev_seq: int | None = None
+        for t in group:
+            if prev_seq is not None and t.seq is not None and t.seq > prev_seq + 1:
+                lines.append("…")
+            date = format_date(t)
+            prefix = f"({date}) " if date != format_date(group[0]) else ""
+            lines.append(f"{prefix}{t.label}: {t.content}")
+            prev_seq = t.seq
+    return "\n".join(lines)
+
+
+def assemble(
+    *,
+    counter: TokenCounter,
+    budget: int,
+    system_prompt: str,
+    new_message: str,
+    recalled: Sequence[Turn],
+    recent: Sequence[Turn],
+    recent_share: float,
+    recent_max_turns: int,
+    system_sections: Sequence[str] = (),
+    summaries: Sequence[str] = (),
+) -> Assembly:
+    """Pack the context under `budget`.
+
+    `recalled` is in priority order (most important first); `recent` is in time order. The recent
+    window gets up to `recent_share` of what is left after the system prompt and the new message,
+    recall gets the rest, and whatever recall leaves unused flows back to the recent window.
+    """
+    system_text = "\n\n".join(s for s in (system_prompt, *system_sections) if s)
+    base_messages = [{"role": "system", "content": system_text}, {"role": "user", "content": new_message}]
+    base = counter.messages_tokens(base_messages)
+    if base > budget:
+        raise BudgetError(
+            f"budget of {budget} tokens cannot hold the system prompt and the new message ({base} tokens);"
+            " raise the budget or shorten the message"
+        )
+    available = budget - base
+
+    def turn_message(t: Turn) -> dict[str, Any]:
+        return {"role": t.role if t.role != "system" else "user", "content": t.content}
+
+    recent_newest_first = list(reversed(recent[-recent_max_turns:] if recent_max_turns > 0 else []))
+    window_cap = int(available * recent_share)
+    window: list[Turn] = []
+    used_recent = 0
+    for t in recent_newest_first:
+        cost = counter.message_tokens(turn_message(t))
+        if used_recent + cost > window_cap:
+            break
+        window.append(t)
+        used_recent += cost
+
+    summary_text = "\n".join(summaries)
+    recall_room = available - used_recent
+    chosen, summary_text, dropped = _pack_recall(counter, recalled, recall_room, system_text, summary_text)
+    recall_cost = _memory_cost(counter, system_text, chosen, summary_text)
+
+    # Unused recall room goes back to the recent window, still newest first.
+    room = available - recall_cost - used_recent
+    for t in recent_newest_first[len(window) :]:
+        cost = counter.message_tokens(turn_message(t))
+        if cost > room:
+            break
+        window.append(t)
+        used_recent += cost
+        room -= cost
+    window.reverse()
+
+    memory_text = format_memory(chosen)
+    parts = [system_text, summary_text, memory_text]
+    messages = [{"role": "system", "content": "\n\n".join(p for p in parts if p)}]
+    messages.extend(turn_message(t) for t in window)
+    messages.append({"role": "user", "content": new_message})
+
+    total = counter.messages_tokens(messages)
+    # The pieces were costed one by one; token merges at their joins can differ by a token or two,
+    # so the whole is checked and trimmed, which keeps the promise exact.
+    while total > budget and (chosen or window):
+        if chosen:
+            chosen = chosen[:-1]
+        else:
+            window = window[1:]
+        memory_text = format_memory(chosen)
+        messages = [{"role": "system", "content": "\n\n".join(p for p in (system_text, summary_text, memory_text) if p)}]
+        messages.extend(turn_message(t) for t in window)
+        messages.append({"role": "user", "content": new_message})
+        total = counter.messages_tokens(messages)
+        dropped += 1
+    if total > budget:  # only summaries are left to blame
+        messages[0]["content"] = system_text
+        summary_text = ""
+        total = counter.messages_tokens(messages)
+
+    tokens = {
+        "system": counter.count(system_text),
+        "summaries": counter.count(summary_text) if summary_text else 0,
+        "memory": counter.count(memory_text) if memory_text else 0,
+        "recent": sum(counter.message_tokens(turn_message(t)) for t in window),
+        "new_message": counter.count(new_message),
+        "total": total,
+        "budget": budget,
+    }
+    return Assembly(messages=messages, tokens=tokens, recalled=list(chosen), recent=window, dropped=dropped)
+
+
+def _memory_cost(counter: TokenCounter, system_text: str, turns: Sequence[Turn], summary_text: str) -> int:
+    """Extra tokens the system message costs once the summaries and memory block are appended."""
+    parts = [p for p in (summary_text, format_memory(turns)) if p]
+    if not parts:
+        return 0
+    full = "\n\n".join([system_text, *parts]) if system_text else "\n\n".join(parts)
+    return counter.count(full) - counter.count(system_text)
+
+
+def _pack_recall(
+    counter: TokenCounter, recalled: Sequence[Turn], room: int, system_text: str, summary_text: str
+) -> tuple[list[Turn], str, int]:
+    """Greedy packing in priority order, costing each turn's line plus its group header if new."""
+    if summary_text and counter.count(summary_text) + 2 > room:
+        summary_text = ""
+    used = counter.count(summary_text) + 2 if summary_text else 0
+    chosen: list[Turn] = []
+    sessions: set[str] = set()
+    dropped = 0
+    header_cost = counter.count(MEMORY_HEADER) + 2
+    for t in recalled:
+        line = counter.count(f"{t.label}: {t.content}") + 2  # +1 newline, +1 for a possible "…"/date
+        if t.session_id not in sessions:
+            line += counter.count(f"[{format_date(t)}, {t.session_id}]") + 1
+        cost = line + (header_cost if not chosen else 0)
+        if used + cost > room:
+            dropped += 1
+            continue
+        chosen.append(t)
+        sessions.add(t.session_id)
+        used += cost
+    return chosen, summary_text, dropped

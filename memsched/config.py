@@ -1,0 +1,143 @@
+"""Typed defaults and the `Config` that reads `MEMSCHED_*` variables.
+
+Precedence, everywhere: an explicit argument (a CLI option, a keyword) > the environment > the default.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+from dataclasses import dataclass, field, fields
+from pathlib import Path
+from typing import Any, get_type_hints
+
+from memsched.errors import ConfigError
+
+ENV_PREFIX = "MEMSCHED_"
+
+DEFAULT_PAGE_SIZE = 20
+DEFAULT_TOKENIZER = "o200k_base"
+# Chosen by measurement (BENCHMARKS.md, "Which embedder"): MiniLM for English, WordLlama for Chinese,
+# both fused with BM25.
+DEFAULT_EMBEDDERS = "minilm,wordllama"
+DEFAULT_BUDGET = 2000
+DEFAULT_RECENT_SHARE = 0.3
+DEFAULT_RECENT_MAX_TURNS = 12
+DEFAULT_MODEL_CONTEXT = 8192
+DEFAULT_OVERFLOW_THRESHOLD = 0.8
+DEFAULT_SYSTEM_PROMPT = (
+    "You are a warm, attentive companion in a long-running conversation. "
+    "Use the remembered conversation excerpts when they help; never invent memories."
+)
+DEFAULT_LLM_TIMEOUT = 20.0
+DEFAULT_RERANK_TIMEOUT = 2.0
+DEFAULT_HOST = "127.0.0.1"
+DEFAULT_PORT = 8377
+
+
+def default_home() -> Path:
+    from platformdirs import user_data_dir
+
+    return Path(user_data_dir("memsched", appauthor=False))
+
+
+@dataclass(slots=True)
+class Config:
+    """Every setting memsched reads. Build one with `Config.load(...)`."""
+
+    home: Path = field(default_factory=default_home)
+    db: Path | None = None  # default: <home>/memsched.db
+    page_size: int = DEFAULT_PAGE_SIZE
+    tokenizer: str = DEFAULT_TOKENIZER
+    embedders: str = DEFAULT_EMBEDDERS  # comma-separated names: minilm, wordllama, openai, hash
+    budget: int = DEFAULT_BUDGET
+    recent_share: float = DEFAULT_RECENT_SHARE
+    recent_max_turns: int = DEFAULT_RECENT_MAX_TURNS
+    system_prompt: str = DEFAULT_SYSTEM_PROMPT
+    model_context: int = DEFAULT_MODEL_CONTEXT
+    overflow_threshold: float = DEFAULT_OVERFLOW_THRESHOLD
+    # The model that writes the replies (the proxy's upstream).
+    upstream_base_url: str | None = None
+    upstream_api_key: str | None = None
+    upstream_model: str | None = None
+    # memsched's own helper LLM (bookmarks, rerank, summaries, judge); falls back to the upstream.
+    llm_base_url: str | None = None
+    llm_api_key: str | None = None
+    llm_model: str | None = None
+    llm_timeout: float = DEFAULT_LLM_TIMEOUT
+    rerank_timeout: float = DEFAULT_RERANK_TIMEOUT
+    # An OpenAI-compatible /v1/embeddings endpoint, for the `openai` embedder.
+    embed_base_url: str | None = None
+    embed_api_key: str | None = None
+    embed_model: str | None = None
+    paging_mode: str = "retrieve"  # retrieve | tools | both
+    host: str = DEFAULT_HOST
+    port: int = DEFAULT_PORT
+    workers: int = 1
+
+    @classmethod
+    def load(cls, env: dict[str, str] | None = None, **overrides: Any) -> Config:
+        """Defaults, then `MEMSCHED_<FIELD>` variables, then the non-None keyword overrides."""
+        env = dict(os.environ) if env is None else env
+        hints = get_type_hints(cls)
+        values: dict[str, Any] = {}
+        for f in fields(cls):
+            raw = env.get(ENV_PREFIX + f.name.upper())
+            if raw is not None and raw != "":
+                values[f.name] = _coerce(f.name, raw, hints[f.name])
+        for name, value in overrides.items():
+            if name not in hints:
+                raise ConfigError(f"unknown setting {name!r}")
+            if value is not None:
+                values[name] = _coerce(name, value, hints[name]) if isinstance(value, str) else value
+        cfg = cls(**values)
+        cfg.validate()
+        return cfg
+
+    def validate(self) -> None:
+        if self.page_size < 1:
+            raise ConfigError(f"page_size must be >= 1, got {self.page_size}")
+        if self.budget < 1:
+            raise ConfigError(f"budget must be >= 1, got {self.budget}")
+        if not 0.0 <= self.recent_share <= 1.0:
+            raise ConfigError(f"recent_share must be between 0 and 1, got {self.recent_share}")
+        if not 0.1 <= self.overflow_threshold <= 1.0:
+            raise ConfigError(f"overflow_threshold must be between 0.1 and 1, got {self.overflow_threshold}")
+        if self.paging_mode not in ("retrieve", "tools", "both"):
+            raise ConfigError(f"paging_mode must be retrieve, tools or both, got {self.paging_mode!r}")
+
+    @property
+    def db_path(self) -> Path:
+        return self.db if self.db is not None else self.home / "memsched.db"
+
+    @property
+    def embedder_names(self) -> list[str]:
+        return [n.strip() for n in self.embedders.split(",") if n.strip()]
+
+    def helper_llm(self) -> tuple[str, str | None, str] | None:
+        """(base_url, api_key, model) of memsched's own LLM, or None when none is configured."""
+        base = self.llm_base_url or self.upstream_base_url
+        model = self.llm_model or self.upstream_model
+        if not base or not model:
+            return None
+        key = self.llm_api_key if self.llm_base_url else self.upstream_api_key
+        return base, key, model
+
+    def replace(self, **changes: Any) -> Config:
+        return dataclasses.replace(self, **changes)
+
+
+def _coerce(name: str, raw: Any, typ: Any) -> Any:
+    text = str(raw)
+    try:
+        if typ in (int, "int"):
+            return int(text)
+        if typ in (float, "float"):
+            return float(text)
+        if typ in (bool, "bool"):
+            return text.strip().lower() in ("1", "true", "yes", "on")
+        if typ is Path or typ == (Path | None) or "Path" in str(typ):
+            return Path(text).expanduser()
+    except ValueError as exc:
+        raise ConfigError(f"{ENV_PREFIX}{name.upper()}={text!r} is not a valid {typ}") from exc
+    return text

@@ -1,0 +1,67 @@
+"""The `Embedder` protocol and the registry every implementation (in-tree or third-party) joins."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING, Protocol, runtime_checkable
+
+import numpy as np
+
+from memsched.errors import ConfigError
+
+if TYPE_CHECKING:
+    from memsched.config import Config
+
+
+@runtime_checkable
+class Embedder(Protocol):
+    """Turns texts into L2-normalised float32 vectors.
+
+    `model_id` names the model and its settings: stored vectors are keyed by it, so a different
+    model id means a re-embed. `dim` is the vector width; `batch_size` the preferred batch.
+    """
+
+    model_id: str
+    dim: int
+    batch_size: int
+
+    def embed(self, texts: Sequence[str]) -> np.ndarray:
+        """A (len(texts), dim) float32 matrix, each row of unit length (zero rows for empty text)."""
+        ...
+
+
+EmbedderFactory = Callable[["Config"], Embedder]
+_REGISTRY: dict[str, EmbedderFactory] = {}
+
+
+def register(name: str, factory: EmbedderFactory) -> None:
+    """Make `name` usable in `MEMSCHED_EMBEDDERS`. Third-party embedders call this too."""
+    _REGISTRY[name] = factory
+
+
+def available() -> list[str]:
+    _load_builtin()
+    return sorted(_REGISTRY)
+
+
+def create(name: str, config: Config) -> Embedder:
+    _load_builtin()
+    try:
+        factory = _REGISTRY[name]
+    except KeyError:
+        raise ConfigError(f"unknown embedder {name!r}; choose from {', '.join(sorted(_REGISTRY))}") from None
+    return factory(config)
+
+
+def normalize(matrix: np.ndarray) -> np.ndarray:
+    matrix = np.asarray(matrix, dtype=np.float32)
+    if matrix.ndim == 1:
+        matrix = matrix[None, :]
+    norms = np.linalg.norm(matrix, axis=1, keepdims=True)
+    norms[norms == 0] = 1.0
+    return (matrix / norms).astype(np.float32, copy=False)
+
+
+def _load_builtin() -> None:
+    # Importing the modules registers them; done lazily so `import memsched` stays fast.
+    from memsched.embed import hashing, minilm, openai, wordllama  # noqa: F401

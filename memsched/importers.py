@@ -1,0 +1,162 @@
+"""Read conversations from files: memsched JSONL and the LoCoMo benchmark format.
+
+Readers yield batches of turns so callers store them as they go: a malformed line stops the import
+with its line number, and everything before it stays stored.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from dataclasses import dataclass
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+from memsched.errors import ImportFileError, InputError
+from memsched.model import ROLES, Turn, as_utc
+
+
+@dataclass(slots=True)
+class LocomoSample:
+    """One LoCoMo conversation: its turns (as one user) and its questions."""
+
+    sample_id: str
+    speaker_a: str
+    speaker_b: str
+    turns: list[Turn]
+    qa: list[dict[str, Any]]
+
+
+def detect_format(path: Path) -> str:
+    """'locomo' for a JSON list of samples with a `conversation`, else 'jsonl'."""
+    with path.open("r", encoding="utf-8") as fh:
+        head = fh.read(4096).lstrip()
+    if head.startswith("[") and '"conversation"' in head or '"sample_id"' in head:
+        return "locomo"
+    return "jsonl"
+
+
+def parse_timestamp(value: Any, where: str) -> datetime:
+    """An aware UTC datetime from ISO 8601 text or epoch seconds; naive text is taken as UTC."""
+    if isinstance(value, int | float) and not isinstance(value, bool):
+        return as_utc(datetime.fromtimestamp(float(value)).astimezone())
+    if not isinstance(value, str) or not value.strip():
+        raise InputError(f"{where}: timestamp missing or not a string")
+    text = value.strip().replace("Z", "+00:00")
+    try:
+        return as_utc(datetime.fromisoformat(text))
+    except ValueError:
+        pass
+    import dateparser
+
+    parsed = dateparser.parse(text, settings={"TIMEZONE": "UTC", "RETURN_AS_TIMEZONE_AWARE": True})
+    if parsed is None:
+        raise InputError(f"{where}: cannot parse timestamp {value!r}")
+    return as_utc(parsed)
+
+
+def read_jsonl(path: Path, user_id: str, batch: int = 500) -> Iterator[list[Turn]]:
+    """Turns from `{"session_id","role","content","timestamp"}` lines (optional: speaker, external_id)."""
+    pending: list[Turn] = []
+    with path.open("r", encoding="utf-8") as fh:
+        for lineno, line in enumerate(fh, start=1):
+            if not line.strip():
+                continue
+            try:
+                obj = json.loads(line)
+            except json.JSONDecodeError as exc:
+                raise ImportFileError(f"not valid JSON ({exc.msg})", line=lineno) from None
+            try:
+                pending.append(_jsonl_turn(obj, user_id))
+            except InputError as exc:
+                raise ImportFileError(str(exc), line=lineno) from None
+            if len(pending) >= batch:
+                yield pending
+                pending = []
+    if pending:
+        yield pending
+
+
+def _jsonl_turn(obj: Any, user_id: str) -> Turn:
+    if not isinstance(obj, dict):
+        raise InputError("expected a JSON object")
+    missing = [k for k in ("session_id", "role", "content") if k not in obj]
+    if missing:
+        raise InputError(f"missing field(s): {', '.join(missing)}")
+    role = obj["role"]
+    if role not in ROLES:
+        raise InputError(f"role must be one of {', '.join(ROLES)}, got {role!r}")
+    content = obj["content"]
+    if not isinstance(content, str):
+        raise InputError("content must be a string")
+    session = obj["session_id"]
+    if not isinstance(session, str | int) or str(session) == "":
+        raise InputError("session_id must be a non-empty string")
+    created = parse_timestamp(obj.get("timestamp"), "timestamp") if "timestamp" in obj else None
+    turn = Turn(
+        user_id=str(obj.get("user_id") or user_id),
+        session_id=str(session),
+        role=role,
+        content=content,
+        speaker=obj.get("speaker"),
+        external_id=obj.get("external_id"),
+    )
+    if created is not None:
+        turn.created_at = created
+    return turn
+
+
+def read_locomo(path: Path, user_prefix: str | None = None) -> list[LocomoSample]:
+    """Samples of a LoCoMo file (official `locomo10.json` format): one user per sample.
+
+    speaker_a's turns become role `user`, speaker_b's `assistant`; session date strings become
+    timestamps (turns of a session spaced a minute apart, keeping order); `dia_id` is the external
+    id; a shared photo's `blip_caption` is appended as an image description.
+    """
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except json.JSONDecodeError as exc:
+        raise ImportFileError(f"{path}: not valid JSON ({exc.msg} at line {exc.lineno})", line=exc.lineno) from None
+    if not isinstance(data, list):
+        raise ImportFileError(f"{path}: a LoCoMo file is a JSON list of samples")
+    samples = []
+    for i, sample in enumerate(data):
+        if not isinstance(sample, dict) or "conversation" not in sample:
+            raise ImportFileError(f"{path}: sample {i} has no 'conversation'")
+        sid = str(sample.get("sample_id", f"sample-{i}"))
+        user_id = f"{user_prefix}{sid}" if user_prefix else sid
+        conv = sample["conversation"]
+        a, b = conv.get("speaker_a"), conv.get("speaker_b")
+        if not a or not b:
+            raise ImportFileError(f"{path}: sample {sid} lacks speaker_a/speaker_b")
+        turns: list[Turn] = []
+        n = 1
+        while f"session_{n}" in conv:
+            date_key = f"session_{n}_date_time"
+            when = parse_timestamp(conv.get(date_key), f"sample {sid} {date_key}")
+            for j, t in enumerate(conv[f"session_{n}"]):
+                text = str(t.get("text", ""))
+                if t.get("blip_caption"):
+                    text = f"{text} [shared a photo: {t['blip_caption']}]"
+                speaker = t.get("speaker")
+                turns.append(
+                    Turn(
+                        user_id=user_id,
+                        session_id=f"session_{n}",
+                        role="user" if speaker == a else "assistant",
+                        content=text,
+                        speaker=speaker,
+                        external_id=t.get("dia_id"),
+                        created_at=when.replace(second=0) + _minutes(j),
+                    )
+                )
+            n += 1
+        samples.append(LocomoSample(sid, a, b, turns, list(sample.get("qa", []))))
+    return samples
+
+
+def _minutes(n: int) -> Any:
+    from datetime import timedelta
+
+    return timedelta(minutes=n)

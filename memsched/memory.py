@@ -1,0 +1,261 @@
+"""`Memory`: the embedded library API — record turns, search them, build budgeted contexts."""
+
+from __future__ import annotations
+
+import threading
+import time
+import uuid
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any
+
+from memsched.assemble import Assembly, assemble
+from memsched.config import Config
+from memsched.embed import base as embed_base
+from memsched.embed.base import Embedder
+from memsched.errors import UnknownUserError
+from memsched.model import Candidate, Role, Turn, as_utc, utcnow
+from memsched.retrieve import FusionWeights, Retriever
+from memsched.store.sqlite import SQLiteStore
+from memsched.text.tokens import TokenCounter, get_counter
+
+
+class _Unset:
+    def __repr__(self) -> str:
+        return "UNSET"
+
+
+UNSET: Any = _Unset()
+"""Per-call override sentinel: UNSET means "use the configured default"."""
+
+
+@dataclass(slots=True)
+class ContextResult:
+    """The messages to send to an LLM and the trace of how they were chosen."""
+
+    messages: list[dict[str, Any]]
+    trace: dict[str, Any]
+    assembly: Assembly | None = field(default=None, repr=False)
+
+    @property
+    def tokens(self) -> int:
+        return int(self.trace["tokens"]["total"])
+
+
+@dataclass(slots=True)
+class SearchHit:
+    turn: Turn
+    score: float
+    candidate: Candidate
+
+
+class Memory:
+    """memsched embedded in your process: one SQLite file, models loaded lazily on first use.
+
+    >>> mem = Memory(home="/tmp/ms", embedders="hash")
+    >>> _ = mem.add("alice", "s1", "user", "My cat is called Sesame")
+    >>> "Sesame" in mem.context("alice", "what's my cat's name?").messages[0]["content"]
+    True
+    """
+
+    def __init__(
+        self,
+        config: Config | None = None,
+        *,
+        store: SQLiteStore | None = None,
+        embedders: dict[str, Embedder] | None = None,
+        weights: FusionWeights | None = None,
+        **overrides: Any,
+    ) -> None:
+        self.config = config if config is not None else Config.load(**overrides)
+        if config is not None and overrides:
+            self.config = config.replace(**overrides)
+        self.store = store if store is not None else SQLiteStore(self.config.db_path, page_size=self.config.page_size)
+        if embedders is None:
+            embedders = {name: embed_base.create(name, self.config) for name in self.config.embedder_names}
+        self.embedders = embedders
+        self.retriever = Retriever(self.store, embedders, weights=weights)
+        self._counter: TokenCounter | None = None
+        self._lock = threading.Lock()
+
+    @property
+    def counter(self) -> TokenCounter:
+        if self._counter is None:
+            self._counter = get_counter(self.config.tokenizer)
+        return self._counter
+
+    def close(self) -> None:
+        self.store.close()
+
+    def __enter__(self) -> Memory:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    # -- writing -------------------------------------------------------------------------------------
+
+    def add(
+        self,
+        user_id: str,
+        session_id: str,
+        role: Role,
+        content: str,
+        *,
+        created_at: datetime | None = None,
+        speaker: str | None = None,
+        external_id: str | None = None,
+        index: bool = True,
+    ) -> Turn:
+        """Record one turn (and embed it unless `index=False`). Returns it with its id."""
+        turn = Turn(
+            user_id=user_id,
+            session_id=session_id,
+            role=role,
+            content=content,
+            created_at=created_at or utcnow(),
+            speaker=speaker,
+            external_id=external_id,
+        )
+        return self.add_many([turn], index=index)[0]
+
+    def add_many(self, turns: Sequence[Turn], *, index: bool = True) -> list[Turn]:
+        """Record turns in one transaction; embeds what is new when `index` is true."""
+        stored = self.store.add_turns(turns)
+        if index:
+            for user_id in {t.user_id for t in stored}:
+                self.retriever.index_user(user_id)
+        return stored
+
+    def index(self, user_id: str | None = None, progress: Callable[[int], None] | None = None) -> int:
+        """Embed every turn that has no vector yet for the configured embedders."""
+        users = [user_id] if user_id is not None else self.store.users()
+        return sum(self.retriever.index_user(u, progress=progress) for u in users)
+
+    def delete_turns(self, user_id: str, turn_ids: Iterable[int]) -> int:
+        ids = list(turn_ids)
+        n = self.store.delete_turns(user_id, ids)
+        self.retriever.forget(user_id, ids)
+        return n
+
+    def delete_user(self, user_id: str) -> int:
+        n = self.store.delete_user(user_id)
+        self.retriever.forget(user_id)
+        return n
+
+    # -- reading -------------------------------------------------------------------------------------
+
+    def require_user(self, user_id: str) -> None:
+        if not self.store.has_user(user_id):
+            raise UnknownUserError(user_id)
+
+    def search(self, user_id: str, query: str, limit: int = 10) -> list[SearchHit]:
+        """The user's turns most relevant to `query`, best first, with per-layer scores."""
+        self.retriever.index_user(user_id)
+        result = self.retriever.retrieve(user_id, query, expand=False)
+        top = result.candidates[:limit]
+        turns = {t.id: t for t in self.store.get_turns(user_id, [c.turn_id for c in top])}
+        return [SearchHit(turn=turns[c.turn_id], score=c.fused, candidate=c) for c in top if c.turn_id in turns]
+
+    def context(
+        self,
+        user_id: str,
+        message: str,
+        *,
+        session_id: str | None = None,
+        now: datetime | None = None,
+        budget: int = UNSET,
+        system_prompt: str = UNSET,
+        system_sections: Sequence[str] = (),
+        summaries: Sequence[str] = (),
+        record: bool = False,
+        backfill: bool = True,
+    ) -> ContextResult:
+        """Build the messages for the next LLM call: system, recalled memory, recent turns, `message`.
+
+        Read-only unless `record` is true, in which case `message` is stored as a user turn of
+        `session_id` after the context is built.
+        """
+        t_start = time.perf_counter()
+        cfg = self.config
+        budget = cfg.budget if budget is UNSET else budget
+        system_prompt = cfg.system_prompt if system_prompt is UNSET else system_prompt
+        now = as_utc(now) if now is not None else utcnow()
+        timings: dict[str, float] = {}
+
+        t0 = time.perf_counter()
+        recent = self.store.session_turns(user_id, session_id, last=cfg.recent_max_turns) if session_id else []
+        timings["recent"] = _ms(t0)
+        if backfill:
+            t0 = time.perf_counter()
+            self.retriever.index_user(user_id)
+            timings["backfill"] = _ms(t0)
+        t0 = time.perf_counter()
+        qvecs = self.retriever.embed_query(message)
+        timings["embed_query"] = _ms(t0)
+
+        retrieval = self.retriever.retrieve(
+            user_id, message, exclude={t.id for t in recent if t.id is not None}, query_vectors=qvecs
+        )
+        timings.update(retrieval.timings_ms)
+
+        t0 = time.perf_counter()
+        top = retrieval.candidates[:200]
+        by_id = {t.id: t for t in self.store.get_turns(user_id, [c.turn_id for c in top])}
+        ranked_turns = [by_id[c.turn_id] for c in top if c.turn_id in by_id]
+        timings["load"] = _ms(t0)
+
+        t0 = time.perf_counter()
+        result = assemble(
+            counter=self.counter,
+            budget=budget,
+            system_prompt=system_prompt,
+            new_message=message,
+            recalled=ranked_turns,
+            recent=recent,
+            recent_share=cfg.recent_share,
+            recent_max_turns=cfg.recent_max_turns,
+            system_sections=system_sections,
+            summaries=summaries,
+        )
+        timings["assemble"] = _ms(t0)
+
+        if record and session_id:
+            t0 = time.perf_counter()
+            turn = Turn(user_id=user_id, session_id=session_id, role="user", content=message, created_at=now)
+            self.store.add_turns([turn])
+            for name, vec in qvecs.items():
+                self.retriever.put_vector(user_id, name, turn.text, vec)
+            timings["record"] = _ms(t0)
+        timings["total"] = _ms(t_start)
+
+        reasons = {c.turn_id: c for c in top}
+        trace = {
+            "id": uuid.uuid4().hex,
+            "user_id": user_id,
+            "session_id": session_id,
+            "at": now.isoformat(),
+            "query": message,
+            "budget": budget,
+            "retrieval": retrieval.trace(),
+            "selected": [
+                {
+                    "turn_id": t.id,
+                    "session_id": t.session_id,
+                    "external_id": t.external_id,
+                    "reason": reasons[t.id].reason if t.id in reasons else "",
+                    "fused": round(reasons[t.id].fused, 6) if t.id in reasons else None,
+                }
+                for t in sorted(result.recalled, key=lambda t: (t.created_at, t.id or 0))
+            ],
+            "recent": [t.id for t in result.recent],
+            "dropped": result.dropped,
+            "tokens": result.tokens,
+            "timings_ms": timings,
+        }
+        return ContextResult(messages=result.messages, trace=trace, assembly=result)
+
+
+def _ms(t0: float) -> float:
+    return round((time.perf_counter() - t0) * 1000.0, 3)

@@ -1,0 +1,120 @@
+"""The values memsched passes around: plain dataclasses, no behaviour beyond small helpers."""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import Any, Literal
+
+Role = Literal["user", "assistant", "system"]
+ROLES: tuple[str, ...] = ("user", "assistant", "system")
+
+
+def utcnow() -> datetime:
+    return datetime.now(UTC)
+
+
+def as_utc(ts: datetime) -> datetime:
+    """An aware UTC timestamp; naive values are taken to be UTC already."""
+    if ts.tzinfo is None:
+        return ts.replace(tzinfo=UTC)
+    return ts.astimezone(UTC)
+
+
+def content_hash(text: str) -> str:
+    return hashlib.blake2b(text.encode("utf-8"), digest_size=16).hexdigest()
+
+
+@dataclass(frozen=True, slots=True)
+class User:
+    id: str
+    created_at: datetime
+
+
+@dataclass(frozen=True, slots=True)
+class Session:
+    user_id: str
+    id: str
+    created_at: datetime
+    turn_count: int = 0
+
+
+@dataclass(slots=True)
+class Turn:
+    """One message of a conversation. `id` and `seq` are assigned by the store."""
+
+    user_id: str
+    session_id: str
+    role: Role
+    content: str
+    created_at: datetime = field(default_factory=utcnow)
+    external_id: str | None = None
+    speaker: str | None = None  # a display name ("Caroline"); falls back to the role
+    id: int | None = None
+    seq: int | None = None  # 0-based position inside the session
+    page_id: int | None = None
+    meta: dict[str, Any] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        self.created_at = as_utc(self.created_at)
+
+    @property
+    def label(self) -> str:
+        return self.speaker or self.role
+
+    @property
+    def text(self) -> str:
+        """What is indexed and embedded: the speaker's name keeps "who said it" searchable."""
+        return f"{self.label}: {self.content}"
+
+    @property
+    def hash(self) -> str:
+        return content_hash(self.text)
+
+
+@dataclass(frozen=True, slots=True)
+class Page:
+    """A fixed group of consecutive turns of one session: the unit bookmarks describe and paging loads."""
+
+    id: int
+    user_id: str
+    session_id: str
+    page_no: int
+    first_seq: int
+    last_seq: int
+    turn_count: int
+    created_at: datetime
+
+    @property
+    def ref(self) -> str:
+        return f"p{self.id}"
+
+
+@dataclass(slots=True)
+class Hit:
+    """A turn found by one retrieval layer, with that layer's raw score and 1-based rank."""
+
+    turn_id: int
+    score: float
+    rank: int
+
+
+@dataclass(slots=True)
+class Candidate:
+    """A turn considered for the context, with every layer's evidence for it."""
+
+    turn_id: int
+    scores: dict[str, float] = field(default_factory=dict)  # layer -> raw score
+    ranks: dict[str, int] = field(default_factory=dict)  # layer -> 1-based rank
+    fused: float = 0.0
+    reason: str = ""
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "turn_id": self.turn_id,
+            "scores": {k: round(v, 5) for k, v in self.scores.items()},
+            "ranks": dict(self.ranks),
+            "fused": round(self.fused, 6),
+            "reason": self.reason,
+        }

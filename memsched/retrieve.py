@@ -1,0 +1,226 @@
+"""Layered retrieval: BM25 and dense layers, fused, with neighbour expansion.
+
+Every candidate carries its per-layer scores and ranks so the trace can show why it was chosen.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from memsched.embed.base import Embedder
+from memsched.model import Candidate, Hit, content_hash
+from memsched.store.base import Store
+from memsched.text.segment import cjk_ratio
+from memsched.vectors import VectorIndex
+
+RRF_K = 60  # the constant of plain reciprocal-rank fusion (Cormack et al.)
+
+
+@dataclass(slots=True)
+class FusionWeights:
+    """How much each layer counts in the fused score. Tuned on the LoCoMo dev set (BENCHMARKS.md)."""
+
+    rrf_k: float = 60.0
+    bm25: float = 1.0
+    dense: dict[str, float] = field(default_factory=lambda: {"minilm": 1.0, "wordllama": 0.5})
+    # For Chinese queries the English-only MiniLM counts less and WordLlama more.
+    dense_cjk: dict[str, float] = field(default_factory=lambda: {"minilm": 0.2, "wordllama": 1.0})
+    neighbour_decay: float = 0.5  # a neighbour's priority relative to the hit that pulled it in
+    neighbour_radius: int = 1
+
+    def dense_weight(self, name: str, cjk: float) -> float:
+        latin = self.dense.get(name, 1.0)
+        chinese = self.dense_cjk.get(name, latin)
+        return (1.0 - cjk) * latin + cjk * chinese
+
+
+@dataclass(slots=True)
+class Retrieval:
+    """The outcome of one retrieval: ranked candidates plus what each layer returned."""
+
+    candidates: list[Candidate]
+    layers: dict[str, list[Hit]]
+    timings_ms: dict[str, float]
+
+    def trace(self, top: int = 30) -> dict[str, Any]:
+        return {
+            "layers": {name: len(hits) for name, hits in self.layers.items()},
+            "candidates": [c.as_dict() for c in self.candidates[:top]],
+        }
+
+
+class Retriever:
+    """Finds a user's turns relevant to a query. Keeps per-user vector indexes warm in memory."""
+
+    def __init__(
+        self,
+        store: Store,
+        embedders: dict[str, Embedder],
+        weights: FusionWeights | None = None,
+        ann_threshold: int | None = None,
+    ) -> None:
+        self.store = store
+        self.embedders = embedders
+        self.weights = weights or FusionWeights()
+        self._indexes: dict[tuple[str, str], VectorIndex] = {}
+        self._lock = threading.Lock()
+        self._ann_threshold = ann_threshold
+
+    # -- indexing -----------------------------------------------------------------------------------
+
+    def index_user(self, user_id: str, progress: Any = None) -> int:
+        """Embed every turn of the user that has no vector yet for each embedder. Returns how many."""
+        done = 0
+        for embedder in self.embedders.values():
+            while True:
+                missing = self.store.turns_missing_vectors(user_id, embedder.model_id, limit=embedder.batch_size * 8)
+                if not missing:
+                    break
+                texts = [text for _, text in missing]
+                vectors = embedder.embed(texts)
+                self.store.put_vectors(
+                    user_id, embedder.model_id, [(content_hash(t), v) for t, v in zip(texts, vectors, strict=True)]
+                )
+                done += len(missing)
+                if progress is not None:
+                    progress(len(missing))
+        return done
+
+    def put_vector(self, user_id: str, name: str, text: str, vector: np.ndarray) -> None:
+        """Store a vector computed elsewhere (the query embedding of a message that is then recorded)."""
+        self.store.put_vectors(user_id, self.embedders[name].model_id, [(content_hash(text), vector)])
+
+    def _index(self, user_id: str, name: str) -> VectorIndex:
+        embedder = self.embedders[name]
+        key = (user_id, embedder.model_id)
+        with self._lock:
+            index = self._indexes.get(key)
+            if index is None:
+                kwargs = {} if self._ann_threshold is None else {"ann_threshold": self._ann_threshold}
+                index = self._indexes[key] = VectorIndex(**kwargs)
+        if self.store.max_turn_id(user_id) > index.max_id:
+            ids, matrix = self.store.vectors(user_id, embedder.model_id, after_id=index.max_id)
+            index.add(ids, matrix)
+        return index
+
+    def forget(self, user_id: str, turn_ids: Iterable[int] | None = None) -> None:
+        """Drop deleted turns (or the whole user) from the in-memory indexes."""
+        with self._lock:
+            for (uid, model), index in list(self._indexes.items()):
+                if uid != user_id:
+                    continue
+                if turn_ids is None:
+                    del self._indexes[(uid, model)]
+                else:
+                    index.remove(set(turn_ids))
+
+    # -- layers -------------------------------------------------------------------------------------
+
+    def embed_query(self, query: str) -> dict[str, np.ndarray]:
+        return {name: e.embed([query])[0] for name, e in self.embedders.items()}
+
+    def bm25(self, user_id: str, query: str, k: int = 50) -> list[Hit]:
+        return self.store.search_bm25(user_id, query, limit=k)
+
+    def dense(self, user_id: str, name: str, query_vector: np.ndarray, k: int = 50) -> list[Hit]:
+        return self._index(user_id, name).search(query_vector, k)
+
+    # -- fusion -------------------------------------------------------------------------------------
+
+    def retrieve(
+        self,
+        user_id: str,
+        query: str,
+        *,
+        k: int = 50,
+        layers: Sequence[str] | None = None,
+        exclude: set[int] | None = None,
+        query_vectors: dict[str, np.ndarray] | None = None,
+        expand: bool = True,
+        plain_rrf: bool = False,
+    ) -> Retrieval:
+        """Ranked candidates for `query`.
+
+        `layers` picks among "bm25" and the embedder names (default: all). `plain_rrf` gives equal
+        weights and k=60 with no expansion: the textbook baseline the eval compares against.
+        """
+        timings: dict[str, float] = {}
+        wanted = list(layers) if layers is not None else ["bm25", *self.embedders]
+        hits: dict[str, list[Hit]] = {}
+
+        if "bm25" in wanted:
+            t0 = time.perf_counter()
+            hits["bm25"] = self.bm25(user_id, query, k)
+            timings["bm25"] = _ms(t0)
+        dense_names = [n for n in wanted if n in self.embedders]
+        if dense_names:
+            vectors = dict(query_vectors or {})
+            for name in dense_names:
+                if name not in vectors:
+                    t0 = time.perf_counter()
+                    vectors[name] = self.embedders[name].embed([query])[0]
+                    timings[f"embed:{name}"] = _ms(t0)
+                t0 = time.perf_counter()
+                hits[name] = self.dense(user_id, name, vectors[name], k)
+                timings[f"dense:{name}"] = _ms(t0)
+
+        t0 = time.perf_counter()
+        cjk = cjk_ratio(query)
+        w = self.weights
+        rrf_k = RRF_K if plain_rrf else w.rrf_k
+        by_id: dict[int, Candidate] = {}
+        for layer, layer_hits in hits.items():
+            if plain_rrf:
+                weight = 1.0
+            elif layer == "bm25":
+                weight = w.bm25
+            else:
+                weight = w.dense_weight(layer, cjk)
+            for hit in layer_hits:
+                if exclude and hit.turn_id in exclude:
+                    continue
+                cand = by_id.get(hit.turn_id)
+                if cand is None:
+                    cand = by_id[hit.turn_id] = Candidate(turn_id=hit.turn_id)
+                cand.scores[layer] = hit.score
+                cand.ranks[layer] = hit.rank
+                cand.fused += weight / (rrf_k + hit.rank)
+        ranked = sorted(by_id.values(), key=lambda c: (-c.fused, c.turn_id))
+        for c in ranked:
+            c.reason = "fused: " + ", ".join(f"{layer}#{rank}" for layer, rank in sorted(c.ranks.items()))
+        timings["fuse"] = _ms(t0)
+
+        if expand and not plain_rrf and w.neighbour_decay > 0 and ranked:
+            t0 = time.perf_counter()
+            ranked = self._expand(user_id, ranked, exclude or set())
+            timings["expand"] = _ms(t0)
+        return Retrieval(candidates=ranked, layers=hits, timings_ms=timings)
+
+    def _expand(self, user_id: str, ranked: list[Candidate], exclude: set[int]) -> list[Candidate]:
+        """Add each hit's neighbours with a decayed share of its score (the answer often sits next door)."""
+        w = self.weights
+        head = ranked[:40]
+        present = {c.turn_id: c for c in ranked}
+        near = self.store.neighbours(user_id, [c.turn_id for c in head], radius=w.neighbour_radius)
+        for cand in head:
+            for nid in near.get(cand.turn_id, []):
+                if nid in exclude:
+                    continue
+                score = cand.fused * w.neighbour_decay
+                existing = present.get(nid)
+                if existing is None:
+                    present[nid] = Candidate(turn_id=nid, fused=score, reason=f"neighbour of {cand.turn_id}")
+                elif score > existing.fused:
+                    existing.scores["neighbour"] = score
+                    existing.fused = max(existing.fused, score)
+        return sorted(present.values(), key=lambda c: (-c.fused, c.turn_id))
+
+
+def _ms(t0: float) -> float:
+    return round((time.perf_counter() - t0) * 1000.0, 3)

@@ -1,0 +1,86 @@
+"""SQLite schema migrations: named, ordered functions, each applied once in a transaction on open.
+
+New databases and old ones go through the same path. Append new migrations; never edit an old one.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Callable
+
+Migration = tuple[str, Callable[[sqlite3.Connection], None]]
+
+
+def run_script(db: sqlite3.Connection, script: str) -> None:
+    """Execute statements one by one: `executescript` would COMMIT the migration's transaction."""
+    statement = ""
+    for line in script.splitlines(keepends=True):
+        if line.strip().startswith("--"):
+            continue
+        statement += line
+        if sqlite3.complete_statement(statement):
+            db.execute(statement)
+            statement = ""
+    if statement.strip():
+        raise ValueError(f"incomplete SQL statement in migration: {statement.strip()[:80]}")
+
+
+def m001_core(db: sqlite3.Connection) -> None:
+    run_script(
+        db,
+        """
+        CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+        CREATE TABLE users (id TEXT PRIMARY KEY, created_at REAL NOT NULL);
+        CREATE TABLE sessions (
+            user_id TEXT NOT NULL REFERENCES users(id) ON DELETE CASCADE,
+            id TEXT NOT NULL,
+            created_at REAL NOT NULL,
+            next_seq INTEGER NOT NULL DEFAULT 0,
+            PRIMARY KEY (user_id, id)
+        );
+        CREATE TABLE pages (
+            id INTEGER PRIMARY KEY,
+            user_id TEXT NOT NULL,
+            session_id TEXT NOT NULL,
+            page_no INTEGER NOT NULL,
+            created_at REAL NOT NULL,
+            UNIQUE (user_id, session_id, page_no),
+            FOREIGN KEY (user_id, session_id) REFERENCES sessions(user_id, id) ON DELETE CASCADE
+        );
+        CREATE TABLE turns (
+            id INTEGER PRIMARY KEY,
+            user_id TEXT NOT NULL,
+            session_id TEXT NOT NULL,
+            seq INTEGER NOT NULL,
+            page_id INTEGER NOT NULL REFERENCES pages(id),
+            role TEXT NOT NULL CHECK (role IN ('user', 'assistant', 'system')),
+            speaker TEXT,
+            content TEXT NOT NULL,
+            created_at REAL NOT NULL,
+            external_id TEXT,
+            content_hash TEXT NOT NULL,
+            meta TEXT NOT NULL DEFAULT '{}',
+            UNIQUE (user_id, session_id, seq),
+            FOREIGN KEY (user_id, session_id) REFERENCES sessions(user_id, id) ON DELETE CASCADE
+        );
+        CREATE INDEX turns_user_time ON turns(user_id, created_at, id);
+        CREATE INDEX turns_page ON turns(page_id);
+        -- Segmented, stop-word-free text (see memsched.text.segment); rowid = turns.id.
+        CREATE VIRTUAL TABLE turns_fts USING fts5(body, tokenize = 'porter unicode61 remove_diacritics 2');
+        -- Vectors keyed by what was embedded (content hash) and by which model, per user, so a
+        -- re-index skips unchanged text and a new model re-embeds.
+        CREATE TABLE embeddings (
+            user_id TEXT NOT NULL,
+            model TEXT NOT NULL,
+            content_hash TEXT NOT NULL,
+            dim INTEGER NOT NULL,
+            vector BLOB NOT NULL,
+            PRIMARY KEY (user_id, model, content_hash)
+        );
+        """
+    )
+
+
+MIGRATIONS: list[Migration] = [
+    ("001_core", m001_core),
+]

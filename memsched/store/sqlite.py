@@ -1,0 +1,424 @@
+"""The embedded default store: one SQLite file in WAL mode, FTS5 for BM25, vectors as BLOBs."""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+import threading
+import uuid
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from memsched.config import DEFAULT_PAGE_SIZE
+from memsched.errors import InputError, StoreError
+from memsched.model import ROLES, Hit, Page, Session, Turn, utcnow
+from memsched.store.migrations import MIGRATIONS
+from memsched.text.segment import fts_query, index_text
+
+_TURN_COLUMNS = "id, user_id, session_id, seq, page_id, role, speaker, content, created_at, external_id, meta"
+
+
+def _ts(dt: datetime) -> float:
+    return dt.timestamp()
+
+
+def _dt(value: float) -> datetime:
+    return datetime.fromtimestamp(value, UTC)
+
+
+def _row_to_turn(row: sqlite3.Row | tuple[Any, ...]) -> Turn:
+    (tid, user_id, session_id, seq, page_id, role, speaker, content, created_at, external_id, meta) = row
+    return Turn(
+        id=tid,
+        user_id=user_id,
+        session_id=session_id,
+        seq=seq,
+        page_id=page_id,
+        role=role,
+        speaker=speaker,
+        content=content,
+        created_at=_dt(created_at),
+        external_id=external_id,
+        meta=json.loads(meta) if meta and meta != "{}" else {},
+    )
+
+
+class SQLiteStore:
+    """A `Store` on one SQLite file. Safe to share between threads (a connection per thread)."""
+
+    def __init__(self, path: str | Path, page_size: int | None = None) -> None:
+        self.path = str(path)
+        if self.path == ":memory:":
+            # A named shared-cache memory database, so every thread's connection sees the same data.
+            self._uri = f"file:memsched-{uuid.uuid4().hex}?mode=memory&cache=shared"
+        else:
+            Path(self.path).parent.mkdir(parents=True, exist_ok=True)
+            self._uri = Path(self.path).resolve().as_uri()
+        self._local = threading.local()
+        self._all_conns: list[sqlite3.Connection] = []
+        self._conns_lock = threading.Lock()
+        self._keepalive = self._connect()  # keeps a memory database alive between threads
+        self._migrate()
+        self.page_size = self._init_page_size(page_size)
+
+    # -- connections -------------------------------------------------------------------------------
+
+    def _connect(self) -> sqlite3.Connection:
+        try:
+            conn = sqlite3.connect(self._uri, uri=True, isolation_level=None, check_same_thread=False, timeout=30)
+        except sqlite3.Error as exc:
+            raise StoreError(f"cannot open database {self.path}: {exc}") from exc
+        conn.execute("PRAGMA busy_timeout = 30000")
+        conn.execute("PRAGMA foreign_keys = ON")
+        # Deleted content is overwritten with zeros, not left in free pages: deletion is physical.
+        conn.execute("PRAGMA secure_delete = ON")
+        if self.path != ":memory:":
+            conn.execute("PRAGMA journal_mode = WAL")
+            conn.execute("PRAGMA synchronous = NORMAL")
+        with self._conns_lock:
+            self._all_conns.append(conn)
+        return conn
+
+    @property
+    def db(self) -> sqlite3.Connection:
+        conn = getattr(self._local, "conn", None)
+        if conn is None:
+            conn = self._local.conn = self._connect()
+        return conn
+
+    @contextmanager
+    def transaction(self) -> Iterator[sqlite3.Connection]:
+        """BEGIN IMMEDIATE ... COMMIT; rolls back on any exception. Not re-entrant."""
+        db = self.db
+        db.execute("BEGIN IMMEDIATE")
+        try:
+            yield db
+        except BaseException:
+            db.execute("ROLLBACK")
+            raise
+        else:
+            db.execute("COMMIT")
+
+    def close(self) -> None:
+        with self._conns_lock:
+            for conn in self._all_conns:
+                try:
+                    conn.close()
+                except sqlite3.Error:
+                    pass
+            self._all_conns.clear()
+        self._local = threading.local()
+
+    # -- schema --------------------------------------------------------------------------------------
+
+    def _migrate(self) -> None:
+        db = self.db
+        db.execute("CREATE TABLE IF NOT EXISTS migrations (name TEXT PRIMARY KEY, applied_at REAL NOT NULL)")
+        applied = {r[0] for r in db.execute("SELECT name FROM migrations")}
+        known = {name for name, _ in MIGRATIONS}
+        if unknown := applied - known:
+            raise StoreError(
+                f"{self.path} was migrated by a newer memsched ({', '.join(sorted(unknown))}); upgrade memsched"
+            )
+        for name, apply in MIGRATIONS:
+            if name in applied:
+                continue
+            with self.transaction() as tx:
+                if tx.execute("SELECT 1 FROM migrations WHERE name = ?", (name,)).fetchone():
+                    continue  # another process applied it while we waited for the lock
+                apply(tx)
+                tx.execute("INSERT INTO migrations VALUES (?, ?)", (name, _ts(utcnow())))
+
+    def migrations(self) -> list[str]:
+        return [r[0] for r in self.db.execute("SELECT name FROM migrations ORDER BY name")]
+
+    def _init_page_size(self, requested: int | None) -> int:
+        row = self.db.execute("SELECT value FROM meta WHERE key = 'page_size'").fetchone()
+        if row is not None:
+            # Pages already formed keep their size; a different setting applies to new stores only.
+            return int(row[0])
+        size = requested or DEFAULT_PAGE_SIZE
+        self.db.execute("INSERT OR IGNORE INTO meta VALUES ('page_size', ?)", (str(size),))
+        return int(self.db.execute("SELECT value FROM meta WHERE key = 'page_size'").fetchone()[0])
+
+    # -- users and sessions --------------------------------------------------------------------------
+
+    def has_user(self, user_id: str) -> bool:
+        return self.db.execute("SELECT 1 FROM users WHERE id = ?", (user_id,)).fetchone() is not None
+
+    def users(self) -> list[str]:
+        return [r[0] for r in self.db.execute("SELECT id FROM users ORDER BY id")]
+
+    def sessions(self, user_id: str) -> list[Session]:
+        rows = self.db.execute(
+            "SELECT s.id, s.created_at, s.next_seq FROM sessions s WHERE s.user_id = ? ORDER BY s.created_at, s.id",
+            (user_id,),
+        )
+        return [Session(user_id=user_id, id=r[0], created_at=_dt(r[1]), turn_count=r[2]) for r in rows]
+
+    # -- turns ---------------------------------------------------------------------------------------
+
+    def add_turns(self, turns: Sequence[Turn]) -> list[Turn]:
+        with self.transaction() as tx:
+            return self.insert_turns(tx, turns)
+
+    def insert_turns(self, tx: sqlite3.Connection, turns: Sequence[Turn]) -> list[Turn]:
+        """Insert inside an open transaction, so callers can write derived rows (jobs) atomically."""
+        for turn in turns:
+            _validate(turn)
+            now = _ts(turn.created_at)
+            tx.execute("INSERT OR IGNORE INTO users VALUES (?, ?)", (turn.user_id, now))
+            tx.execute(
+                "INSERT OR IGNORE INTO sessions (user_id, id, created_at) VALUES (?, ?, ?)",
+                (turn.user_id, turn.session_id, now),
+            )
+            (seq,) = tx.execute(
+                "UPDATE sessions SET next_seq = next_seq + 1 WHERE user_id = ? AND id = ? RETURNING next_seq - 1",
+                (turn.user_id, turn.session_id),
+            ).fetchone()
+            page_no = seq // self.page_size
+            tx.execute(
+                "INSERT OR IGNORE INTO pages (user_id, session_id, page_no, created_at) VALUES (?, ?, ?, ?)",
+                (turn.user_id, turn.session_id, page_no, now),
+            )
+            (page_id,) = tx.execute(
+                "SELECT id FROM pages WHERE user_id = ? AND session_id = ? AND page_no = ?",
+                (turn.user_id, turn.session_id, page_no),
+            ).fetchone()
+            cur = tx.execute(
+                "INSERT INTO turns (user_id, session_id, seq, page_id, role, speaker, content, created_at,"
+                " external_id, content_hash, meta) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                (
+                    turn.user_id,
+                    turn.session_id,
+                    seq,
+                    page_id,
+                    turn.role,
+                    turn.speaker,
+                    turn.content,
+                    now,
+                    turn.external_id,
+                    turn.hash,
+                    json.dumps(turn.meta, ensure_ascii=False) if turn.meta else "{}",
+                ),
+            )
+            turn.id, turn.seq, turn.page_id = cur.lastrowid, seq, page_id
+            tx.execute("INSERT INTO turns_fts (rowid, body) VALUES (?, ?)", (turn.id, index_text(turn.text)))
+        return list(turns)
+
+    def get_turns(self, user_id: str, ids: Sequence[int]) -> list[Turn]:
+        if not ids:
+            return []
+        out: list[Turn] = []
+        ids = list(ids)
+        for start in range(0, len(ids), 500):
+            chunk = ids[start : start + 500]
+            marks = ",".join("?" * len(chunk))
+            out.extend(
+                _row_to_turn(r)
+                for r in self.db.execute(
+                    f"SELECT {_TURN_COLUMNS} FROM turns WHERE user_id = ? AND id IN ({marks})",
+                    (user_id, *chunk),
+                )
+            )
+        out.sort(key=lambda t: t.id or 0)
+        return out
+
+    def session_turns(self, user_id: str, session_id: str, last: int | None = None) -> list[Turn]:
+        if last is None:
+            rows = self.db.execute(
+                f"SELECT {_TURN_COLUMNS} FROM turns WHERE user_id = ? AND session_id = ? ORDER BY seq",
+                (user_id, session_id),
+            ).fetchall()
+        else:
+            rows = self.db.execute(
+                f"SELECT {_TURN_COLUMNS} FROM turns WHERE user_id = ? AND session_id = ?"
+                " ORDER BY seq DESC LIMIT ?",
+                (user_id, session_id, last),
+            ).fetchall()[::-1]
+        return [_row_to_turn(r) for r in rows]
+
+    def recent_turns(self, user_id: str, limit: int) -> list[Turn]:
+        rows = self.db.execute(
+            f"SELECT {_TURN_COLUMNS} FROM turns WHERE user_id = ? ORDER BY created_at DESC, id DESC LIMIT ?",
+            (user_id, limit),
+        ).fetchall()
+        return [_row_to_turn(r) for r in reversed(rows)]
+
+    def iter_turns(self, user_id: str) -> Iterator[Turn]:
+        rows = self.db.execute(
+            f"SELECT {_TURN_COLUMNS} FROM turns WHERE user_id = ? ORDER BY created_at, id", (user_id,)
+        )
+        for r in rows:
+            yield _row_to_turn(r)
+
+    def turn_count(self, user_id: str) -> int:
+        return int(self.db.execute("SELECT count(*) FROM turns WHERE user_id = ?", (user_id,)).fetchone()[0])
+
+    def max_turn_id(self, user_id: str) -> int:
+        row = self.db.execute("SELECT max(id) FROM turns WHERE user_id = ?", (user_id,)).fetchone()
+        return int(row[0] or 0)
+
+    def neighbours(self, user_id: str, turn_ids: Sequence[int], radius: int = 1) -> dict[int, list[int]]:
+        """For each turn, the ids of the turns up to `radius` positions before/after it in its session."""
+        out: dict[int, list[int]] = {}
+        for tid in turn_ids:
+            row = self.db.execute(
+                "SELECT session_id, seq FROM turns WHERE user_id = ? AND id = ?", (user_id, tid)
+            ).fetchone()
+            if row is None:
+                continue
+            rows = self.db.execute(
+                "SELECT id, seq FROM turns WHERE user_id = ? AND session_id = ? AND seq BETWEEN ? AND ?"
+                " AND id != ? ORDER BY abs(seq - ?), seq",
+                (user_id, row[0], row[1] - radius, row[1] + radius, tid, row[1]),
+            )
+            out[tid] = [r[0] for r in rows]
+        return out
+
+    def delete_turns(self, user_id: str, ids: Sequence[int]) -> int:
+        """Physically delete turns, their index rows and vectors no other turn of the user still uses."""
+        if not ids:
+            return 0
+        with self.transaction() as tx:
+            marks = ",".join("?" * len(ids))
+            hashes = [
+                r[0]
+                for r in tx.execute(
+                    f"SELECT content_hash FROM turns WHERE user_id = ? AND id IN ({marks})", (user_id, *ids)
+                )
+            ]
+            found = [
+                r[0] for r in tx.execute(f"SELECT id FROM turns WHERE user_id = ? AND id IN ({marks})", (user_id, *ids))
+            ]
+            if not found:
+                return 0
+            fmarks = ",".join("?" * len(found))
+            tx.execute(f"DELETE FROM turns_fts WHERE rowid IN ({fmarks})", found)
+            tx.execute(f"DELETE FROM turns WHERE id IN ({fmarks})", found)
+            for h in set(hashes):
+                still_used = tx.execute(
+                    "SELECT 1 FROM turns WHERE user_id = ? AND content_hash = ? LIMIT 1", (user_id, h)
+                ).fetchone()
+                if not still_used:
+                    tx.execute("DELETE FROM embeddings WHERE user_id = ? AND content_hash = ?", (user_id, h))
+            return len(found)
+
+    def delete_user(self, user_id: str) -> int:
+        """Physically delete a user and everything stored for them. Returns the number of turns removed."""
+        with self.transaction() as tx:
+            ids = [r[0] for r in tx.execute("SELECT id FROM turns WHERE user_id = ?", (user_id,))]
+            for start in range(0, len(ids), 500):
+                chunk = ids[start : start + 500]
+                tx.execute(f"DELETE FROM turns_fts WHERE rowid IN ({','.join('?' * len(chunk))})", chunk)
+            tx.execute("DELETE FROM turns WHERE user_id = ?", (user_id,))
+            tx.execute("DELETE FROM embeddings WHERE user_id = ?", (user_id,))
+            tx.execute("DELETE FROM pages WHERE user_id = ?", (user_id,))
+            tx.execute("DELETE FROM sessions WHERE user_id = ?", (user_id,))
+            tx.execute("DELETE FROM users WHERE id = ?", (user_id,))
+            return len(ids)
+
+    # -- pages ---------------------------------------------------------------------------------------
+
+    def pages(self, user_id: str, session_id: str | None = None) -> list[Page]:
+        sql = (
+            "SELECT p.id, p.session_id, p.page_no, p.created_at, min(t.seq), max(t.seq), count(t.id)"
+            " FROM pages p JOIN turns t ON t.page_id = p.id WHERE p.user_id = ?"
+        )
+        args: list[Any] = [user_id]
+        if session_id is not None:
+            sql += " AND p.session_id = ?"
+            args.append(session_id)
+        sql += " GROUP BY p.id ORDER BY p.created_at, p.id"
+        return [
+            Page(
+                id=r[0],
+                user_id=user_id,
+                session_id=r[1],
+                page_no=r[2],
+                created_at=_dt(r[3]),
+                first_seq=r[4],
+                last_seq=r[5],
+                turn_count=r[6],
+            )
+            for r in self.db.execute(sql, args)
+        ]
+
+    def page_turns(self, user_id: str, page_id: int) -> list[Turn]:
+        rows = self.db.execute(
+            f"SELECT {_TURN_COLUMNS} FROM turns WHERE user_id = ? AND page_id = ? ORDER BY seq", (user_id, page_id)
+        )
+        return [_row_to_turn(r) for r in rows]
+
+    # -- search --------------------------------------------------------------------------------------
+
+    def search_bm25(self, user_id: str, query: str, limit: int = 50) -> list[Hit]:
+        match = fts_query(query)
+        if match is None:
+            return []
+        rows = self.db.execute(
+            "SELECT t.id, bm25(turns_fts) AS s FROM turns_fts JOIN turns t ON t.id = turns_fts.rowid"
+            " WHERE turns_fts MATCH ? AND t.user_id = ? ORDER BY s LIMIT ?",
+            (match, user_id, limit),
+        ).fetchall()
+        # FTS5's bm25() is "lower is better"; flip it so every layer's score grows with relevance.
+        return [Hit(turn_id=r[0], score=-r[1], rank=i + 1) for i, r in enumerate(rows)]
+
+    # -- vectors -------------------------------------------------------------------------------------
+
+    def vectors(self, user_id: str, model_id: str, after_id: int = 0) -> tuple[np.ndarray, np.ndarray]:
+        rows = self.db.execute(
+            "SELECT t.id, e.dim, e.vector FROM turns t JOIN embeddings e"
+            " ON e.user_id = t.user_id AND e.model = ? AND e.content_hash = t.content_hash"
+            " WHERE t.user_id = ? AND t.id > ? ORDER BY t.id",
+            (model_id, user_id, after_id),
+        ).fetchall()
+        if not rows:
+            return np.zeros(0, dtype=np.int64), np.zeros((0, 0), dtype=np.float32)
+        ids = np.fromiter((r[0] for r in rows), dtype=np.int64, count=len(rows))
+        matrix = np.frombuffer(b"".join(r[2] for r in rows), dtype=np.float32).reshape(len(rows), rows[0][1])
+        return ids, matrix
+
+    def turns_missing_vectors(self, user_id: str, model_id: str, limit: int = 1000) -> list[tuple[int, str]]:
+        rows = self.db.execute(
+            "SELECT t.id, t.role, t.speaker, t.content FROM turns t LEFT JOIN embeddings e"
+            " ON e.user_id = t.user_id AND e.model = ? AND e.content_hash = t.content_hash"
+            " WHERE t.user_id = ? AND e.content_hash IS NULL ORDER BY t.id LIMIT ?",
+            (model_id, user_id, limit),
+        ).fetchall()
+        return [(r[0], f"{r[2] or r[1]}: {r[3]}") for r in rows]
+
+    def put_vectors(self, user_id: str, model_id: str, items: Sequence[tuple[str, np.ndarray]]) -> None:
+        with self.transaction() as tx:
+            tx.executemany(
+                "INSERT OR REPLACE INTO embeddings (user_id, model, content_hash, dim, vector) VALUES (?, ?, ?, ?, ?)",
+                [
+                    (user_id, model_id, h, int(v.shape[-1]), np.asarray(v, dtype=np.float32).tobytes())
+                    for h, v in items
+                ],
+            )
+
+    def vector_count(self, user_id: str, model_id: str) -> int:
+        return int(
+            self.db.execute(
+                "SELECT count(*) FROM embeddings WHERE user_id = ? AND model = ?", (user_id, model_id)
+            ).fetchone()[0]
+        )
+
+
+def _validate(turn: Turn) -> None:
+    if not turn.user_id or not isinstance(turn.user_id, str):
+        raise InputError("turn has no user_id")
+    if not turn.session_id or not isinstance(turn.session_id, str):
+        raise InputError("turn has no session_id")
+    if turn.role not in ROLES:
+        raise InputError(f"role must be one of {', '.join(ROLES)}, got {turn.role!r}")
+    if not isinstance(turn.content, str):
+        raise InputError("turn content must be a string")
+    if "\x00" in turn.content:
+        raise InputError("turn content contains a NUL character")

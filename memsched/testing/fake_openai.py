@@ -1,0 +1,441 @@
+"""A deterministic fake OpenAI-compatible server for tests (memsched's and its users').
+
+It is a real HTTP server on 127.0.0.1 (a free port) running in a background thread, so the code
+under test goes through its real HTTP client, retries and timeouts included::
+
+    with FakeOpenAI() as fake:
+        fake.script("first reply", Fail(500), Delay(2.0, then="late"))
+        fake.script_for("bookmark", '{"title": "x"}')
+        client = OpenAIChatClient(fake.base_url, "key", "fake-model")
+
+Chat replies come, in order of preference, from the first `script_for` queue whose text occurs in
+a request message, then the `script` queue, then `responder(body)`.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+import threading
+import time
+from collections import deque
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+import httpx
+import numpy as np
+
+
+@dataclass(frozen=True)
+class Fail:
+    """Answer with HTTP `status` and `body` (a dict is sent as JSON, a str as is)."""
+
+    status: int = 500
+    body: dict[str, Any] | str = field(
+        default_factory=lambda: {"error": {"message": "scripted failure", "type": "server_error"}}
+    )
+
+
+@dataclass(frozen=True)
+class Delay:
+    """Wait `seconds` before answering with `then` (None: whatever would have come next)."""
+
+    seconds: float
+    then: Reply | None = None
+
+
+@dataclass(frozen=True)
+class Malformed:
+    """Answer 200 with a body that is not valid JSON (or, when streaming, a broken SSE chunk)."""
+
+    body: str = '{"choices": [ this is not json'
+
+
+# A str is the reply content; a dict is a message ({"content": ..., "tool_calls": [...]}).
+Reply = str | dict[str, Any] | Fail | Delay | Malformed
+Responder = Callable[[dict[str, Any]], "Reply"]
+
+
+@dataclass(frozen=True)
+class RecordedRequest:
+    """One request the fake received: `path` (e.g. "/v1/chat/completions"), JSON `body`, and
+    `headers` (case-insensitive)."""
+
+    method: str
+    path: str
+    body: dict[str, Any]
+    headers: httpx.Headers
+
+
+def echo_responder(body: dict[str, Any]) -> Reply:
+    """The default reply: `"ok: "` and the first 40 characters of the last user message."""
+    users = [m for m in body.get("messages") or [] if m.get("role") == "user"]
+    last = _text(users[-1].get("content")) if users else ""
+    return f"ok: {last[:40]}"
+
+
+def fake_embedding(text: str, dim: int = 64) -> list[float]:
+    """A deterministic unit vector: each lower-cased word hashed to a signed dimension (zeros if none)."""
+    vec = np.zeros(dim, dtype=np.float64)
+    for token in re.findall(r"\w+", text.lower()):
+        digest = hashlib.blake2b(token.encode(), digest_size=8).digest()
+        value = int.from_bytes(digest, "little")
+        vec[value % dim] += 1.0 if (value >> 32) & 1 else -1.0
+    norm = float(np.linalg.norm(vec))
+    return [float(x) for x in (vec / norm if norm else vec)]
+
+
+class FakeOpenAI:
+    """The fake server. It starts on construction; `close()` (or leaving `with`) stops it.
+
+    `base_url` ends in `/v1`, like the OpenAI SDK's. Every method is thread-safe.
+    """
+
+    def __init__(
+        self,
+        responder: Responder | None = None,
+        *,
+        model: str = "fake-model",
+        embed_dim: int = 64,
+        api_key: str | None = None,
+    ) -> None:
+        self.responder: Responder = responder or echo_responder
+        self.model = model
+        self.embed_dim = embed_dim
+        # When set, requests without `Authorization: Bearer <api_key>` get a 401.
+        self.api_key = api_key
+        self._lock = threading.Lock()
+        self._stop = threading.Event()
+        self._queue: deque[Reply] = deque()
+        self._routed: list[tuple[str, deque[Reply]]] = []
+        self._embed_queue: deque[Reply] = deque()
+        self._requests: list[RecordedRequest] = []
+        self._counter = 0
+        self._server = _Server(("127.0.0.1", 0), _Handler)
+        self._server.fake = self
+        self.port: int = self._server.server_address[1]
+        self.base_url = f"http://127.0.0.1:{self.port}/v1"
+        # A short poll interval so close() returns promptly.
+        self._thread = threading.Thread(
+            target=self._server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True
+        )
+        self._thread.start()
+        self._closed = False
+
+    # --- scripting -----------------------------------------------------------------------------
+
+    def script(self, *replies: Reply) -> None:
+        """Queue chat replies, used first-in first-out before the responder."""
+        with self._lock:
+            self._queue.extend(replies)
+
+    def script_for(self, match: str, *replies: Reply) -> None:
+        """Queue chat replies for requests whose message text contains `match`."""
+        with self._lock:
+            for text, queue in self._routed:
+                if text == match:
+                    queue.extend(replies)
+                    return
+            self._routed.append((match, deque(replies)))
+
+    def script_embeddings(self, *replies: Fail | Delay | Malformed) -> None:
+        """Queue misbehaviours for `/embeddings` requests (normal vectors once the queue is empty)."""
+        with self._lock:
+            self._embed_queue.extend(replies)
+
+    @property
+    def requests(self) -> list[RecordedRequest]:
+        """A copy of every request received so far, oldest first."""
+        with self._lock:
+            return list(self._requests)
+
+    @property
+    def chat_requests(self) -> list[dict[str, Any]]:
+        """The JSON bodies of the chat completion requests received so far."""
+        return [r.body for r in self.requests if r.path.endswith("/chat/completions")]
+
+    def clear(self) -> None:
+        """Drop recorded requests and every queued reply."""
+        with self._lock:
+            self._requests.clear()
+            self._queue.clear()
+            self._routed.clear()
+            self._embed_queue.clear()
+
+    # --- lifecycle -----------------------------------------------------------------------------
+
+    def close(self) -> None:
+        """Stop the server and wake any pending `Delay` (idempotent)."""
+        if self._closed:
+            return
+        self._closed = True
+        self._stop.set()
+        self._server.shutdown()
+        self._server.server_close()
+        self._thread.join(timeout=5)
+
+    def __enter__(self) -> FakeOpenAI:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    # --- used by the handler -------------------------------------------------------------------
+
+    def _record(self, request: RecordedRequest) -> None:
+        with self._lock:
+            self._requests.append(request)
+
+    def _next_chat_reply(self, body: dict[str, Any]) -> Reply:
+        text = "\n".join(_text(m.get("content")) for m in body.get("messages") or [] if isinstance(m, dict))
+        with self._lock:
+            for match, queue in self._routed:
+                if queue and match in text:
+                    return queue.popleft()
+            if self._queue:
+                return self._queue.popleft()
+        return self.responder(body)
+
+    def _next_embed_reply(self) -> Reply | None:
+        with self._lock:
+            return self._embed_queue.popleft() if self._embed_queue else None
+
+    def _next_id(self) -> int:
+        with self._lock:
+            self._counter += 1
+            return self._counter
+
+    def _sleep(self, seconds: float) -> None:
+        # Waiting on the stop event (not time.sleep) lets close() cut a Delay short.
+        self._stop.wait(seconds)
+
+
+class _Server(ThreadingHTTPServer):
+    daemon_threads = True
+    fake: FakeOpenAI
+
+    def handle_error(self, request: Any, client_address: Any) -> None:
+        # A client that timed out hangs up before a Delay answers: expected, not worth a traceback.
+        pass
+
+
+class _Handler(BaseHTTPRequestHandler):
+    server: _Server
+
+    def log_message(self, format: str, *args: Any) -> None:
+        pass  # keep test output clean
+
+    @property
+    def fake(self) -> FakeOpenAI:
+        return self.server.fake
+
+    def do_GET(self) -> None:
+        self.fake._record(RecordedRequest("GET", self.path, {}, httpx.Headers(self.headers.items())))
+        if not self._authorized():
+            return
+        if self.path.rstrip("/").endswith("/models"):
+            model = {"id": self.fake.model, "object": "model", "created": 0, "owned_by": "memsched-fake"}
+            self._send_json(200, {"object": "list", "data": [model]})
+        else:
+            self._send_json(404, _error(f"no route for GET {self.path}", "not_found"))
+
+    def do_POST(self) -> None:
+        raw = self.rfile.read(int(self.headers.get("Content-Length") or 0))
+        try:
+            body = json.loads(raw or b"{}")
+            if not isinstance(body, dict):
+                raise ValueError("not an object")
+        except ValueError:
+            self.fake._record(RecordedRequest("POST", self.path, {}, httpx.Headers(self.headers.items())))
+            self._send_json(400, _error("request body is not a JSON object", "invalid_request_error"))
+            return
+        self.fake._record(RecordedRequest("POST", self.path, body, httpx.Headers(self.headers.items())))
+        if not self._authorized():
+            return
+        path = self.path.rstrip("/")
+        if path.endswith("/chat/completions"):
+            self._chat(body)
+        elif path.endswith("/embeddings"):
+            self._embeddings(body)
+        else:
+            self._send_json(404, _error(f"no route for POST {self.path}", "not_found"))
+
+    def _authorized(self) -> bool:
+        key = self.fake.api_key
+        if key is None or self.headers.get("Authorization") == f"Bearer {key}":
+            return True
+        self._send_json(401, _error("invalid api key", "invalid_request_error"))
+        return False
+
+    # --- chat ----------------------------------------------------------------------------------
+
+    def _chat(self, body: dict[str, Any]) -> None:
+        reply = self.fake._next_chat_reply(body)
+        while isinstance(reply, Delay):
+            self.fake._sleep(reply.seconds)
+            reply = reply.then if reply.then is not None else self.fake._next_chat_reply(body)
+        if self._misbehave(reply, stream=bool(body.get("stream"))):
+            return
+        message = _message(reply)
+        if body.get("stream"):
+            self._stream(message, body)
+            return
+        completion_id = f"chatcmpl-fake-{self.fake._next_id()}"
+        self._send_json(
+            200,
+            {
+                "id": completion_id,
+                "object": "chat.completion",
+                "created": int(time.time()),
+                "model": body.get("model") or self.fake.model,
+                "choices": [
+                    {
+                        "index": 0,
+                        "message": message,
+                        "finish_reason": "tool_calls" if message.get("tool_calls") else "stop",
+                    }
+                ],
+                "usage": _usage(body, message.get("content") or ""),
+            },
+        )
+
+    def _stream(self, message: dict[str, Any], body: dict[str, Any]) -> None:
+        completion_id = f"chatcmpl-fake-{self.fake._next_id()}"
+        model = body.get("model") or self.fake.model
+
+        def chunk(delta: dict[str, Any], finish: str | None = None) -> bytes:
+            data = {
+                "id": completion_id,
+                "object": "chat.completion.chunk",
+                "created": int(time.time()),
+                "model": model,
+                "choices": [{"index": 0, "delta": delta, "finish_reason": finish}],
+            }
+            return f"data: {json.dumps(data)}\n\n".encode()
+
+        self.send_response(200)
+        self.send_header("Content-Type", "text/event-stream")
+        self.send_header("Cache-Control", "no-cache")
+        self.end_headers()
+        # HTTP/1.0 without Content-Length: the body ends when the connection closes.
+        self.wfile.write(chunk({"role": "assistant", "content": ""}))
+        for piece in re.findall(r"\S+\s*|\s+", message.get("content") or ""):
+            self.wfile.write(chunk({"content": piece}))
+        tool_calls = message.get("tool_calls") or []
+        if tool_calls:
+            indexed = [{"index": i, **call} for i, call in enumerate(tool_calls)]
+            self.wfile.write(chunk({"tool_calls": indexed}))
+        self.wfile.write(chunk({}, "tool_calls" if tool_calls else "stop"))
+        self.wfile.write(b"data: [DONE]\n\n")
+        self.wfile.flush()
+
+    # --- embeddings ----------------------------------------------------------------------------
+
+    def _embeddings(self, body: dict[str, Any]) -> None:
+        reply = self.fake._next_embed_reply()
+        while isinstance(reply, Delay):
+            self.fake._sleep(reply.seconds)
+            reply = reply.then
+        if self._misbehave(reply, stream=False):
+            return
+        inputs = body.get("input")
+        texts = [inputs] if isinstance(inputs, str) else inputs
+        if not isinstance(texts, list) or not all(isinstance(t, str) for t in texts):
+            self._send_json(
+                400, _error("input must be a string or a list of strings", "invalid_request_error")
+            )
+            return
+        data = [
+            {"object": "embedding", "index": i, "embedding": fake_embedding(t, self.fake.embed_dim)}
+            for i, t in enumerate(texts)
+        ]
+        tokens = sum(len(t.split()) for t in texts)
+        self._send_json(
+            200,
+            {
+                "object": "list",
+                "data": data,
+                "model": body.get("model") or self.fake.model,
+                "usage": {"prompt_tokens": tokens, "total_tokens": tokens},
+            },
+        )
+
+    # --- helpers -------------------------------------------------------------------------------
+
+    def _misbehave(self, reply: Reply | None, *, stream: bool) -> bool:
+        """Send a scripted failure if `reply` is one; True when the response has been sent."""
+        if isinstance(reply, Fail):
+            if isinstance(reply.body, str):
+                self._send_bytes(reply.status, reply.body.encode(), "text/plain")
+            else:
+                self._send_json(reply.status, reply.body)
+            return True
+        if isinstance(reply, Malformed):
+            if stream:
+                payload = f"data: {reply.body}\n\n".encode()
+                self._send_bytes(200, payload, "text/event-stream")
+            else:
+                self._send_bytes(200, reply.body.encode(), "application/json")
+            return True
+        return False
+
+    def _send_json(self, status: int, payload: dict[str, Any]) -> None:
+        self._send_bytes(status, json.dumps(payload).encode(), "application/json")
+
+    def _send_bytes(self, status: int, data: bytes, content_type: str) -> None:
+        self.send_response(status)
+        self.send_header("Content-Type", content_type)
+        self.send_header("Content-Length", str(len(data)))
+        self.end_headers()
+        self.wfile.write(data)
+
+
+def _text(content: Any) -> str:
+    """The text of a message `content`: a str, or a list of parts with `text`."""
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        return " ".join(str(p.get("text", "")) for p in content if isinstance(p, dict))
+    return ""
+
+
+def _message(reply: Reply) -> dict[str, Any]:
+    """An assistant message in OpenAI format from a scripted str or dict."""
+    if isinstance(reply, str):
+        return {"role": "assistant", "content": reply}
+    if not isinstance(reply, dict):
+        raise TypeError(f"not a chat reply: {reply!r}")
+    message: dict[str, Any] = {"role": "assistant", "content": reply.get("content")}
+    calls = []
+    for i, call in enumerate(reply.get("tool_calls") or []):
+        function = dict(call.get("function") or {})
+        # Scripts may give arguments as a dict; the wire format is a JSON string.
+        if not isinstance(function.get("arguments", ""), str):
+            function["arguments"] = json.dumps(function["arguments"])
+        function.setdefault("arguments", "{}")
+        calls.append(
+            {
+                "id": call.get("id") or f"call_{i}",
+                "type": call.get("type") or "function",
+                "function": function,
+            }
+        )
+    if calls:
+        message["tool_calls"] = calls
+    return message
+
+
+def _usage(body: dict[str, Any], content: str) -> dict[str, int]:
+    # Word counts stand in for tokens: deterministic, and good enough to test that usage flows through.
+    prompt = sum(
+        len(_text(m.get("content")).split()) for m in body.get("messages") or [] if isinstance(m, dict)
+    )
+    completion = len(content.split())
+    return {"prompt_tokens": prompt, "completion_tokens": completion, "total_tokens": prompt + completion}
+
+
+def _error(message: str, kind: str) -> dict[str, Any]:
+    return {"error": {"message": message, "type": kind}}

@@ -1,0 +1,1 @@
+"""Text utilities: token counting, CJK-aware segmentation for BM25, date parsing."""
