@@ -65,6 +65,7 @@ def m001_core(db: sqlite3.Connection) -> None:
         );
         CREATE INDEX turns_user_time ON turns(user_id, created_at, id);
         CREATE INDEX turns_page ON turns(page_id);
+        CREATE INDEX turns_dedupe ON turns(user_id, session_id, content_hash);
         -- Segmented, stop-word-free text (see memsched.text.segment); rowid = turns.id.
         CREATE VIRTUAL TABLE turns_fts USING fts5(body, tokenize = 'porter unicode61 remove_diacritics 2');
         -- Vectors keyed by what was embedded (content hash) and by which model, per user, so a
@@ -81,6 +82,12 @@ def m001_core(db: sqlite3.Connection) -> None:
     )
 
 
-MIGRATIONS: list[Migration] = [
-    ("001_core", m001_core),
-]
+def _later() -> list[Migration]:
+    # Feature migrations live beside the SQL they serve; imported here to keep one ordered list.
+    from memsched.store.sqlite_bookmarks import m003_bookmarks
+    from memsched.store.sqlite_jobs import m002_jobs
+
+    return [("002_jobs", m002_jobs), ("003_bookmarks", m003_bookmarks)]
+
+
+MIGRATIONS: list[Migration] = [("001_core", m001_core), *_later()]

@@ -18,6 +18,8 @@ from memsched.config import DEFAULT_PAGE_SIZE
 from memsched.errors import InputError, StoreError
 from memsched.model import ROLES, Hit, Page, Session, Turn, utcnow
 from memsched.store.migrations import MIGRATIONS
+from memsched.store.sqlite_bookmarks import BookmarksMixin
+from memsched.store.sqlite_jobs import JobsMixin
 from memsched.text.segment import fts_query, index_text
 
 _TURN_COLUMNS = "id, user_id, session_id, seq, page_id, role, speaker, content, created_at, external_id, meta"
@@ -48,7 +50,7 @@ def _row_to_turn(row: sqlite3.Row | tuple[Any, ...]) -> Turn:
     )
 
 
-class SQLiteStore:
+class SQLiteStore(JobsMixin, BookmarksMixin):
     """A `Store` on one SQLite file. Safe to share between threads (a connection per thread)."""
 
     def __init__(self, path: str | Path, page_size: int | None = None) -> None:
@@ -163,14 +165,29 @@ class SQLiteStore:
 
     # -- turns ---------------------------------------------------------------------------------------
 
-    def add_turns(self, turns: Sequence[Turn]) -> list[Turn]:
+    def add_turns(self, turns: Sequence[Turn], skip_duplicates: bool = False) -> list[Turn]:
         with self.transaction() as tx:
-            return self.insert_turns(tx, turns)
+            return self.insert_turns(tx, turns, skip_duplicates=skip_duplicates)
 
-    def insert_turns(self, tx: sqlite3.Connection, turns: Sequence[Turn]) -> list[Turn]:
-        """Insert inside an open transaction, so callers can write derived rows (jobs) atomically."""
+    def insert_turns(
+        self, tx: sqlite3.Connection, turns: Sequence[Turn], skip_duplicates: bool = False
+    ) -> list[Turn]:
+        """Insert inside an open transaction, so callers can write derived rows (jobs) atomically.
+
+        With `skip_duplicates`, a turn whose session already holds the same speaker, text and time
+        is not stored again (re-importing a file adds nothing); it is left out of the result.
+        """
         for turn in turns:
             _validate(turn)
+        stored: list[Turn] = []
+        for turn in turns:
+            if skip_duplicates and tx.execute(
+                "SELECT 1 FROM turns WHERE user_id = ? AND session_id = ? AND content_hash = ?"
+                " AND role = ? AND created_at = ? LIMIT 1",
+                (turn.user_id, turn.session_id, turn.hash, turn.role, _ts(turn.created_at)),
+            ).fetchone():
+                continue
+            stored.append(turn)
             now = _ts(turn.created_at)
             tx.execute("INSERT OR IGNORE INTO users VALUES (?, ?)", (turn.user_id, now))
             tx.execute(
@@ -209,7 +226,7 @@ class SQLiteStore:
             )
             turn.id, turn.seq, turn.page_id = cur.lastrowid, seq, page_id
             tx.execute("INSERT INTO turns_fts (rowid, body) VALUES (?, ?)", (turn.id, index_text(turn.text)))
-        return list(turns)
+        return stored
 
     def get_turns(self, user_id: str, ids: Sequence[int]) -> list[Turn]:
         if not ids:

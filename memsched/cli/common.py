@@ -1,0 +1,69 @@
+"""What every command shares: the Typer app, the global options and one-line error reporting."""
+
+from __future__ import annotations
+
+import functools
+import sys
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any, TypeVar
+
+import typer
+from rich.console import Console
+
+from memsched.config import Config
+from memsched.errors import MemschedError
+
+app = typer.Typer(
+    name="memsched",
+    help="memsched: a memory scheduler for long-horizon LLM conversations.",
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_enable=False,
+)
+console = Console()
+err_console = Console(stderr=True)
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+HomeOption = typer.Option(None, "--home", help="Data directory holding memsched.db [env: MEMSCHED_HOME].")
+DbOption = typer.Option(None, "--db", help="Database file; default <home>/memsched.db [env: MEMSCHED_DB].")
+EmbeddersOption = typer.Option(
+    None, "--embedders", help="Comma-separated embedders: minilm, wordllama, openai, hash [env: MEMSCHED_EMBEDDERS]."
+)
+
+
+def load_config(**overrides: Any) -> Config:
+    """Config from the environment with the command's explicit options on top."""
+    return Config.load(**{k: v for k, v in overrides.items() if v is not None})
+
+
+def fail(message: str, code: int = 1) -> None:
+    err_console.print(f"[bold red]error:[/] {message}", highlight=False, soft_wrap=True)
+    raise typer.Exit(code)
+
+
+def reports_errors(fn: F) -> F:
+    """Turn memsched errors (and missing files) into one-line messages and a non-zero exit."""
+
+    @functools.wraps(fn)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        try:
+            return fn(*args, **kwargs)
+        except MemschedError as exc:
+            fail(str(exc))
+        except FileNotFoundError as exc:
+            fail(f"file not found: {exc.filename or exc}")
+        except KeyboardInterrupt:
+            err_console.print("interrupted")
+            sys.exit(130)
+
+    return wrapper  # type: ignore[return-value]
+
+
+def existing_file(path: Path) -> Path:
+    if not path.exists():
+        fail(f"file not found: {path}")
+    if path.is_dir():
+        fail(f"{path} is a directory, expected a file")
+    return path

@@ -1,0 +1,171 @@
+"""`memsched import`, `context` and `search`: getting conversations in and looking at them."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import typer
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.table import Table
+
+from memsched.cli.common import (
+    DbOption,
+    EmbeddersOption,
+    HomeOption,
+    app,
+    console,
+    existing_file,
+    load_config,
+    reports_errors,
+)
+from memsched.errors import ImportFileError, InputError
+from memsched.importers import detect_format, read_jsonl, read_locomo
+from memsched.memory import Memory
+
+
+def _progress() -> Progress:
+    return Progress(
+        TextColumn("{task.description}"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TimeElapsedColumn(),
+        console=console,
+        transient=True,
+    )
+
+
+@app.command("import")
+@reports_errors
+def import_(
+    file: Path = typer.Argument(..., help="A JSONL file or a LoCoMo JSON file."),
+    user: str | None = typer.Option(
+        None, "--user", "-u", help="User id (JSONL: required; LoCoMo: prefix for each sample's user id)."
+    ),
+    fmt: str = typer.Option("auto", "--format", help="auto, jsonl or locomo."),
+    no_index: bool = typer.Option(False, "--no-index", help="Store only; embed later (on first use)."),
+    home: Path | None = HomeOption,
+    db: Path | None = DbOption,
+    embedders: str | None = EmbeddersOption,
+) -> None:
+    """Import a conversation. Re-importing the same file adds nothing twice."""
+    existing_file(file)
+    fmt = detect_format(file) if fmt == "auto" else fmt
+    if fmt not in ("jsonl", "locomo"):
+        raise InputError(f"--format must be auto, jsonl or locomo, got {fmt!r}")
+    cfg = load_config(home=home, db=db, embedders=embedders)
+    with Memory(cfg) as mem, _progress() as progress:
+        added: dict[str, int] = {}
+        if fmt == "jsonl":
+            if not user:
+                raise InputError("--user is required to import a JSONL file")
+            task = progress.add_task(f"importing {file.name}", total=None)
+            try:
+                for batch in read_jsonl(file, user):
+                    stored = mem.store.add_turns(batch, skip_duplicates=True)
+                    for t in stored:
+                        added[t.user_id] = added.get(t.user_id, 0) + 1
+                    progress.advance(task, len(batch))
+            except ImportFileError as exc:
+                kept = sum(added.values())
+                raise ImportFileError(f"{file}: {exc} ({kept} turns before it were imported and kept)") from None
+        else:
+            samples = read_locomo(file)
+            for sample in samples:
+                uid = sample.sample_id if not user else (user if len(samples) == 1 else f"{user}-{sample.sample_id}")
+                for t in sample.turns:
+                    t.user_id = uid
+                added[uid] = len(mem.store.add_turns(sample.turns, skip_duplicates=True))
+        if not no_index:
+            for uid in added:
+                total = mem.store.turn_count(uid) * len(mem.embedders)
+                task = progress.add_task(f"embedding {uid}", total=total)
+                mem.index(uid, progress=lambda n, task=task: progress.advance(task, n))
+    for uid, n in added.items():
+        console.print(f"imported {n} new turns for user [bold]{uid}[/]")
+    if not added:
+        console.print("nothing to import")
+
+
+@app.command()
+@reports_errors
+def context(
+    message: str = typer.Argument(..., help="The new message."),
+    user: str = typer.Option(..., "--user", "-u", help="User id."),
+    session: str | None = typer.Option(None, "--session", "-s", help="Current session id (for the recent window)."),
+    budget: int | None = typer.Option(None, "--budget", "-b", help="Token budget [env: MEMSCHED_BUDGET]."),
+    as_json: bool = typer.Option(False, "--json", help="Print JSON with messages and trace."),
+    record: bool = typer.Option(False, "--record", help="Store the message as a turn of --session."),
+    home: Path | None = HomeOption,
+    db: Path | None = DbOption,
+    embedders: str | None = EmbeddersOption,
+) -> None:
+    """Print the context memsched would send to the LLM for MESSAGE."""
+    if record and not session:
+        raise InputError("--record needs --session: a recorded turn belongs to a session")
+    cfg = load_config(home=home, db=db, embedders=embedders, budget=budget)
+    with Memory(cfg) as mem:
+        mem.require_user(user)
+        result = mem.context(user, message, session_id=session, record=record)
+    if as_json:
+        console.print_json(json.dumps({"messages": result.messages, "trace": result.trace}, ensure_ascii=False))
+        return
+    for m in result.messages:
+        console.rule(f"[bold]{m['role']}[/]")
+        console.print(m["content"], highlight=False, markup=False)
+    t = result.trace["tokens"]
+    console.rule()
+    console.print(
+        f"{t['total']}/{t['budget']} tokens: memory {t['memory']}, recent {t['recent']}, "
+        f"{len(result.trace['selected'])} recalled turns, {result.trace['timings_ms']['total']:.1f} ms"
+    )
+
+
+@app.command()
+@reports_errors
+def search(
+    query: str = typer.Argument(..., help="What to look for."),
+    user: str = typer.Option(..., "--user", "-u", help="User id."),
+    limit: int = typer.Option(10, "--limit", "-n", help="How many hits."),
+    as_json: bool = typer.Option(False, "--json", help="Print JSON."),
+    home: Path | None = HomeOption,
+    db: Path | None = DbOption,
+    embedders: str | None = EmbeddersOption,
+) -> None:
+    """Ranked turns of a user for QUERY, with the score of every retrieval layer."""
+    cfg = load_config(home=home, db=db, embedders=embedders)
+    with Memory(cfg) as mem:
+        mem.require_user(user)
+        hits = mem.search(user, query, limit=limit)
+    if as_json:
+        rows = [
+            {
+                "turn_id": h.turn.id,
+                "session_id": h.turn.session_id,
+                "created_at": h.turn.created_at.isoformat(),
+                "speaker": h.turn.label,
+                "content": h.turn.content,
+                "score": h.score,
+                "scores": h.candidate.scores,
+                "ranks": h.candidate.ranks,
+            }
+            for h in hits
+        ]
+        console.print_json(json.dumps(rows, ensure_ascii=False))
+        return
+    table = Table(title=f"{query!r} for {user}", show_lines=False)
+    table.add_column("#", justify="right")
+    table.add_column("fused", justify="right")
+    table.add_column("layers")
+    table.add_column("when")
+    table.add_column("turn", overflow="fold")
+    for i, h in enumerate(hits, 1):
+        layers = ", ".join(f"{k} {v:.3f} (#{h.candidate.ranks.get(k)})" for k, v in h.candidate.scores.items())
+        table.add_row(
+            str(i),
+            f"{h.score:.4f}",
+            layers,
+            f"{h.turn.created_at:%Y-%m-%d} {h.turn.session_id}",
+            f"{h.turn.label}: {h.turn.content}",
+        )
+    console.print(table)

@@ -1,0 +1,118 @@
+"""`memsched eval locomo`: retrieval quality on the LoCoMo benchmark, against baselines."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import typer
+from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.table import Table
+
+from memsched.cli.common import DbOption, EmbeddersOption, HomeOption, app, console, load_config, reports_errors
+from memsched.errors import ConfigError, InputError
+from memsched.eval import locomo
+
+eval_app = typer.Typer(help="Evaluate retrieval on benchmarks.", no_args_is_help=True)
+app.add_typer(eval_app, name="eval")
+
+
+def _budgets(text: str) -> list[int]:
+    try:
+        budgets = [int(b) for b in text.split(",") if b.strip()]
+    except ValueError:
+        raise InputError(f"--budget must be comma-separated integers, got {text!r}") from None
+    if not budgets or any(b < 100 for b in budgets):
+        raise InputError(f"--budget values must be >= 100 tokens, got {text!r}")
+    return budgets
+
+
+@eval_app.command("locomo")
+@reports_errors
+def eval_locomo(
+    data: Path | None = typer.Option(
+        None, "--data", help="LoCoMo JSON file; default <home>/datasets/locomo10.json (see --download)."
+    ),
+    budget: str = typer.Option("1000,2000,4000", "--budget", help="Comma-separated token budgets."),
+    as_json: bool = typer.Option(False, "--json", help="Print the figures as JSON."),
+    judge: bool = typer.Option(False, "--judge", help="Also answer and grade with the configured LLM (J metric)."),
+    limit: int | None = typer.Option(None, "--limit", help="Evaluate only the first N questions."),
+    download: bool = typer.Option(
+        False, "--download", help="Fetch the official locomo10.json into <home>/datasets first (needs network)."
+    ),
+    home: Path | None = HomeOption,
+    db: Path | None = DbOption,
+    embedders: str | None = EmbeddersOption,
+) -> None:
+    """Evidence recall per token budget for memsched and the window, bm25, dense and hybrid baselines."""
+    budgets = _budgets(budget)
+    cfg = load_config(home=home, embedders=embedders)
+    if data is None:
+        data = cfg.home / "datasets" / "locomo10.json"
+        if download and not data.exists():
+            _download(data)
+        if not data.exists():
+            raise InputError(
+                f"no LoCoMo data at {data}: pass --data FILE, or --download to fetch {locomo.OFFICIAL_URL}"
+            )
+    if not data.exists():
+        raise InputError(f"file not found: {data}")
+    scorer = None
+    if judge:
+        from memsched.eval.judge import Judge
+        from memsched.llm.client import client_from_config
+
+        answerer = client_from_config(cfg, "upstream") or client_from_config(cfg, "helper")
+        grader = client_from_config(cfg, "helper")
+        if answerer is None or grader is None:
+            raise ConfigError("--judge needs an LLM: set MEMSCHED_UPSTREAM_BASE_URL and MEMSCHED_UPSTREAM_MODEL")
+        scorer = Judge(answerer, grader)
+
+    if as_json:
+        result = locomo.run(data, budgets, cfg, db=db, limit=limit, judge=scorer)
+        print(json.dumps(result))
+        return
+    with Progress(
+        TextColumn("{task.description}"), BarColumn(), TimeElapsedColumn(), console=console, transient=True
+    ) as progress:
+        task = progress.add_task("loading", total=None)
+
+        def report(text: str, done: int, total: int) -> None:
+            progress.update(task, description=text, completed=done, total=total)
+
+        result = locomo.run(data, budgets, cfg, db=db, limit=limit, judge=scorer, progress=report)
+    table = Table(title=f"LoCoMo evidence recall — {result['questions']} questions, {data.name}")
+    table.add_column("budget", justify="right")
+    table.add_column("system")
+    for col in ("evidence recall", "answer in context", "avg tokens", "p50 ms", "p95 ms"):
+        table.add_column(col, justify="right")
+    for b, per in result["results"].items():
+        for system, m in per.items():
+            table.add_row(
+                b,
+                f"[bold]{system}[/]" if system == "memsched" else system,
+                f"{m['evidence_recall']:.3f}",
+                f"{m['answer_in_context']:.3f}",
+                f"{m['avg_tokens']:.0f}",
+                f"{m['p50_ms']:.1f}",
+                f"{m['p95_ms']:.1f}",
+            )
+        table.add_section()
+    console.print(table)
+    console.print(f"full context: {result['full_context_tokens']:.0f} tokens on average")
+    if "judge" in result:
+        console.print("LLM judge (J), memsched: " + ", ".join(f"{b}: {v:.3f}" for b, v in result["judge"].items()))
+
+
+def _download(target: Path) -> None:
+    import httpx
+
+    target.parent.mkdir(parents=True, exist_ok=True)
+    console.print(f"downloading {locomo.OFFICIAL_URL} -> {target}")
+    with httpx.stream("GET", locomo.OFFICIAL_URL, follow_redirects=True, timeout=60) as resp:
+        resp.raise_for_status()
+        tmp = target.with_suffix(".part")
+        with tmp.open("wb") as fh:
+            for chunk in resp.iter_bytes():
+                fh.write(chunk)
+        tmp.replace(target)
