@@ -18,7 +18,6 @@ from memsched.model import Page, Session, Turn
 __version__ = "0.1.0"
 
 __all__ = [
-    "UNSET",
     "BudgetError",
     "Config",
     "ConfigError",
@@ -34,6 +33,7 @@ __all__ = [
     "Session",
     "StoreError",
     "Turn",
+    "UNSET",
     "UnknownUserError",
     "__version__",
 ]

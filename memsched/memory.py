@@ -64,10 +64,13 @@ class Memory:
         config: Config | None = None,
         *,
         store: SQLiteStore | None = None,
-        embedders: dict[str, Embedder] | None = None,
+        embedders: dict[str, Embedder] | str | None = None,
         weights: FusionWeights | None = None,
         **overrides: Any,
     ) -> None:
+        if isinstance(embedders, str):  # a spec like "minilm,wordllama" is a setting, not instances
+            overrides["embedders"] = embedders
+            embedders = None
         self.config = config if config is not None else Config.load(**overrides)
         if config is not None and overrides:
             self.config = config.replace(**overrides)

@@ -26,13 +26,18 @@ RRF_K = 60  # the constant of plain reciprocal-rank fusion (Cormack et al.)
 class FusionWeights:
     """How much each layer counts in the fused score. Tuned on the LoCoMo dev set (BENCHMARKS.md)."""
 
-    rrf_k: float = 60.0
-    bm25: float = 1.0
-    dense: dict[str, float] = field(default_factory=lambda: {"minilm": 1.0, "wordllama": 0.5})
+    # A small k lets the first few ranks of each layer dominate; on the dev set k in 6..15 forms a
+    # plateau (BENCHMARKS.md), 60 (the textbook value) loses 4 points of recall at 1,000 tokens.
+    rrf_k: float = 10.0
+    bm25: float = 1.4
+    # On English (LoCoMo) WordLlama only adds noise next to MiniLM, so it gets no weight there; a
+    # layer with weight 0 is not even computed.
+    dense: dict[str, float] = field(default_factory=lambda: {"minilm": 1.0, "wordllama": 0.0})
     # For Chinese queries the English-only MiniLM counts less and WordLlama more.
     dense_cjk: dict[str, float] = field(default_factory=lambda: {"minilm": 0.2, "wordllama": 1.0})
     neighbour_decay: float = 0.5  # a neighbour's priority relative to the hit that pulled it in
-    neighbour_radius: int = 1
+    neighbour_distance_decay: float = 0.8  # extra factor per step beyond the first
+    neighbour_radius: int = 2
 
     def dense_weight(self, name: str, cjk: float) -> float:
         latin = self.dense.get(name, 1.0)
@@ -122,8 +127,14 @@ class Retriever:
 
     # -- layers -------------------------------------------------------------------------------------
 
-    def embed_query(self, query: str) -> dict[str, np.ndarray]:
-        return {name: e.embed([query])[0] for name, e in self.embedders.items()}
+    def embed_query(self, query: str, only_weighted: bool = True) -> dict[str, np.ndarray]:
+        """The query's vector for each embedder (only those whose layer counts for this query's script)."""
+        cjk = cjk_ratio(query)
+        return {
+            name: e.embed([query])[0]
+            for name, e in self.embedders.items()
+            if not only_weighted or self.weights.dense_weight(name, cjk) > 0
+        }
 
     def bm25(self, user_id: str, query: str, k: int = 50) -> list[Hit]:
         return self.store.search_bm25(user_id, query, limit=k)
@@ -151,7 +162,12 @@ class Retriever:
         weights and k=60 with no expansion: the textbook baseline the eval compares against.
         """
         timings: dict[str, float] = {}
-        wanted = list(layers) if layers is not None else ["bm25", *self.embedders]
+        cjk = cjk_ratio(query)
+        w = self.weights
+        if layers is not None:
+            wanted = list(layers)
+        else:
+            wanted = ["bm25", *(n for n in self.embedders if w.dense_weight(n, cjk) > 0)]
         hits: dict[str, list[Hit]] = {}
 
         if "bm25" in wanted:
@@ -171,8 +187,6 @@ class Retriever:
                 timings[f"dense:{name}"] = _ms(t0)
 
         t0 = time.perf_counter()
-        cjk = cjk_ratio(query)
-        w = self.weights
         rrf_k = RRF_K if plain_rrf else w.rrf_k
         by_id: dict[int, Candidate] = {}
         for layer, layer_hits in hits.items():
@@ -209,10 +223,10 @@ class Retriever:
         present = {c.turn_id: c for c in ranked}
         near = self.store.neighbours(user_id, [c.turn_id for c in head], radius=w.neighbour_radius)
         for cand in head:
-            for nid in near.get(cand.turn_id, []):
+            for nid, distance in near.get(cand.turn_id, []):
                 if nid in exclude:
                     continue
-                score = cand.fused * w.neighbour_decay
+                score = cand.fused * w.neighbour_decay * w.neighbour_distance_decay ** (distance - 1)
                 existing = present.get(nid)
                 if existing is None:
                     present[nid] = Candidate(turn_id=nid, fused=score, reason=f"neighbour of {cand.turn_id}")

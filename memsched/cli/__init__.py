@@ -2,10 +2,9 @@
 
 from __future__ import annotations
 
-from memsched.cli.common import app
-
 # Importing a command module registers its commands on `app`.
-from memsched.cli import data, demo, evaluate, serve  # noqa: E402, F401, I001
+from memsched.cli import data, demo, evaluate, jobs, serve  # noqa: F401
+from memsched.cli.common import app
 
 
 def main() -> None:

@@ -93,7 +93,7 @@ def context(
     message: str = typer.Argument(..., help="The new message."),
     user: str = typer.Option(..., "--user", "-u", help="User id."),
     session: str | None = typer.Option(None, "--session", "-s", help="Current session id (for the recent window)."),
-    budget: int | None = typer.Option(None, "--budget", "-b", help="Token budget [env: MEMSCHED_BUDGET]."),
+    budget: int | None = typer.Option(None, "--budget", "-b", help="Token budget \\[env: MEMSCHED_BUDGET]."),
     as_json: bool = typer.Option(False, "--json", help="Print JSON with messages and trace."),
     record: bool = typer.Option(False, "--record", help="Store the message as a turn of --session."),
     home: Path | None = HomeOption,

@@ -86,8 +86,9 @@ def _later() -> list[Migration]:
     # Feature migrations live beside the SQL they serve; imported here to keep one ordered list.
     from memsched.store.sqlite_bookmarks import m003_bookmarks
     from memsched.store.sqlite_jobs import m002_jobs
+    from memsched.store.sqlite_state import m004_state
 
-    return [("002_jobs", m002_jobs), ("003_bookmarks", m003_bookmarks)]
+    return [("002_jobs", m002_jobs), ("003_bookmarks", m003_bookmarks), ("004_state", m004_state)]
 
 
 MIGRATIONS: list[Migration] = [("001_core", m001_core), *_later()]

@@ -20,6 +20,7 @@ from memsched.model import ROLES, Hit, Page, Session, Turn, utcnow
 from memsched.store.migrations import MIGRATIONS
 from memsched.store.sqlite_bookmarks import BookmarksMixin
 from memsched.store.sqlite_jobs import JobsMixin
+from memsched.store.sqlite_state import StateMixin
 from memsched.text.segment import fts_query, index_text
 
 _TURN_COLUMNS = "id, user_id, session_id, seq, page_id, role, speaker, content, created_at, external_id, meta"
@@ -50,7 +51,7 @@ def _row_to_turn(row: sqlite3.Row | tuple[Any, ...]) -> Turn:
     )
 
 
-class SQLiteStore(JobsMixin, BookmarksMixin):
+class SQLiteStore(JobsMixin, BookmarksMixin, StateMixin):
     """A `Store` on one SQLite file. Safe to share between threads (a connection per thread)."""
 
     def __init__(self, path: str | Path, page_size: int | None = None) -> None:
@@ -281,9 +282,11 @@ class SQLiteStore(JobsMixin, BookmarksMixin):
         row = self.db.execute("SELECT max(id) FROM turns WHERE user_id = ?", (user_id,)).fetchone()
         return int(row[0] or 0)
 
-    def neighbours(self, user_id: str, turn_ids: Sequence[int], radius: int = 1) -> dict[int, list[int]]:
-        """For each turn, the ids of the turns up to `radius` positions before/after it in its session."""
-        out: dict[int, list[int]] = {}
+    def neighbours(
+        self, user_id: str, turn_ids: Sequence[int], radius: int = 1
+    ) -> dict[int, list[tuple[int, int]]]:
+        """For each turn, (id, distance) of the turns up to `radius` positions away in its session."""
+        out: dict[int, list[tuple[int, int]]] = {}
         for tid in turn_ids:
             row = self.db.execute(
                 "SELECT session_id, seq FROM turns WHERE user_id = ? AND id = ?", (user_id, tid)
@@ -291,11 +294,11 @@ class SQLiteStore(JobsMixin, BookmarksMixin):
             if row is None:
                 continue
             rows = self.db.execute(
-                "SELECT id, seq FROM turns WHERE user_id = ? AND session_id = ? AND seq BETWEEN ? AND ?"
+                "SELECT id, abs(seq - ?) FROM turns WHERE user_id = ? AND session_id = ? AND seq BETWEEN ? AND ?"
                 " AND id != ? ORDER BY abs(seq - ?), seq",
-                (user_id, row[0], row[1] - radius, row[1] + radius, tid, row[1]),
+                (row[1], user_id, row[0], row[1] - radius, row[1] + radius, tid, row[1]),
             )
-            out[tid] = [r[0] for r in rows]
+            out[tid] = [(r[0], r[1]) for r in rows]
         return out
 
     def delete_turns(self, user_id: str, ids: Sequence[int]) -> int:
@@ -338,6 +341,7 @@ class SQLiteStore(JobsMixin, BookmarksMixin):
             tx.execute("DELETE FROM pages WHERE user_id = ?", (user_id,))
             tx.execute("DELETE FROM sessions WHERE user_id = ?", (user_id,))
             tx.execute("DELETE FROM users WHERE id = ?", (user_id,))
+            self.jobs_delete_user(tx, user_id)  # payloads may quote the user's words
             return len(ids)
 
     # -- pages ---------------------------------------------------------------------------------------

@@ -1,0 +1,665 @@
+"""Keyword bookmarks: generation (LLM first, rule fallback), topic segments, merging and aliases.
+
+A bookmark describes one page (a fixed group of turns) or, when the topic shifts inside a page, one
+topic segment of it: 3-8 searchable keywords, aliases for them, a one-sentence summary, a kind
+(decision, plan, event, preference, fact) and an importance weight, plus the page and turn ids it
+came from. Bookmarks are indexed for BM25 and embedded with every configured embedder, so the
+paging scheduler (`memsched.paging`) can match a query against them.
+
+Generation makes at most one LLM call per page: pages are batched, several to a call. Whenever no
+LLM is configured, or the call fails, times out or returns invalid JSON, the rule extractor in
+`memsched.keywords` bookmarks the pages instead, and the run's trace says so.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import threading
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+from pydantic import BaseModel, Field, field_validator
+
+from memsched import keywords as kw
+from memsched.errors import LLMError
+from memsched.model import Page, Turn, content_hash, utcnow
+
+if TYPE_CHECKING:
+    from memsched.llm.client import ChatClient
+    from memsched.memory import Memory
+    from memsched.store.sqlite import SQLiteStore
+
+log = logging.getLogger(__name__)
+
+MAX_KEYWORDS = 8
+MIN_KEYWORDS = 3
+LLM_BATCH_CHARS = 12_000  # turn text per bookmark call; pages are never split between calls
+SEGMENT_WINDOW = 3  # turns on each side of a gap when looking for a topic shift
+SEGMENT_MIN_TURNS = 5
+SHIFT_DROP = 0.25  # similarity below (page mean - SHIFT_DROP * spread) marks a topic shift
+
+
+@dataclass(slots=True)
+class Bookmark:
+    """A bookmark: what a page (or a topic segment of it) is about, and where it came from."""
+
+    user_id: str
+    session_id: str
+    keywords: list[str]
+    summary: str
+    page_ids: list[int]
+    turn_ids: list[int]
+    first_at: datetime
+    last_at: datetime
+    aliases: dict[str, list[str]] = field(default_factory=dict)
+    kind: str = "fact"
+    importance: float = 0.5
+    source: str = "rule"  # llm | rule | merged
+    created_at: datetime = field(default_factory=utcnow)
+    updated_at: datetime = field(default_factory=utcnow)
+    id: int | None = None
+
+    @property
+    def ref(self) -> str:
+        return f"b{self.id}"
+
+    @property
+    def names(self) -> list[str]:
+        """Keywords and all their aliases: what keyword matching looks for."""
+        out = list(self.keywords)
+        for alias_list in self.aliases.values():
+            out.extend(alias_list)
+        seen: dict[str, str] = {}
+        for name in out:
+            seen.setdefault(name.lower(), name)
+        return list(seen.values())
+
+    @property
+    def text(self) -> str:
+        """What is indexed and embedded: keywords (with aliases) and the summary."""
+        parts = []
+        for k in self.keywords:
+            alias = self.aliases.get(k)
+            parts.append(f"{k} ({', '.join(alias)})" if alias else k)
+        extra = [a for key, lst in self.aliases.items() if key not in self.keywords for a in [key, *lst]]
+        if extra:
+            parts.append(", ".join(extra))
+        return "; ".join(parts) + " — " + self.summary
+
+    @property
+    def hash(self) -> str:
+        return content_hash(self.text)
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "id": self.id,
+            "session_id": self.session_id,
+            "kind": self.kind,
+            "keywords": self.keywords,
+            "aliases": self.aliases,
+            "summary": self.summary,
+            "importance": self.importance,
+            "source": self.source,
+            "page_ids": self.page_ids,
+            "turn_ids": self.turn_ids,
+            "first_at": self.first_at.isoformat(),
+            "last_at": self.last_at.isoformat(),
+            "created_at": self.created_at.isoformat(),
+        }
+
+
+@dataclass(slots=True)
+class BookmarkRun:
+    """What one `generate_bookmarks` call did: the bookmarks made and a trace of how."""
+
+    bookmarks: list[Bookmark]
+    trace: dict[str, Any]
+
+
+# -- LLM output -------------------------------------------------------------------------------------
+
+
+class _LLMBookmark(BaseModel):
+    id: str | int | None = None
+    keywords: list[str] = Field(min_length=1)
+    aliases: dict[str, list[str] | str] = Field(default_factory=dict)
+    summary: str = Field(min_length=1)
+    kind: str | None = None
+    importance: float | None = None
+
+    @field_validator("keywords")
+    @classmethod
+    def _clean_keywords(cls, value: list[str]) -> list[str]:
+        out: list[str] = []
+        for k in value:
+            k = " ".join(str(k).split())
+            if k and k.lower() not in {o.lower() for o in out}:
+                out.append(k)
+        if not out:
+            raise ValueError("no usable keyword")
+        return out[:MAX_KEYWORDS]
+
+    def alias_map(self) -> dict[str, list[str]]:
+        out: dict[str, list[str]] = {}
+        for key, value in self.aliases.items():
+            items = [value] if isinstance(value, str) else list(value)
+            items = [" ".join(i.split()) for i in items if i and i.strip() and i.strip().lower() != key.lower()]
+            if items:
+                out[key] = items
+        return out
+
+
+class _LLMBatch(BaseModel):
+    """Either {"bookmarks": [...]} for a batch, or a single page's flat object."""
+
+    bookmarks: list[_LLMBookmark] = Field(default_factory=list)
+    keywords: list[str] | None = None
+    aliases: dict[str, list[str] | str] = Field(default_factory=dict)
+    summary: str | None = None
+
+    def items(self) -> list[_LLMBookmark]:
+        if self.bookmarks:
+            return self.bookmarks
+        if self.keywords and self.summary:
+            return [_LLMBookmark(keywords=self.keywords, aliases=self.aliases, summary=self.summary)]
+        raise ValueError("reply has neither 'bookmarks' nor 'keywords' and 'summary'")
+
+
+_KINDS = {"decision", "plan", "event", "preference", "fact"}
+
+
+# -- term statistics ------------------------------------------------------------------------------------
+
+_stats_lock = threading.Lock()
+_stats_cache: dict[tuple[int, str], tuple[int, kw.TermStats]] = {}
+
+
+def user_stats(store: SQLiteStore, user_id: str) -> kw.TermStats:
+    """Page document frequencies of the user's terms, cached per process and refreshed when turns grow.
+
+    Kept in memory only (never stored): counts of deleted turns vanish with the process.
+    """
+    key = (id(store), user_id)
+    top = store.max_turn_id(user_id)
+    with _stats_lock:
+        cached = _stats_cache.get(key)
+    if cached is not None and cached[0] == top:
+        return cached[1]
+    stats = kw.TermStats()
+    pages: dict[int, set[str]] = {}
+    for turn in store.iter_turns(user_id):
+        pages.setdefault(turn.page_id or 0, set()).update(kw.doc_terms([turn.text]))
+    for terms in pages.values():
+        stats.add(terms)
+    with _stats_lock:
+        if len(_stats_cache) > 64:
+            _stats_cache.clear()
+        _stats_cache[key] = (top, stats)
+    return stats
+
+
+# -- topic segments ------------------------------------------------------------------------------------
+
+
+def topic_segments(turns: Sequence[Turn], vectors: dict[int, np.ndarray] | None = None) -> list[list[Turn]]:
+    """Split a page where the topic shifts: the similarity of the windows before and after a gap
+    drops well below the page's usual level (TextTiling on embeddings; term vectors when a turn has
+    no embedding). Segments have at least `SEGMENT_MIN_TURNS` turns; at most three per page."""
+    n = len(turns)
+    if n < 2 * SEGMENT_MIN_TURNS:
+        return [list(turns)]
+    matrix = _turn_matrix(turns, vectors)
+    sims: list[float] = []
+    for gap in range(1, n):
+        left = matrix[max(0, gap - SEGMENT_WINDOW) : gap].mean(axis=0)
+        right = matrix[gap : gap + SEGMENT_WINDOW].mean(axis=0)
+        denom = float(np.linalg.norm(left) * np.linalg.norm(right)) or 1.0
+        sims.append(float(left @ right) / denom)
+    arr = np.asarray(sims)
+    cut_below = float(arr.mean() - SHIFT_DROP - 0.5 * arr.std())
+    cuts: list[int] = []
+    for gap in sorted(range(1, n), key=lambda g: sims[g - 1]):
+        if sims[gap - 1] > cut_below or len(cuts) >= 2:
+            break
+        bounds = sorted([0, *cuts, gap, n])
+        if all(b - a >= SEGMENT_MIN_TURNS for a, b in zip(bounds, bounds[1:], strict=False)):
+            cuts.append(gap)
+    bounds = sorted([0, *cuts, n])
+    return [list(turns[a:b]) for a, b in zip(bounds, bounds[1:], strict=False)]
+
+
+def _turn_matrix(turns: Sequence[Turn], vectors: dict[int, np.ndarray] | None) -> np.ndarray:
+    if vectors and all(t.id in vectors for t in turns):
+        return np.vstack([vectors[t.id] for t in turns if t.id is not None]).astype(np.float32)
+    vocab: dict[str, int] = {}
+    rows = [kw.doc_terms([t.content]) for t in turns]
+    for row in rows:
+        for term in row:
+            vocab.setdefault(term, len(vocab))
+    matrix = np.zeros((len(turns), max(1, len(vocab))), dtype=np.float32)
+    for i, row in enumerate(rows):
+        for term in row:
+            matrix[i, vocab[term]] = 1.0
+    return matrix
+
+
+# -- the rule bookmarker ---------------------------------------------------------------------------------
+
+
+def rule_bookmark(page: Page, turns: Sequence[Turn], stats: kw.TermStats | None = None) -> Bookmark:
+    """A bookmark of `turns` (a page or a segment of it) from the rule extractor alone."""
+    speakers = {t.label for t in turns} | {t.label.split()[0] for t in turns if t.label}
+    texts = [t.content for t in turns]
+    keywords = kw.extract_keywords(texts, stats, k=MAX_KEYWORDS, min_k=MIN_KEYWORDS, exclude=speakers)
+    names = [k.text for k in keywords]
+    joined = "\n".join(texts)
+    kind = kw.classify(joined)
+    return Bookmark(
+        user_id=page.user_id,
+        session_id=page.session_id,
+        keywords=names,
+        aliases=kw.aliases_for(names, joined),
+        summary=kw.summarize([(t.label, t.content) for t in turns], keywords),
+        page_ids=[page.id],
+        turn_ids=[t.id for t in turns if t.id is not None],
+        first_at=turns[0].created_at if turns else page.created_at,
+        last_at=turns[-1].created_at if turns else page.created_at,
+        kind=kind,
+        importance=kw.importance(keywords, kind, joined),
+        source="rule",
+    )
+
+
+# -- generation ------------------------------------------------------------------------------------------
+
+
+@dataclass(slots=True)
+class _Unit:
+    key: str  # "p12" or "p12.2" for the second topic segment of page 12
+    page: Page
+    turns: list[Turn]
+
+
+def generate_bookmarks(
+    memory: Memory,
+    user_id: str,
+    page_ids: Sequence[int] | None = None,
+    llm: ChatClient | None = None,
+    *,
+    embed: bool = True,
+    timeout: float | None = None,
+) -> BookmarkRun:
+    """Bookmark pages of a user, synchronously, and store the bookmarks (replacing the pages' old ones).
+
+    `page_ids=None` means every page that has no bookmark yet. With `llm`, pages are sent in batches
+    (at most one call per page, never more); any page the LLM did not bookmark — no LLM, a failed or
+    timed-out call, invalid JSON, a missing entry — gets a rule bookmark, and the trace records
+    why. With `embed`, the bookmarks are embedded with every configured embedder.
+    """
+    t_start = time.perf_counter()
+    store = memory.store
+    all_pages = {p.id: p for p in store.pages(user_id)}
+    if page_ids is None:
+        done = store.bookmarked_page_ids(user_id)
+        wanted = [p for pid, p in all_pages.items() if pid not in done]
+    else:
+        wanted = [all_pages[pid] for pid in page_ids if pid in all_pages]
+    trace: dict[str, Any] = {"user_id": user_id, "pages": len(wanted), "llm_calls": 0, "llm_errors": [], "fallback": 0}
+    if not wanted:
+        trace["ms"] = _ms(t_start)
+        return BookmarkRun([], trace)
+
+    stats = user_stats(store, user_id)
+    first_embedder = next(iter(memory.embedders.values()), None)
+    units: list[_Unit] = []
+    for page in wanted:
+        turns = store.page_turns(user_id, page.id)
+        if not turns:
+            continue
+        vectors = (
+            store.turn_vectors(user_id, first_embedder.model_id, [t.id for t in turns if t.id is not None])
+            if first_embedder is not None
+            else None
+        )
+        segments = topic_segments(turns, vectors)
+        for i, seg in enumerate(segments):
+            units.append(_Unit(f"p{page.id}" if len(segments) == 1 else f"p{page.id}.{i + 1}", page, seg))
+    trace["units"] = len(units)
+
+    made: dict[str, Bookmark] = {}
+    if llm is not None:
+        for batch in _batches(units):
+            try:
+                made.update(_llm_bookmarks(llm, batch, timeout))
+            except LLMError as exc:
+                trace["llm_errors"].append(str(exc)[:300])
+                log.warning("bookmark LLM call failed, using the rule fallback: %s", exc)
+            finally:
+                trace["llm_calls"] += 1
+    bookmarks: list[Bookmark] = []
+    for unit in units:
+        b = made.get(unit.key)
+        if b is None:
+            b = rule_bookmark(unit.page, unit.turns, stats)
+            trace["fallback"] += 1
+        bookmarks.append(b)
+    trace["source"] = "llm" if llm is not None and not trace["fallback"] else ("rule" if not made else "mixed")
+    if llm is None:
+        trace["fallback_reason"] = "no LLM configured"
+    elif trace["llm_errors"]:
+        trace["fallback_reason"] = "LLM call failed"
+    elif trace["fallback"]:
+        trace["fallback_reason"] = "LLM left some pages out"
+
+    store.add_bookmarks(user_id, bookmarks, replace_pages=True)
+    if embed:
+        trace["embedded"] = embed_bookmarks(memory, user_id)
+    trace["bookmarks"] = len(bookmarks)
+    trace["ms"] = _ms(t_start)
+    return BookmarkRun(bookmarks, trace)
+
+
+def embed_bookmarks(memory: Memory, user_id: str) -> int:
+    """Embed the user's bookmarks that have no vector yet, with each embedder. Returns how many."""
+    done = 0
+    for embedder in memory.embedders.values():
+        missing = memory.store.bookmarks_missing_vectors(user_id, embedder.model_id)
+        for start in range(0, len(missing), embedder.batch_size):
+            chunk = missing[start : start + embedder.batch_size]
+            texts = [b.text for b in chunk]
+            vectors = embedder.embed(texts)
+            memory.store.put_vectors(
+                user_id, embedder.model_id, [(content_hash(t), v) for t, v in zip(texts, vectors, strict=True)]
+            )
+            done += len(chunk)
+    return done
+
+
+def _batches(units: Sequence[_Unit]) -> list[list[_Unit]]:
+    """Units grouped into calls of about `LLM_BATCH_CHARS`, a page's segments always together."""
+    out: list[list[_Unit]] = []
+    current: list[_Unit] = []
+    size = 0
+    last_page: int | None = None
+    for unit in units:
+        chars = sum(len(t.text) for t in unit.turns)
+        if current and unit.page.id != last_page and size + chars > LLM_BATCH_CHARS:
+            out.append(current)
+            current, size = [], 0
+        current.append(unit)
+        size += chars
+        last_page = unit.page.id
+    if current:
+        out.append(current)
+    return out
+
+
+def _llm_bookmarks(llm: ChatClient, units: Sequence[_Unit], timeout: float | None) -> dict[str, Bookmark]:
+    from memsched.llm.client import complete_json
+    from memsched.llm.prompts import load
+
+    blocks = []
+    for unit in units:
+        date = unit.turns[0].created_at.strftime("%Y-%m-%d")
+        lines = "\n".join(f"{t.label}: {t.content}" for t in unit.turns)
+        blocks.append(f"### [{unit.key}] {date}\n{lines}")
+    prompt = load("bookmark").format(ids=", ".join(u.key for u in units), segments="\n\n".join(blocks))
+    reply = complete_json(llm, [{"role": "user", "content": prompt}], _LLMBatch, purpose="bookmark", timeout=timeout)
+    try:
+        items = reply.items()
+    except ValueError as exc:
+        raise LLMError(f"invalid JSON from LLM: {exc}") from None
+    by_key = {u.key: u for u in units}
+    out: dict[str, Bookmark] = {}
+    for i, item in enumerate(items):
+        key = str(item.id).strip("[] ") if item.id is not None else (units[i].key if i < len(units) else "")
+        if key and not key.startswith("p"):
+            key = f"p{key}"
+        unit = by_key.get(key)
+        if unit is None:
+            continue
+        joined = "\n".join(t.content for t in unit.turns)
+        kind = item.kind if item.kind in _KINDS else kw.classify(joined)
+        keywords = item.keywords
+        out[key] = Bookmark(
+            user_id=unit.page.user_id,
+            session_id=unit.page.session_id,
+            keywords=keywords,
+            aliases=item.alias_map(),
+            summary=kw.clip(item.summary),
+            page_ids=[unit.page.id],
+            turn_ids=[t.id for t in unit.turns if t.id is not None],
+            first_at=unit.turns[0].created_at,
+            last_at=unit.turns[-1].created_at,
+            kind=kind,
+            importance=float(item.importance)
+            if item.importance is not None and 0 <= item.importance <= 1
+            else kw.importance([kw.Keyword(k, 1.0, "entity") for k in keywords], kind, joined),
+            source="llm",
+        )
+    return out
+
+
+# -- maintenance ------------------------------------------------------------------------------------------
+
+
+def update_aliases(memory: Memory, user_id: str) -> list[dict[str, Any]]:
+    """Follow renames and abbreviations of later turns back to older bookmarks (semantic drift).
+
+    A later turn that says "A 改名为 B" / "rename A to B" / "A (aka B)", or a later bookmark whose
+    keyword is a short form of an older keyword ("Alpha" of "Alpha模块"), adds the new name as an
+    alias of the older bookmark, so a query using the new name still reaches the old pages.
+    Returns the changes made.
+    """
+    store = memory.store
+    marks = store.bookmarks(user_id)
+    changes: list[dict[str, Any]] = []
+    if not marks:
+        return changes
+    turn_ids = sorted({t for b in marks for t in b.turn_ids})
+    turns = {t.id: t for t in store.get_turns(user_id, turn_ids)}
+    dirty: dict[int, Bookmark] = {}
+
+    def add_alias(target: Bookmark, key: str, alias: str, why: str) -> None:
+        if alias.lower() in {n.lower() for n in target.names}:
+            return
+        target.aliases.setdefault(key, []).append(alias)
+        if target.id is not None:
+            dirty[target.id] = target
+        changes.append({"bookmark_id": target.id, "keyword": key, "alias": alias, "why": why})
+
+    ordered = sorted(marks, key=lambda b: (b.first_at, b.id or 0))
+    for later in ordered:
+        text = "\n".join(turns[t].content for t in later.turn_ids if t in turns)
+        renamed = kw.renames(text)
+        for earlier in ordered:
+            if earlier is later or earlier.first_at > later.first_at:
+                continue
+            for old, new in renamed:
+                for name in earlier.names:
+                    if _same_name(name, old):
+                        add_alias(earlier, _key_of(earlier, name), new, f"renamed in {later.ref}")
+                        break
+            # A later keyword that is the short form of an earlier keyword ("Alpha" for "Alpha模块").
+            for name in later.keywords:
+                for key in earlier.keywords:
+                    if name.lower() != key.lower() and name in kw.short_forms(key):
+                        add_alias(earlier, key, name, f"short form used in {later.ref}")
+    for b in dirty.values():
+        store.update_bookmark(user_id, b)
+    if dirty:
+        embed_bookmarks(memory, user_id)
+    return changes
+
+
+def _same_name(a: str, b: str) -> bool:
+    a, b = a.lower().strip(), b.lower().strip()
+    return a == b or (len(b) >= 2 and (a.endswith(b) or b.endswith(a)) and min(len(a), len(b)) >= 2)
+
+
+def _key_of(b: Bookmark, name: str) -> str:
+    for key, aliases in b.aliases.items():
+        if name == key or name in aliases:
+            return key
+    return name
+
+
+def merge_bookmarks(
+    memory: Memory, user_id: str, *, threshold: float = 0.9, min_overlap: float = 0.34
+) -> list[dict[str, Any]]:
+    """Merge near-duplicate bookmarks into one stronger bookmark pointing to all their pages.
+
+    Two bookmarks are near-duplicates when their embeddings (first embedder) are at least
+    `threshold` similar and they share at least `min_overlap` of their keywords (Jaccard, case
+    folded, aliases included). Clusters are formed by single linkage. Returns the merges made.
+    """
+    store = memory.store
+    marks = {b.id: b for b in store.bookmarks(user_id) if b.id is not None}
+    if len(marks) < 2:
+        return []
+    embedder = next(iter(memory.embedders.values()), None)
+    embed_bookmarks(memory, user_id)
+    sims: np.ndarray | None = None
+    order: list[int] = sorted(marks)
+    if embedder is not None:
+        ids, matrix = store.bookmark_vectors(user_id, embedder.model_id)
+        pos = {int(i): n for n, i in enumerate(ids)}
+        order = [i for i in order if i in pos]
+        if order:
+            m = matrix[[pos[i] for i in order]]
+            sims = m @ m.T
+    parent = {i: i for i in order}
+
+    def find(i: int) -> int:
+        while parent[i] != i:
+            parent[i] = parent[parent[i]]
+            i = parent[i]
+        return i
+
+    names = {i: {n.lower() for n in marks[i].names} for i in order}
+    for a in range(len(order)):
+        for b in range(a + 1, len(order)):
+            ia, ib = order[a], order[b]
+            if sims is not None and sims[a, b] < threshold:
+                continue
+            union = names[ia] | names[ib]
+            if not union or len(names[ia] & names[ib]) / len(union) < min_overlap:
+                continue
+            parent[find(ib)] = find(ia)
+    clusters: dict[int, list[int]] = {}
+    for i in order:
+        clusters.setdefault(find(i), []).append(i)
+    merges: list[dict[str, Any]] = []
+    for members in clusters.values():
+        if len(members) < 2:
+            continue
+        group = [marks[i] for i in members]
+        merged = _merge(group)
+        store.replace_bookmarks(user_id, members, [merged])
+        merges.append({"merged": members, "into": merged.id, "pages": merged.page_ids})
+    if merges:
+        embed_bookmarks(memory, user_id)
+    return merges
+
+
+def _merge(group: Sequence[Bookmark]) -> Bookmark:
+    best = max(group, key=lambda b: (b.importance, len(b.keywords)))
+    counts: dict[str, tuple[int, str]] = {}
+    for b in group:
+        for k in b.keywords:
+            n, surface = counts.get(k.lower(), (0, k))
+            counts[k.lower()] = (n + 1, surface)
+    keywords = [s for _, (n, s) in sorted(counts.items(), key=lambda kv: (-kv[1][0], kv[0]))][:MAX_KEYWORDS]
+    aliases: dict[str, list[str]] = {}
+    for b in group:
+        for key, lst in b.aliases.items():
+            merged_list = aliases.setdefault(key, [])
+            merged_list.extend(a for a in lst if a not in merged_list)
+    # Keywords squeezed out by the cap stay findable as aliases of the first keyword.
+    dropped = [s for _, (_, s) in counts.items() if s not in keywords]
+    if dropped and keywords:
+        aliases.setdefault(keywords[0], []).extend(d for d in dropped if d not in aliases.get(keywords[0], []))
+    return Bookmark(
+        user_id=best.user_id,
+        session_id=best.session_id,
+        keywords=keywords,
+        aliases=aliases,
+        summary=best.summary,
+        page_ids=sorted({p for b in group for p in b.page_ids}),
+        turn_ids=sorted({t for b in group for t in b.turn_ids}),
+        first_at=min(b.first_at for b in group),
+        last_at=max(b.last_at for b in group),
+        kind=best.kind,
+        # Repetition is evidence of importance: a topic that keeps coming back matters.
+        importance=round(min(1.0, max(b.importance for b in group) + 0.1 * (len(group) - 1)), 3),
+        source="merged",
+    )
+
+
+def maintain_bookmarks(memory: Memory, user_id: str, llm: ChatClient | None = None) -> dict[str, Any]:
+    """Idle-time upkeep: bookmark pages still missing one, follow renames, merge near-duplicates."""
+    t0 = time.perf_counter()
+    run = generate_bookmarks(memory, user_id, llm=llm)
+    aliases = update_aliases(memory, user_id)
+    merges = merge_bookmarks(memory, user_id)
+    return {"generated": len(run.bookmarks), "aliases": aliases, "merges": merges, "ms": _ms(t0)}
+
+
+def _ms(t0: float) -> float:
+    return round((time.perf_counter() - t0) * 1000.0, 3)
+
+
+# -- job kinds -----------------------------------------------------------------------------------------------
+
+
+def _register_jobs() -> None:
+    """Register the "bookmark" and "bookmark_maintenance" job kinds, if the job runtime exists.
+
+    Guarded so that importing this module never depends on `memsched.jobs` being present.
+    """
+    try:
+        from memsched.jobs.tasks import TaskContext, task  # type: ignore[import-not-found,unused-ignore]
+    except ImportError:
+        return
+
+    @task("bookmark")  # type: ignore[untyped-decorator,unused-ignore]
+    def run_bookmark(ctx: TaskContext, job: Any) -> dict[str, Any]:
+        memory, user_id, payload = _job_parts(ctx, job)
+        page_id = int(payload["page_id"])
+        result = generate_bookmarks(memory, user_id, [page_id], llm=_ctx_llm(ctx, memory))
+        return result.trace
+
+    @task("bookmark_maintenance")  # type: ignore[untyped-decorator,unused-ignore]
+    def run_maintenance(ctx: TaskContext, job: Any) -> dict[str, Any]:
+        memory, user_id, _ = _job_parts(ctx, job)
+        return maintain_bookmarks(memory, user_id, llm=_ctx_llm(ctx, memory))
+
+
+def _job_parts(ctx: Any, job: Any) -> tuple[Memory, str, dict[str, Any]]:
+    memory = getattr(ctx, "memory", None)
+    if memory is None:
+        raise RuntimeError("bookmark jobs need TaskContext.memory")
+    payload = getattr(job, "payload", None)
+    if isinstance(payload, str):
+        payload = json.loads(payload)
+    user_id = getattr(job, "user_id", None) or (payload or {}).get("user_id")
+    if not user_id:
+        raise RuntimeError("bookmark job has no user_id")
+    return memory, str(user_id), dict(payload or {})
+
+
+def _ctx_llm(ctx: Any, memory: Memory) -> ChatClient | None:
+    llm = getattr(ctx, "llm", None)
+    if llm is not None:
+        return llm  # type: ignore[no-any-return]
+    from memsched.llm.client import client_from_config
+
+    return client_from_config(memory.config, "helper")
+
+
+_register_jobs()

@@ -1,0 +1,381 @@
+"""Consistency commands: "call me 大王" (rename) and "忘掉刚才那句话" (forget the last message).
+
+Detection is regular expressions plus a few rules, in Chinese and English, with no LLM, so it costs
+microseconds on the P0 path. It is deliberately conservative: a missed command is a one-off
+annoyance, a false positive (renaming the user "tomorrow" after "don't forget to call me tomorrow")
+corrupts state. Each pattern is anchored at the start of a clause and guarded by a stop list.
+
+Applying a command (`apply_rename`, `forget_last`) is shared by the two paths that need it: a turn
+applies it inline before the reply (consistency blocking), and `record()` queues it as a P1 job that
+the next turn's barrier waits for.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import TYPE_CHECKING, Any, Literal
+
+from memsched.errors import InputError
+from memsched.jobs.tasks import TaskContext, task
+from memsched.model import utcnow
+from memsched.profile import PREFERRED_NAME, Profile
+
+if TYPE_CHECKING:
+    from memsched.jobs.queue import Job
+    from memsched.memory import Memory
+    from memsched.store.sqlite import SQLiteStore
+
+CommandKind = Literal["rename", "forget_last"]
+
+
+@dataclass(frozen=True, slots=True)
+class Command:
+    """A detected command: `kind`, the new `value` (a name) and the `old` one when the user named it."""
+
+    kind: CommandKind
+    value: str | None = None
+    old: str | None = None
+    matched: str = ""
+    rule: str = ""
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"kind": self.kind, "value": self.value, "old": self.old, "rule": self.rule}
+
+
+# -- names -------------------------------------------------------------------------------------------
+
+_CJK = "\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff"
+# A CJK name is short and ends before a particle or punctuation ("叫我大王吧" -> 大王).
+_CJK_END = r"(?=$|[，,。.!！?？~～、；;\s]|吧|就好|就行|就可以|好了|好吗|啊|呀|哦|嘛|了|哈|呢)"
+_CJK_NAME = rf"[{_CJK}·]{{1,6}}?{_CJK_END}"
+_LATIN_NAME = r"[A-Za-z][A-Za-z'\-]*(?:\s+[A-Za-z][A-Za-z'\-]*){0,3}"
+_QUOTED = r"[\"“'‘「『](?P<q>[^\"”'’」』]{1,30})[\"”'’」』]"
+
+
+def _name(group: str) -> str:
+    return rf"(?:{_QUOTED.replace('?P<q>', f'?P<{group}_q>')}|(?P<{group}>{_CJK_NAME}|{_LATIN_NAME}))"
+
+
+# Words that follow "call me"/"叫我" without being a name: times, idioms, verbs, pronouns.
+_EN_NOT_NAMES = frozenset(
+    """tomorrow tonight today later back when whenever if at on in after before sometime sometimes
+    anytime again now soon maybe crazy please asap up out to a an the that this it what whatever by
+    over not never old-fashioned old naive paranoid lazy stupid silly weird names anything
+    something nothing anyone someone anymore any more so because and or but with for from about
+    just then there here your you him her them us me my his its our their ok okay sure yes no""".split()  # noqa: SIM905 - a word list reads better as text
+)
+# Trailing words cut from an English name ("call me Da Wang from now on" -> "Da Wang").
+_EN_NAME_TAIL = frozenset(
+    """from now on please pls instead okay ok thanks thank you and because since but anymore then haha
+    lol going forward henceforth today starting too also again""".split()  # noqa: SIM905 - a word list reads better as text
+)
+_ZH_NOT_NAMES = frozenset(
+    """什么 啥 外卖 车 出租车 救护车 滴滴 醒 起床 一声 一下 吃饭
+    人 谁 名字 哪位 哪个 宝 你 他 她 它 我 大家""".split()  # noqa: SIM905 - a word list reads better as text
+)
+# A CJK "name" starting with one of these is a verb phrase or pronoun ("叫我起床", "我叫了外卖").
+_ZH_NOT_FIRST = frozenset("一了你他她它我起去吃回出来做帮过睡醒干别不没怎什啥哪谁几这那")
+
+
+def _clean_name(raw: str | None) -> str | None:
+    if not raw:
+        return None
+    name = raw.strip().strip(".,!?;:，。！？；：~～")
+    if not name:
+        return None
+    if re.match(rf"[{_CJK}]", name):
+        if name in _ZH_NOT_NAMES or name[0] in _ZH_NOT_FIRST:
+            return None
+        return name
+    words = name.split()
+    while words and words[-1].lower() in _EN_NAME_TAIL:
+        words.pop()
+    if not words or words[0].lower() in _EN_NOT_NAMES:
+        return None
+    # Keep the name up to the first non-name word ("Dave when I'm sad" -> "Dave").
+    kept: list[str] = []
+    for w in words:
+        if w.lower() in _EN_NOT_NAMES or w.lower() in _EN_NAME_TAIL:
+            break
+        kept.append(w)
+    return " ".join(kept) or None
+
+
+def _group(m: re.Match[str], group: str) -> str | None:
+    d = m.groupdict()
+    return d.get(f"{group}_q") or d.get(group)
+
+
+# -- the rules, as data --------------------------------------------------------------------------------
+
+_CLAUSE = r"(?:^|(?<=[，,。.!！?？；;~～\s]))"
+_ZH_FROM_NOW = r"(?:以后|今后|往后|从现在起|从现在开始|从今天起|从今天开始|从今以后)"
+_ZH_CALL = r"(?:叫我|喊我|称呼我|管我叫)(?:为|做)?"
+_EN_LEAD = r"(?:(?:please|pls|just|so|ok|okay|and|actually|instead|you can|you may|you should|"
+_EN_LEAD += r"i'd like you to|i want you to|could you|can you|would you)\s+)*"
+_EN_FROM_NOW = r"(?:from now on|from today(?: on)?|going forward|henceforth|starting today)"
+
+RENAME_RULES: list[tuple[str, re.Pattern[str], bool]] = [
+    # (rule name, pattern, is_statement). Statements ("我叫李伟") are skipped in questions.
+    (
+        "zh_not_x_but_y",
+        re.compile(
+            rf"(?:别|不要|不准|不许)(?:再)?{_ZH_CALL}{_name('old')}(?:了)?[，,、。!！\s]*(?:而是|你)?"
+            rf"{_ZH_FROM_NOW}?[，,\s]*(?:请|你)?(?:就|要|应该)?(?:可以)?{_ZH_CALL}{_name('new')}"
+        ),
+        False,
+    ),
+    (
+        "zh_from_now_on",
+        re.compile(rf"{_ZH_FROM_NOW}[，,\s]*(?:请|你)?(?:就|要)?(?:可以)?{_ZH_CALL}{_name('new')}"),
+        False,
+    ),
+    (
+        "zh_call_me_suffix",
+        re.compile(
+            rf"{_CLAUSE}(?:请|你可以|你就|就|你)?{_ZH_CALL}{_name('new')}(?:吧|就好|就行|就可以|好了|好吗)"
+        ),
+        False,
+    ),
+    ("zh_call_me_alone", re.compile(rf"^\s*(?:请)?{_ZH_CALL}{_name('new')}[。.!！~～]*\s*$"), False),
+    (
+        "zh_rename",
+        re.compile(rf"(?:我(?:已经)?|把我的名字|我的名字)(?:改名|改)(?:叫|为|成|作)了?{_name('new')}"),
+        False,
+    ),
+    (
+        "zh_my_name_is",
+        re.compile(
+            rf"{_CLAUSE}(?:你好|嗨|哈喽)?[，,\s]*(?:我(?:的)?名字(?:叫|是)|我叫){_name('new')}"
+            r"(?=$|[，,。.!！~～;；\s])"
+        ),
+        True,
+    ),
+    (
+        "en_not_x_but_y",
+        re.compile(
+            rf"\b(?:don'?t|do not|stop|quit|no more)\s+call(?:ing)?\s+me\s+{_name('old')}"
+            rf"(?:\s+any\s?more)?\s*[,;.!]*\s*(?:and\s+|but\s+)?{_EN_LEAD}(?:{_EN_FROM_NOW}[,\s]+)?"
+            rf"call\s+me\s+{_name('new')}",
+            re.I,
+        ),
+        False,
+    ),
+    (
+        "en_call_me",
+        re.compile(
+            rf"(?:^|(?<=[.!?;,]\s)|(?<=[.!?;,])|{_EN_FROM_NOW}[,\s]+){_EN_LEAD}call\s+me\s+{_name('new')}",
+            re.I,
+        ),
+        False,
+    ),
+    (
+        "en_my_name_is",
+        re.compile(rf"(?<!what's )(?<!what is )\bmy\s+name(?:'s|\s+is)\s+(?!not\b){_name('new')}", re.I),
+        True,
+    ),
+    (
+        "en_called",
+        re.compile(
+            rf"\b(?:i'?m called|i am called|i go by|i changed my name to|rename me to|change my name to)\s+"
+            rf"{_name('new')}",
+            re.I,
+        ),
+        False,
+    ),
+]
+
+_ZH_FORGET_VERB = r"(?:忘掉(?!了)|忘了吧|忘记吧|忘记(?=$|[。！!，,])|删掉(?!了)|删了吧|删除|撤回)"
+_ZH_LAST = r"(?:刚才|刚刚|上一句|上一条|前一句|前一条|那句|这句)"
+_ZH_ASK = r"(?:请|麻烦你?|帮我|你|拜托|求你)?"
+_EN_FORGET_OBJ = (
+    r"(?:that|this|what i (?:just )?(?:said|wrote|typed|told you|sent)|my (?:last|previous) "
+    r"(?:message|msg|sentence|text|question)|the (?:last|previous) (?:message|thing i said)|"
+    r"everything i just said|i said that)"
+)
+
+FORGET_RULES: list[tuple[str, re.Pattern[str]]] = [
+    # "忘掉刚才那句话", "忘记我刚才说的", "删除上一条"
+    ("zh_forget_last", re.compile(rf"{_CLAUSE}{_ZH_ASK}(?:忘掉|忘记|删掉|删除|撤回)(?:我)?{_ZH_LAST}")),
+    # "把刚才那句话忘掉", "刚才说的删了吧"
+    (
+        "zh_last_forget",
+        re.compile(
+            rf"{_CLAUSE}{_ZH_ASK}(?:把)?(?:我)?{_ZH_LAST}(?:我)?(?:说的|发的)?(?:那句话?|那条(?:消息)?|这句话?|的话|的)?"
+            rf"(?:给我)?{_ZH_FORGET_VERB}"
+        ),
+    ),
+    ("zh_pretend", re.compile(rf"{_CLAUSE}(?:就)?当我(?:刚才)?没说(?:过)?")),
+    (
+        "en_forget_last",
+        re.compile(
+            r"(?:^|(?<=[.!?;,]\s)|(?<=[.!?;,]))(?:(?:please|pls|can you|could you|would you|just|oh|actually|"
+            r"ok|okay|hey|and|no|wait)[,\s]+)*(?:forget|delete|erase|remove|scratch|disregard|ignore|unsee)\s+"
+            rf"{_EN_FORGET_OBJ}(?:\s*(?:please|pls))?\s*(?=$|[.!?,;])",
+            re.I,
+        ),
+    ),
+]
+
+
+def _clause_is_question(text: str, start: int, end: int) -> bool:
+    """Whether the clause around text[start:end] is a question ("my name is Li Wei?", "我叫李伟吗").
+
+    Only that clause counts: "我叫李伟，你叫什么？" states a name and then asks one.
+    """
+    tail = re.match(r"[^。.!！?？，,;；\n]*([?？]|吗|么)?", text[end:])
+    if tail and tail.group(1):
+        return True
+    head = text[:start].rstrip()
+    return head.lower().endswith(("is", "was", "did", "do", "does", "remember"))
+
+
+def detect(message: str) -> list[Command]:
+    """The commands in `message`, forget-last before rename (the order they must be applied in).
+
+    At most one command of each kind; an empty list for ordinary chat.
+    """
+    text = message.strip()
+    if not text or len(text) > 500:  # commands are short; a pasted essay that quotes one is not one
+        return []
+    found: list[Command] = []
+    for rule, pattern in FORGET_RULES:
+        m = pattern.search(text)
+        if m:
+            found.append(Command(kind="forget_last", matched=m.group(0), rule=rule))
+            break
+    for rule, pattern, statement in RENAME_RULES:
+        for m in pattern.finditer(text):
+            if statement and _clause_is_question(text, m.start(), m.end()):
+                continue
+            new = _clean_name(_group(m, "new"))
+            if new is None:
+                continue
+            old = _clean_name(_group(m, "old")) if "old" in pattern.groupindex else None
+            found.append(Command(kind="rename", value=new, old=old, matched=m.group(0), rule=rule))
+            break
+        if any(c.kind == "rename" for c in found):
+            break
+    return found
+
+
+# Zeroed token counters with seq 0 make the scheduler recount a session from its turns.
+COUNTS_RESET: dict[str, int] = {"history_tokens": 0, "history_seq": 0, "live_tokens": 0, "live_seq": 0}
+
+# -- applying ------------------------------------------------------------------------------------------
+
+
+@dataclass(slots=True)
+class Applied:
+    """What applying a command changed, for the trace and the system prompt."""
+
+    command: Command
+    changed: dict[str, Any] = field(default_factory=dict)
+    note: str = ""  # a line for the system prompt of the reply, "" for none
+    fact_id: int | None = None
+    deleted_turn_ids: list[int] = field(default_factory=list)
+
+
+def apply_rename(
+    profile: Profile,
+    user_id: str,
+    command: Command,
+    *,
+    at: datetime | None = None,
+    source_turn_ids: Sequence[int] = (),
+) -> Applied:
+    """Make the command's name the user's preferred name from `at` on (the old one becomes history)."""
+    assert command.kind == "rename" and command.value
+    meta = {"replaces": command.old} if command.old else {}
+    fact_id = profile.set(
+        user_id, PREFERRED_NAME, command.value, at=at, source_turn_ids=source_turn_ids, meta=meta
+    )
+    note = f"The user has just asked to be called {command.value}" + (
+        f" instead of {command.old}." if command.old else "."
+    )
+    return Applied(command=command, changed={PREFERRED_NAME: command.value}, note=note, fact_id=fact_id)
+
+
+def last_message_ids(
+    store: SQLiteStore, user_id: str, session_id: str, before_seq: int | None = None
+) -> list[int]:
+    """Ids of the session's last user message before `before_seq` (default: the end of the session)
+    and of the turns after it (the replies to it); [] when there is no earlier user message."""
+    if before_seq is None:
+        tail = store.session_turns(user_id, session_id, last=50)
+    else:
+        tail = store.session_turns_between(user_id, session_id, max(0, before_seq - 50), before_seq - 1)
+    last_user = next((t for t in reversed(tail) if t.role == "user"), None)
+    if last_user is None or last_user.seq is None:
+        return []
+    return [t.id for t in tail if t.seq is not None and t.seq >= last_user.seq and t.id is not None]
+
+
+def forget_turns(memory: Memory, user_id: str, session_id: str, turn_ids: Sequence[int]) -> list[int]:
+    """Hard-delete turns of the session with their index rows, vectors and every artifact derived from
+    them (summaries, facts, traces). Returns the ids that were still there to delete."""
+    store = memory.store
+    present = [t.id for t in store.get_turns(user_id, list(turn_ids)) if t.session_id == session_id and t.id]
+    if not present:
+        return []
+    with store.transaction() as tx:
+        # Artifacts first: a summary or fact must never outlive the turns it was made from.
+        store.state_forget_turns(tx, user_id, present)
+        # The session's token counts include the deleted turns: have the next turn recount them.
+        store.session_state_update(tx, user_id, session_id, dict(COUNTS_RESET), now=utcnow().timestamp())
+    memory.delete_turns(user_id, present)
+    return present
+
+
+def forget_last(memory: Memory, user_id: str, session_id: str, before_seq: int | None = None) -> list[int]:
+    """Hard-delete the session's last user message (before `before_seq`) and the replies to it.
+
+    Returns the deleted turn ids ([] when there was no earlier user message).
+    """
+    return forget_turns(
+        memory, user_id, session_id, last_message_ids(memory.store, user_id, session_id, before_seq)
+    )
+
+
+def apply_forget(
+    memory: Memory, user_id: str, session_id: str, command: Command, *, before_seq: int | None = None
+) -> Applied:
+    """`forget_last` for a command, with the note the reply's system prompt gets."""
+    deleted = forget_last(memory, user_id, session_id, before_seq)
+    note = (
+        "The user asked you to forget their previous message; it has been permanently deleted. "
+        "Confirm briefly and do not repeat or refer to its content."
+        if deleted
+        else "The user asked you to forget their previous message, but there was none to delete."
+    )
+    return Applied(command=command, changed={"deleted": len(deleted)}, note=note, deleted_turn_ids=deleted)
+
+
+# -- P1 tasks for commands that arrived through `record()` ----------------------------------------------
+
+
+@task("profile_update")
+def profile_update_task(ctx: TaskContext, job: Job) -> None:
+    """Apply a profile change that arrived through `record()` (P1). Idempotent: setting the value in
+    force only merges the sources."""
+    p = job.payload
+    Profile(ctx.store).set(
+        job.user_id,
+        str(p["key"]),
+        str(p["value"]),
+        at=datetime.fromisoformat(p["at"]) if p.get("at") else None,
+        source_turn_ids=[int(i) for i in p.get("source_turn_ids", [])],
+        meta=p.get("meta") or None,
+    )
+
+
+@task("forget_last")
+def forget_last_task(ctx: TaskContext, job: Job) -> None:
+    """Hard-delete the turns named by a forget command that arrived through `record()` (P1).
+    Idempotent: the ids were fixed when the job was queued, so a second run finds nothing to delete."""
+    if job.session_id is None:
+        raise InputError("a forget_last job needs a session_id")
+    forget_turns(ctx.memory, job.user_id, job.session_id, [int(i) for i in job.payload.get("turn_ids", [])])

@@ -1,0 +1,84 @@
+"""Shared fixtures. Every test gets its own MEMSCHED_HOME and no stray MEMSCHED_* settings."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from memsched.embed.hashing import HashEmbedder
+from memsched.memory import Memory
+from memsched.store.sqlite import SQLiteStore
+
+
+@pytest.fixture(autouse=True)
+def isolated_env(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    for key in list(os.environ):
+        if key.startswith("MEMSCHED_"):
+            monkeypatch.delenv(key)
+    home = tmp_path / "home"
+    monkeypatch.setenv("MEMSCHED_HOME", str(home))
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    return home
+
+
+@pytest.fixture
+def store(tmp_path: Path) -> Any:
+    s = SQLiteStore(tmp_path / "test.db", page_size=4)
+    yield s
+    s.close()
+
+
+@pytest.fixture
+def mem(tmp_path: Path) -> Any:
+    m = Memory(home=tmp_path / "memhome", embedders="hash", page_size=4)
+    yield m
+    m.close()
+
+
+def hash_memory(tmp_path: Path, **overrides: Any) -> Memory:
+    return Memory(home=tmp_path / "h", embedders={"hash": HashEmbedder()}, **overrides)
+
+
+def write_locomo(path: Path) -> Path:
+    """A tiny LoCoMo-format file (two sessions, three questions) written for tests."""
+    sample = {
+        "sample_id": "conv-test",
+        "conversation": {
+            "speaker_a": "Caroline",
+            "speaker_b": "Melanie",
+            "session_1_date_time": "1:56 pm on 8 May, 2023",
+            "session_1": [
+                {"speaker": "Caroline", "dia_id": "D1:1", "text": "Hey Mel! I went to a pottery class yesterday."},
+                {"speaker": "Melanie", "dia_id": "D1:2", "text": "Nice! I painted a sunrise over the lake last week."},
+                {
+                    "speaker": "Caroline",
+                    "dia_id": "D1:3",
+                    "text": "Look at my new bowl!",
+                    "img_url": ["http://example.invalid/x.jpg"],
+                    "blip_caption": "a photo of a blue ceramic bowl",
+                },
+            ],
+            "session_2_date_time": "7:00 pm on 25 May, 2023",
+            "session_2": [
+                {"speaker": "Melanie", "dia_id": "D2:1", "text": "My kids love camping at the beach."},
+                {"speaker": "Caroline", "dia_id": "D2:2", "text": "I am researching adoption agencies."},
+            ],
+        },
+        "qa": [
+            {"question": "What did Melanie paint?", "answer": "a sunrise", "evidence": ["D1:2"], "category": 1},
+            {"question": "What is Caroline researching?", "answer": "adoption agencies", "evidence": ["D2:2"], "category": 4},
+            {"question": "When did Caroline go to pottery?", "answer": "7 May 2023", "evidence": ["D1:1"], "category": 2},
+            {"question": "adversarial", "adversarial_answer": "x", "evidence": ["D1:1"], "category": 5},
+        ],
+    }
+    path.write_text(json.dumps([sample]), encoding="utf-8")
+    return path
+
+
+@pytest.fixture
+def locomo_file(tmp_path: Path) -> Path:
+    return write_locomo(tmp_path / "locomo.json")

@@ -1,0 +1,39 @@
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from memsched.config import DEFAULT_BUDGET, Config
+from memsched.errors import ConfigError
+
+
+def test_precedence_explicit_over_env_over_default(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    assert Config.load().budget == DEFAULT_BUDGET
+    monkeypatch.setenv("MEMSCHED_BUDGET", "1234")
+    assert Config.load().budget == 1234
+    assert Config.load(budget=99).budget == 99
+    assert Config.load(budget=None).budget == 1234  # None means "not given"
+
+
+def test_home_holds_the_database(tmp_path: Path) -> None:
+    cfg = Config.load(home=tmp_path / "h")
+    assert cfg.db_path == tmp_path / "h" / "memsched.db"
+    assert Config.load(home=tmp_path, db=tmp_path / "x.db").db_path == tmp_path / "x.db"
+
+
+@pytest.mark.parametrize(("var", "value", "match"), [
+    ("MEMSCHED_BUDGET", "lots", "MEMSCHED_BUDGET"),
+    ("MEMSCHED_RECENT_SHARE", "2", "recent_share"),
+    ("MEMSCHED_PAGING_MODE", "magic", "paging_mode"),
+])
+def test_bad_values_are_named(monkeypatch: pytest.MonkeyPatch, var: str, value: str, match: str) -> None:
+    monkeypatch.setenv(var, value)
+    with pytest.raises(ConfigError, match=match):
+        Config.load()
+
+
+def test_helper_llm_falls_back_to_upstream() -> None:
+    assert Config.load().helper_llm() is None
+    cfg = Config.load(upstream_base_url="http://127.0.0.1:1/v1", upstream_model="m", upstream_api_key="k")
+    assert cfg.helper_llm() == ("http://127.0.0.1:1/v1", "k", "m")

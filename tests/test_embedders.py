@@ -1,0 +1,55 @@
+from __future__ import annotations
+
+import socket
+from typing import Any
+
+import numpy as np
+import pytest
+
+from memsched.config import Config
+from memsched.embed import base
+from memsched.embed.hashing import HashEmbedder
+from memsched.errors import ConfigError
+
+
+@pytest.fixture
+def no_network(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Any attempt to open a non-loopback connection fails the test: models must load offline."""
+    real = socket.socket.connect
+
+    def guarded(self: socket.socket, address: Any) -> Any:
+        host = address[0] if isinstance(address, tuple) else address
+        if isinstance(host, str) and not (host.startswith("127.") or host in ("localhost", "::1")):
+            raise AssertionError(f"network access to {address!r} during model loading")
+        return real(self, address)
+
+    monkeypatch.setattr(socket.socket, "connect", guarded)
+
+
+def test_hash_embedder_is_deterministic_and_normalised() -> None:
+    e = HashEmbedder()
+    a, b = e.embed(["番茄炒蛋 tomato", "番茄炒蛋 tomato"])
+    assert np.allclose(a, b)
+    assert np.isclose(np.linalg.norm(a), 1.0)
+    assert e.embed([]).shape == (0, e.dim)
+
+
+def test_unknown_embedder_names_choices() -> None:
+    with pytest.raises(ConfigError, match="unknown embedder 'nope'.*minilm"):
+        base.create("nope", Config.load())
+
+
+def test_wordllama_loads_offline(no_network: None) -> None:
+    e = base.create("wordllama", Config.load())
+    v = e.embed(["我喜欢吃番茄炒蛋", "I like tomato and eggs", "明天下雨"])
+    assert v.shape == (3, e.dim) and v.dtype == np.float32
+    assert np.allclose(np.linalg.norm(v, axis=1), 1.0, atol=1e-5)
+
+
+@pytest.mark.slow
+def test_minilm_loads_offline_and_ranks_sensibly(no_network: None) -> None:
+    e = base.create("minilm", Config.load())
+    q, good, bad = e.embed(["Where did we go on our first date?", "Our first date was at a jazz bar downtown",
+                            "The quarterly tax report is due"])
+    assert e.model_id == "all-MiniLM-L6-v2" and q.shape == (384,)
+    assert float(q @ good) > float(q @ bad) + 0.1

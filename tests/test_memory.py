@@ -1,0 +1,51 @@
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+from memsched.memory import Memory
+
+
+def test_context_pages_in_old_fact_and_traces(mem: Memory) -> None:
+    t0 = datetime(2024, 1, 1, tzinfo=UTC)
+    mem.add("u", "day1", "user", "My name is Wang and my cat is called Sesame", created_at=t0)
+    for i in range(40):
+        mem.add("u", "day2", "user", f"filler message number {i} about the weather", created_at=t0 + timedelta(days=1, minutes=i))
+    result = mem.context("u", "what is my cat called?", session_id="day2", budget=400)
+    system = result.messages[0]["content"]
+    assert "Sesame" in system
+    assert "[2024-01-01, day1]" in system
+    trace = result.trace
+    assert trace["tokens"]["total"] <= 400
+    assert any(s["session_id"] == "day1" for s in trace["selected"])
+    assert set(trace["timings_ms"]) >= {"bm25", "fuse", "assemble", "total"}
+    cand = trace["retrieval"]["candidates"][0]
+    assert "bm25" in cand["scores"] and cand["ranks"]["bm25"] >= 1
+
+
+def test_context_is_read_only_unless_record(mem: Memory) -> None:
+    mem.add("u", "s", "user", "hello there")
+    mem.context("u", "new message", session_id="s")
+    assert mem.store.turn_count("u") == 1
+    mem.context("u", "recorded message", session_id="s", record=True)
+    assert [t.content for t in mem.store.session_turns("u", "s")] == ["hello there", "recorded message"]
+    # the recorded turn is searchable at once (its vector came from the query embedding)
+    assert mem.search("u", "recorded")[0].turn.content == "recorded message"
+
+
+def test_recent_window_not_duplicated_in_recall(mem: Memory) -> None:
+    for i in range(6):
+        mem.add("u", "s", "user", f"sesame cat story part {i}")
+    result = mem.context("u", "sesame cat", session_id="s", budget=2000)
+    system = result.messages[0]["content"]
+    for m in result.messages[1:-1]:
+        assert m["content"] not in system
+
+
+def test_delete_forgets_everywhere(mem: Memory, tmp_path: Path) -> None:
+    t = mem.add("u", "s", "user", "my secret password is swordfish")
+    mem.add("u", "s", "user", "unrelated line")
+    assert mem.search("u", "swordfish")[0].turn.id == t.id
+    mem.delete_turns("u", [t.id])
+    assert all(h.turn.id != t.id for h in mem.search("u", "swordfish"))
+    assert "swordfish" not in mem.context("u", "password?").messages[0]["content"]

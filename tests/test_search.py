@@ -1,0 +1,65 @@
+from __future__ import annotations
+
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from memsched.model import Turn
+from memsched.store.sqlite import SQLiteStore
+from memsched.text.segment import fts_query, terms
+
+
+def _fill(store: SQLiteStore) -> dict[str, int]:
+    turns = store.add_turns(
+        [
+            Turn("u", "s", "user", "今晚我想做个番茄炒蛋，你喜欢甜口还是咸口？"),
+            Turn("u", "s", "user", "我们第一次约会是在Blue Note爵士酒吧"),
+            Turn("u", "s", "user", "She was running marathons every spring."),
+            Turn("u", "s", "user", "The weather is lovely and the sky is blue."),
+            Turn("other", "s", "user", "番茄炒蛋 is my favourite too"),
+        ]
+    )
+    return {t.content[:6]: t.id for t in turns}
+
+
+def test_chinese_words_are_searchable(store: SQLiteStore) -> None:
+    ids = _fill(store)
+    hits = store.search_bm25("u", "番茄")
+    assert [h.turn_id for h in hits] == [ids["今晚我想做个"]]
+    hits = store.search_bm25("u", "还记得我们第一次约会的地方吗")
+    assert hits and hits[0].turn_id == ids["我们第一次约"]
+
+
+def test_english_stemming_and_stop_words(store: SQLiteStore) -> None:
+    ids = _fill(store)
+    assert [h.turn_id for h in store.search_bm25("u", "who runs a marathon?")] == [ids["She wa"]]
+    # Only stop words: nothing searchable, no crash, no hits.
+    assert store.search_bm25("u", "what is the and was") == []
+
+
+def test_search_is_scoped_by_user(store: SQLiteStore) -> None:
+    _fill(store)
+    hits = store.search_bm25("other", "番茄炒蛋")
+    assert len(hits) == 1
+    assert store.get_turns("other", [hits[0].turn_id])[0].user_id == "other"
+
+
+def test_fts_syntax_is_escaped(store: SQLiteStore) -> None:
+    _fill(store)
+    for q in ['"unbalanced', "running*", "NEAR(blue sky)", "content: blue", "(blue AND", "blue OR NOT sky",
+              '"" ^ - + {} [] :', "AND", "NEAR/2"]:
+        store.search_bm25("u", q)  # must not raise
+    assert store.search_bm25("u", '"blue"* AND (sky)')  # quoted terms still match
+
+
+@settings(max_examples=150, suppress_health_check=[HealthCheck.function_scoped_fixture], deadline=None)
+@given(q=st.text(max_size=60))
+def test_any_query_is_safe(store: SQLiteStore, q: str) -> None:
+    if store.turn_count("u") == 0:
+        _fill(store)
+    store.search_bm25("u", q)
+
+
+def test_terms_mix_languages() -> None:
+    assert "番茄" in terms("我想吃番茄炒蛋") or "番茄炒蛋" in terms("我想吃番茄炒蛋")
+    assert "the" not in terms("the Three-Body Problem")
+    assert fts_query("the a an") is None

@@ -1,0 +1,121 @@
+from __future__ import annotations
+
+import sqlite3
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from memsched.errors import InputError, StoreError
+from memsched.model import Turn
+from memsched.store.sqlite import SQLiteStore
+
+texts = st.text(alphabet=st.characters(blacklist_categories=("Cs",), blacklist_characters="\x00"), max_size=200)
+stamps = st.datetimes(min_value=datetime(1990, 1, 1), max_value=datetime(2100, 1, 1), timezones=st.just(UTC))
+
+
+@settings(max_examples=60, suppress_health_check=[HealthCheck.function_scoped_fixture], deadline=None)
+@given(content=texts, role=st.sampled_from(["user", "assistant", "system"]), when=stamps,
+       speaker=st.none() | st.text(min_size=1, max_size=20), ext=st.none() | st.text(max_size=10))
+def test_turn_round_trip(store: SQLiteStore, content: str, role: str, when: datetime, speaker: str | None,
+                         ext: str | None) -> None:
+    turn = Turn(user_id="u", session_id="s", role=role, content=content, created_at=when, speaker=speaker,
+                external_id=ext, meta={"k": [1, "二"]})
+    (stored,) = store.add_turns([turn])
+    (back,) = store.get_turns("u", [stored.id])
+    assert back.content == content
+    assert back.role == role
+    assert back.speaker == speaker
+    assert back.external_id == ext
+    assert back.meta == {"k": [1, "二"]}
+    assert back.created_at.tzinfo is not None
+    assert abs((back.created_at - when).total_seconds()) < 0.001
+
+
+def test_pages_are_fixed_groups_per_session(store: SQLiteStore) -> None:
+    t0 = datetime(2024, 1, 1, tzinfo=UTC)
+    turns = [Turn("u", "a", "user", f"a{i}", created_at=t0 + timedelta(minutes=i)) for i in range(10)]
+    turns += [Turn("u", "b", "user", f"b{i}", created_at=t0 + timedelta(hours=1, minutes=i)) for i in range(3)]
+    store.add_turns(turns)
+    pages = store.pages("u")
+    assert [(p.session_id, p.page_no, p.turn_count) for p in pages] == [
+        ("a", 0, 4), ("a", 1, 4), ("a", 2, 2), ("b", 0, 3)
+    ]
+    assert [t.content for t in store.page_turns("u", pages[1].id)] == ["a4", "a5", "a6", "a7"]
+    assert [t.seq for t in store.session_turns("u", "a")] == list(range(10))
+    assert [t.content for t in store.session_turns("u", "a", last=2)] == ["a8", "a9"]
+
+
+def test_migrations_recorded_and_wal(tmp_path: Path) -> None:
+    path = tmp_path / "m.db"
+    s = SQLiteStore(path)
+    assert s.migrations()[0] == "001_core"
+    assert s.db.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
+    s.add_turns([Turn("u", "s", "user", "hello")])
+    s.close()
+    again = SQLiteStore(path)  # reopening applies nothing twice and keeps the data
+    assert again.turn_count("u") == 1
+    assert again.migrations() == s.migrations()
+    again.close()
+
+
+def test_newer_schema_is_refused(tmp_path: Path) -> None:
+    path = tmp_path / "n.db"
+    SQLiteStore(path).close()
+    conn = sqlite3.connect(path)
+    conn.execute("INSERT INTO migrations VALUES ('999_future', 0)")
+    conn.commit()
+    conn.close()
+    with pytest.raises(StoreError, match="newer memsched"):
+        SQLiteStore(path)
+
+
+def test_bad_turns_rejected_and_nothing_partial(store: SQLiteStore) -> None:
+    good = Turn("u", "s", "user", "kept")
+    store.add_turns([good])
+    with pytest.raises(InputError, match="role"):
+        store.add_turns([Turn("u", "s", "user", "would be lost"), Turn("u", "s", "robot", "x")])  # type: ignore[arg-type]
+    assert [t.content for t in store.iter_turns("u")] == ["kept"]
+
+
+def test_skip_duplicates(store: SQLiteStore) -> None:
+    when = datetime(2024, 5, 1, tzinfo=UTC)
+    first = store.add_turns([Turn("u", "s", "user", "same", created_at=when)], skip_duplicates=True)
+    second = store.add_turns([Turn("u", "s", "user", "same", created_at=when)], skip_duplicates=True)
+    assert len(first) == 1 and second == []
+    assert store.turn_count("u") == 1
+
+
+def test_delete_removes_text_index_and_vectors(store: SQLiteStore) -> None:
+    a, b = store.add_turns([Turn("u", "s", "user", "zebra crossing"), Turn("u", "s", "user", "lion king")])
+    store.put_vectors("u", "m", [(a.hash, np.ones(4, dtype=np.float32)), (b.hash, np.ones(4, dtype=np.float32))])
+    assert store.delete_turns("u", [a.id]) == 1
+    assert store.search_bm25("u", "zebra") == []
+    ids, _ = store.vectors("u", "m")
+    assert list(ids) == [b.id]
+    assert store.db.execute("SELECT count(*) FROM embeddings").fetchone()[0] == 1
+
+
+def test_delete_user_is_total_and_scoped(store: SQLiteStore) -> None:
+    store.add_turns([Turn("alice", "s", "user", "alpha secret"), Turn("bob", "s", "user", "alpha public")])
+    assert store.delete_user("alice") == 1
+    assert not store.has_user("alice")
+    assert store.search_bm25("alice", "alpha") == []
+    assert len(store.search_bm25("bob", "alpha")) == 1
+    for table in ("turns", "sessions", "pages"):
+        assert store.db.execute(f"SELECT count(*) FROM {table} WHERE user_id = 'alice'").fetchone()[0] == 0
+
+
+def test_memory_database_shared_between_threads() -> None:
+    import threading
+
+    s = SQLiteStore(":memory:")
+    s.add_turns([Turn("u", "s", "user", "from main")])
+    seen: list[int] = []
+    th = threading.Thread(target=lambda: seen.append(s.turn_count("u")))
+    th.start()
+    th.join()
+    assert seen == [1]
