@@ -18,6 +18,7 @@ from memsched.model import Page, Session, Turn
 __version__ = "0.1.0"
 
 __all__ = [
+    "UNSET",
     "BudgetError",
     "Config",
     "ConfigError",
@@ -33,7 +34,6 @@ __all__ = [
     "Session",
     "StoreError",
     "Turn",
-    "UNSET",
     "UnknownUserError",
     "__version__",
 ]

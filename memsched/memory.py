@@ -74,7 +74,9 @@ class Memory:
         self.config = config if config is not None else Config.load(**overrides)
         if config is not None and overrides:
             self.config = config.replace(**overrides)
-        self.store = store if store is not None else SQLiteStore(self.config.db_path, page_size=self.config.page_size)
+        self.store = (
+            store if store is not None else SQLiteStore(self.config.db_path, page_size=self.config.page_size)
+        )
         if embedders is None:
             embedders = {name: embed_base.create(name, self.config) for name in self.config.embedder_names}
         self.embedders = embedders
@@ -159,7 +161,9 @@ class Memory:
         result = self.retriever.retrieve(user_id, query, expand=False)
         top = result.candidates[:limit]
         turns = {t.id: t for t in self.store.get_turns(user_id, [c.turn_id for c in top])}
-        return [SearchHit(turn=turns[c.turn_id], score=c.fused, candidate=c) for c in top if c.turn_id in turns]
+        return [
+            SearchHit(turn=turns[c.turn_id], score=c.fused, candidate=c) for c in top if c.turn_id in turns
+        ]
 
     def context(
         self,
@@ -174,11 +178,15 @@ class Memory:
         summaries: Sequence[str] = (),
         record: bool = False,
         backfill: bool = True,
+        recent_after_seq: int | None = None,
+        query_vectors: dict[str, Any] | None = None,
     ) -> ContextResult:
         """Build the messages for the next LLM call: system, recalled memory, recent turns, `message`.
 
         Read-only unless `record` is true, in which case `message` is stored as a user turn of
-        `session_id` after the context is built.
+        `session_id` after the context is built. `recent_after_seq` starts the recent window after
+        that position of the session (the turns before it are covered by `summaries`);
+        `query_vectors` reuses embeddings of `message` the caller already computed.
         """
         t_start = time.perf_counter()
         cfg = self.config
@@ -188,14 +196,16 @@ class Memory:
         timings: dict[str, float] = {}
 
         t0 = time.perf_counter()
-        recent = self.store.session_turns(user_id, session_id, last=cfg.recent_max_turns) if session_id else []
+        recent = (
+            self.store.session_turns(user_id, session_id, last=cfg.recent_max_turns) if session_id else []
+        )
         timings["recent"] = _ms(t0)
         if backfill:
             t0 = time.perf_counter()
             self.retriever.index_user(user_id)
             timings["backfill"] = _ms(t0)
         t0 = time.perf_counter()
-        qvecs = self.retriever.embed_query(message)
+        qvecs = dict(query_vectors) if query_vectors else self.retriever.embed_query(message)
         timings["embed_query"] = _ms(t0)
 
         retrieval = self.retriever.retrieve(

@@ -52,8 +52,16 @@ def write_locomo(path: Path) -> Path:
             "speaker_b": "Melanie",
             "session_1_date_time": "1:56 pm on 8 May, 2023",
             "session_1": [
-                {"speaker": "Caroline", "dia_id": "D1:1", "text": "Hey Mel! I went to a pottery class yesterday."},
-                {"speaker": "Melanie", "dia_id": "D1:2", "text": "Nice! I painted a sunrise over the lake last week."},
+                {
+                    "speaker": "Caroline",
+                    "dia_id": "D1:1",
+                    "text": "Hey Mel! I went to a pottery class yesterday.",
+                },
+                {
+                    "speaker": "Melanie",
+                    "dia_id": "D1:2",
+                    "text": "Nice! I painted a sunrise over the lake last week.",
+                },
                 {
                     "speaker": "Caroline",
                     "dia_id": "D1:3",
@@ -69,9 +77,24 @@ def write_locomo(path: Path) -> Path:
             ],
         },
         "qa": [
-            {"question": "What did Melanie paint?", "answer": "a sunrise", "evidence": ["D1:2"], "category": 1},
-            {"question": "What is Caroline researching?", "answer": "adoption agencies", "evidence": ["D2:2"], "category": 4},
-            {"question": "When did Caroline go to pottery?", "answer": "7 May 2023", "evidence": ["D1:1"], "category": 2},
+            {
+                "question": "What did Melanie paint?",
+                "answer": "a sunrise",
+                "evidence": ["D1:2"],
+                "category": 1,
+            },
+            {
+                "question": "What is Caroline researching?",
+                "answer": "adoption agencies",
+                "evidence": ["D2:2"],
+                "category": 4,
+            },
+            {
+                "question": "When did Caroline go to pottery?",
+                "answer": "7 May 2023",
+                "evidence": ["D1:1"],
+                "category": 2,
+            },
             {"question": "adversarial", "adversarial_answer": "x", "evidence": ["D1:1"], "category": 5},
         ],
     }

@@ -14,13 +14,22 @@ from memsched.text.tokens import get_counter
 COUNTER = get_counter("o200k_base")
 T0 = datetime(2024, 3, 1, 20, 0, tzinfo=UTC)
 
-words = st.lists(st.sampled_from(list("abc xyz 你好世界番茄炒蛋 。,!\n") + ["hello ", "记得 ", "🙂"]), max_size=60).map("".join)
+words = st.lists(
+    st.sampled_from([*"abc xyz 你好世界番茄炒蛋 。,!\n", "hello ", "记得 ", "🙂"]), max_size=60
+).map("".join)
 
 
 def _turns(contents: list[str], session: str = "s1", start: int = 0) -> list[Turn]:
     return [
-        Turn("u", session, "user" if i % 2 == 0 else "assistant", c, created_at=T0 + timedelta(minutes=start + i),
-             id=start + i + 1, seq=start + i)
+        Turn(
+            "u",
+            session,
+            "user" if i % 2 == 0 else "assistant",
+            c,
+            created_at=T0 + timedelta(minutes=start + i),
+            id=start + i + 1,
+            seq=start + i,
+        )
         for i, c in enumerate(contents)
     ]
 
@@ -34,18 +43,28 @@ def _turns(contents: list[str], session: str = "s1", start: int = 0) -> list[Tur
     share=st.floats(min_value=0.0, max_value=1.0),
     summaries=st.lists(words, max_size=2),
 )
-def test_budget_is_never_exceeded(recalled: list[str], recent: list[str], message: str, budget: int, share: float,
-                                  summaries: list[str]) -> None:
+def test_budget_is_never_exceeded(
+    recalled: list[str], recent: list[str], message: str, budget: int, share: float, summaries: list[str]
+) -> None:
     try:
         out = assemble(
-            counter=COUNTER, budget=budget, system_prompt="You are kind.", new_message=message,
-            recalled=_turns(recalled, "old"), recent=_turns(recent, "now", start=100), recent_share=share,
-            recent_max_turns=12, summaries=summaries,
+            counter=COUNTER,
+            budget=budget,
+            system_prompt="You are kind.",
+            new_message=message,
+            recalled=_turns(recalled, "old"),
+            recent=_turns(recent, "now", start=100),
+            recent_share=share,
+            recent_max_turns=12,
+            summaries=summaries,
         )
     except BudgetError:
-        assert COUNTER.messages_tokens(
-            [{"role": "system", "content": "You are kind."}, {"role": "user", "content": message}]
-        ) > budget
+        assert (
+            COUNTER.messages_tokens(
+                [{"role": "system", "content": "You are kind."}, {"role": "user", "content": message}]
+            )
+            > budget
+        )
         return
     assert COUNTER.messages_tokens(out.messages) <= budget
     assert out.tokens["total"] == COUNTER.messages_tokens(out.messages)
@@ -56,8 +75,16 @@ def test_budget_is_never_exceeded(recalled: list[str], recent: list[str], messag
 def test_order_and_labels() -> None:
     old = _turns(["I adopted a cat named Sesame", "lovely!"], "session_1")
     recent = _turns(["what's for dinner?", "tomato eggs?"], "today", start=50)
-    out = assemble(counter=COUNTER, budget=500, system_prompt="SYS", new_message="and my cat?", recalled=old,
-                   recent=recent, recent_share=0.5, recent_max_turns=10)
+    out = assemble(
+        counter=COUNTER,
+        budget=500,
+        system_prompt="SYS",
+        new_message="and my cat?",
+        recalled=old,
+        recent=recent,
+        recent_share=0.5,
+        recent_max_turns=10,
+    )
     system = out.messages[0]["content"]
     assert system.startswith("SYS\n\n" + MEMORY_HEADER)
     assert "[2024-03-01, session_1]\nuser: I adopted a cat named Sesame" in system
@@ -74,13 +101,29 @@ def test_recall_groups_by_session_in_time_order_and_marks_gaps() -> None:
 
 def test_priority_decides_what_fits() -> None:
     recalled = _turns(["important " * 30, "filler " * 200], "old")
-    out = assemble(counter=COUNTER, budget=200, system_prompt="S", new_message="q", recalled=recalled, recent=[],
-                   recent_share=0.0, recent_max_turns=0)
+    out = assemble(
+        counter=COUNTER,
+        budget=200,
+        system_prompt="S",
+        new_message="q",
+        recalled=recalled,
+        recent=[],
+        recent_share=0.0,
+        recent_max_turns=0,
+    )
     assert [t.content for t in out.recalled] == ["important " * 30]
     assert out.dropped >= 1
 
 
 def test_budget_too_small_names_the_problem() -> None:
     with pytest.raises(BudgetError, match="cannot hold"):
-        assemble(counter=COUNTER, budget=5, system_prompt="a long system prompt here", new_message="hi",
-                 recalled=[], recent=[], recent_share=0.3, recent_max_turns=5)
+        assemble(
+            counter=COUNTER,
+            budget=5,
+            system_prompt="a long system prompt here",
+            new_message="hi",
+            recalled=[],
+            recent=[],
+            recent_share=0.3,
+            recent_max_turns=5,
+        )

@@ -22,11 +22,14 @@ def test_home_holds_the_database(tmp_path: Path) -> None:
     assert Config.load(home=tmp_path, db=tmp_path / "x.db").db_path == tmp_path / "x.db"
 
 
-@pytest.mark.parametrize(("var", "value", "match"), [
-    ("MEMSCHED_BUDGET", "lots", "MEMSCHED_BUDGET"),
-    ("MEMSCHED_RECENT_SHARE", "2", "recent_share"),
-    ("MEMSCHED_PAGING_MODE", "magic", "paging_mode"),
-])
+@pytest.mark.parametrize(
+    ("var", "value", "match"),
+    [
+        ("MEMSCHED_BUDGET", "lots", "MEMSCHED_BUDGET"),
+        ("MEMSCHED_RECENT_SHARE", "2", "recent_share"),
+        ("MEMSCHED_PAGING_MODE", "magic", "paging_mode"),
+    ],
+)
 def test_bad_values_are_named(monkeypatch: pytest.MonkeyPatch, var: str, value: str, match: str) -> None:
     monkeypatch.setenv(var, value)
     with pytest.raises(ConfigError, match=match):

@@ -35,7 +35,7 @@ def test_hash_embedder_is_deterministic_and_normalised() -> None:
 
 
 def test_unknown_embedder_names_choices() -> None:
-    with pytest.raises(ConfigError, match="unknown embedder 'nope'.*minilm"):
+    with pytest.raises(ConfigError, match=r"unknown embedder 'nope'.*minilm"):
         base.create("nope", Config.load())
 
 
@@ -49,7 +49,12 @@ def test_wordllama_loads_offline(no_network: None) -> None:
 @pytest.mark.slow
 def test_minilm_loads_offline_and_ranks_sensibly(no_network: None) -> None:
     e = base.create("minilm", Config.load())
-    q, good, bad = e.embed(["Where did we go on our first date?", "Our first date was at a jazz bar downtown",
-                            "The quarterly tax report is due"])
+    q, good, bad = e.embed(
+        [
+            "Where did we go on our first date?",
+            "Our first date was at a jazz bar downtown",
+            "The quarterly tax report is due",
+        ]
+    )
     assert e.model_id == "all-MiniLM-L6-v2" and q.shape == (384,)
     assert float(q @ good) > float(q @ bad) + 0.1

@@ -10,7 +10,13 @@ def test_context_pages_in_old_fact_and_traces(mem: Memory) -> None:
     t0 = datetime(2024, 1, 1, tzinfo=UTC)
     mem.add("u", "day1", "user", "My name is Wang and my cat is called Sesame", created_at=t0)
     for i in range(40):
-        mem.add("u", "day2", "user", f"filler message number {i} about the weather", created_at=t0 + timedelta(days=1, minutes=i))
+        mem.add(
+            "u",
+            "day2",
+            "user",
+            f"filler message number {i} about the weather",
+            created_at=t0 + timedelta(days=1, minutes=i),
+        )
     result = mem.context("u", "what is my cat called?", session_id="day2", budget=400)
     system = result.messages[0]["content"]
     assert "Sesame" in system

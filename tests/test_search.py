@@ -45,8 +45,17 @@ def test_search_is_scoped_by_user(store: SQLiteStore) -> None:
 
 def test_fts_syntax_is_escaped(store: SQLiteStore) -> None:
     _fill(store)
-    for q in ['"unbalanced', "running*", "NEAR(blue sky)", "content: blue", "(blue AND", "blue OR NOT sky",
-              '"" ^ - + {} [] :', "AND", "NEAR/2"]:
+    for q in [
+        '"unbalanced',
+        "running*",
+        "NEAR(blue sky)",
+        "content: blue",
+        "(blue AND",
+        "blue OR NOT sky",
+        '"" ^ - + {} [] :',
+        "AND",
+        "NEAR/2",
+    ]:
         store.search_bm25("u", q)  # must not raise
     assert store.search_bm25("u", '"blue"* AND (sky)')  # quoted terms still match
 

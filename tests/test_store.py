@@ -13,17 +13,33 @@ from memsched.errors import InputError, StoreError
 from memsched.model import Turn
 from memsched.store.sqlite import SQLiteStore
 
-texts = st.text(alphabet=st.characters(blacklist_categories=("Cs",), blacklist_characters="\x00"), max_size=200)
+texts = st.text(
+    alphabet=st.characters(blacklist_categories=("Cs",), blacklist_characters="\x00"), max_size=200
+)
 stamps = st.datetimes(min_value=datetime(1990, 1, 1), max_value=datetime(2100, 1, 1), timezones=st.just(UTC))
 
 
 @settings(max_examples=60, suppress_health_check=[HealthCheck.function_scoped_fixture], deadline=None)
-@given(content=texts, role=st.sampled_from(["user", "assistant", "system"]), when=stamps,
-       speaker=st.none() | st.text(min_size=1, max_size=20), ext=st.none() | st.text(max_size=10))
-def test_turn_round_trip(store: SQLiteStore, content: str, role: str, when: datetime, speaker: str | None,
-                         ext: str | None) -> None:
-    turn = Turn(user_id="u", session_id="s", role=role, content=content, created_at=when, speaker=speaker,
-                external_id=ext, meta={"k": [1, "二"]})
+@given(
+    content=texts,
+    role=st.sampled_from(["user", "assistant", "system"]),
+    when=stamps,
+    speaker=st.none() | st.text(min_size=1, max_size=20),
+    ext=st.none() | st.text(max_size=10),
+)
+def test_turn_round_trip(
+    store: SQLiteStore, content: str, role: str, when: datetime, speaker: str | None, ext: str | None
+) -> None:
+    turn = Turn(
+        user_id="u",
+        session_id="s",
+        role=role,
+        content=content,
+        created_at=when,
+        speaker=speaker,
+        external_id=ext,
+        meta={"k": [1, "二"]},
+    )
     (stored,) = store.add_turns([turn])
     (back,) = store.get_turns("u", [stored.id])
     assert back.content == content
@@ -38,11 +54,16 @@ def test_turn_round_trip(store: SQLiteStore, content: str, role: str, when: date
 def test_pages_are_fixed_groups_per_session(store: SQLiteStore) -> None:
     t0 = datetime(2024, 1, 1, tzinfo=UTC)
     turns = [Turn("u", "a", "user", f"a{i}", created_at=t0 + timedelta(minutes=i)) for i in range(10)]
-    turns += [Turn("u", "b", "user", f"b{i}", created_at=t0 + timedelta(hours=1, minutes=i)) for i in range(3)]
+    turns += [
+        Turn("u", "b", "user", f"b{i}", created_at=t0 + timedelta(hours=1, minutes=i)) for i in range(3)
+    ]
     store.add_turns(turns)
     pages = store.pages("u")
     assert [(p.session_id, p.page_no, p.turn_count) for p in pages] == [
-        ("a", 0, 4), ("a", 1, 4), ("a", 2, 2), ("b", 0, 3)
+        ("a", 0, 4),
+        ("a", 1, 4),
+        ("a", 2, 2),
+        ("b", 0, 3),
     ]
     assert [t.content for t in store.page_turns("u", pages[1].id)] == ["a4", "a5", "a6", "a7"]
     assert [t.seq for t in store.session_turns("u", "a")] == list(range(10))
@@ -91,7 +112,9 @@ def test_skip_duplicates(store: SQLiteStore) -> None:
 
 def test_delete_removes_text_index_and_vectors(store: SQLiteStore) -> None:
     a, b = store.add_turns([Turn("u", "s", "user", "zebra crossing"), Turn("u", "s", "user", "lion king")])
-    store.put_vectors("u", "m", [(a.hash, np.ones(4, dtype=np.float32)), (b.hash, np.ones(4, dtype=np.float32))])
+    store.put_vectors(
+        "u", "m", [(a.hash, np.ones(4, dtype=np.float32)), (b.hash, np.ones(4, dtype=np.float32))]
+    )
     assert store.delete_turns("u", [a.id]) == 1
     assert store.search_bm25("u", "zebra") == []
     ids, _ = store.vectors("u", "m")

@@ -29,7 +29,9 @@ F = TypeVar("F", bound=Callable[..., Any])
 HomeOption = typer.Option(None, "--home", help="Data directory holding memsched.db \\[env: MEMSCHED_HOME].")
 DbOption = typer.Option(None, "--db", help="Database file; default <home>/memsched.db \\[env: MEMSCHED_DB].")
 EmbeddersOption = typer.Option(
-    None, "--embedders", help="Comma-separated embedders: minilm, wordllama, openai, hash \\[env: MEMSCHED_EMBEDDERS]."
+    None,
+    "--embedders",
+    help="Comma-separated embedders: minilm, wordllama, openai, hash \\[env: MEMSCHED_EMBEDDERS].",
 )
 
 

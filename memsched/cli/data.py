@@ -6,7 +6,7 @@ import json
 from pathlib import Path
 
 import typer
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TaskID, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
 from memsched.cli.common import (
@@ -68,11 +68,17 @@ def import_(
                     progress.advance(task, len(batch))
             except ImportFileError as exc:
                 kept = sum(added.values())
-                raise ImportFileError(f"{file}: {exc} ({kept} turns before it were imported and kept)") from None
+                raise ImportFileError(
+                    f"{file}: {exc} ({kept} turns before it were imported and kept)"
+                ) from None
         else:
             samples = read_locomo(file)
             for sample in samples:
-                uid = sample.sample_id if not user else (user if len(samples) == 1 else f"{user}-{sample.sample_id}")
+                uid = (
+                    sample.sample_id
+                    if not user
+                    else (user if len(samples) == 1 else f"{user}-{sample.sample_id}")
+                )
                 for t in sample.turns:
                     t.user_id = uid
                 added[uid] = len(mem.store.add_turns(sample.turns, skip_duplicates=True))
@@ -80,7 +86,11 @@ def import_(
             for uid in added:
                 total = mem.store.turn_count(uid) * len(mem.embedders)
                 task = progress.add_task(f"embedding {uid}", total=total)
-                mem.index(uid, progress=lambda n, task=task: progress.advance(task, n))
+
+                def advance(n: int, task: TaskID = task) -> None:
+                    progress.advance(task, n)
+
+                mem.index(uid, progress=advance)
     for uid, n in added.items():
         console.print(f"imported {n} new turns for user [bold]{uid}[/]")
     if not added:
@@ -92,7 +102,9 @@ def import_(
 def context(
     message: str = typer.Argument(..., help="The new message."),
     user: str = typer.Option(..., "--user", "-u", help="User id."),
-    session: str | None = typer.Option(None, "--session", "-s", help="Current session id (for the recent window)."),
+    session: str | None = typer.Option(
+        None, "--session", "-s", help="Current session id (for the recent window)."
+    ),
     budget: int | None = typer.Option(None, "--budget", "-b", help="Token budget \\[env: MEMSCHED_BUDGET]."),
     as_json: bool = typer.Option(False, "--json", help="Print JSON with messages and trace."),
     record: bool = typer.Option(False, "--record", help="Store the message as a turn of --session."),
@@ -108,7 +120,9 @@ def context(
         mem.require_user(user)
         result = mem.context(user, message, session_id=session, record=record)
     if as_json:
-        console.print_json(json.dumps({"messages": result.messages, "trace": result.trace}, ensure_ascii=False))
+        console.print_json(
+            json.dumps({"messages": result.messages, "trace": result.trace}, ensure_ascii=False)
+        )
         return
     for m in result.messages:
         console.rule(f"[bold]{m['role']}[/]")
@@ -160,7 +174,9 @@ def search(
     table.add_column("when")
     table.add_column("turn", overflow="fold")
     for i, h in enumerate(hits, 1):
-        layers = ", ".join(f"{k} {v:.3f} (#{h.candidate.ranks.get(k)})" for k, v in h.candidate.scores.items())
+        layers = ", ".join(
+            f"{k} {v:.3f} (#{h.candidate.ranks.get(k)})" for k, v in h.candidate.scores.items()
+        )
         table.add_row(
             str(i),
             f"{h.score:.4f}",

@@ -42,7 +42,9 @@ def _highlight(text: str, needles: list[str]) -> Text:
 def demo(
     budget: int = typer.Option(1000, "--budget", "-b", help="Token budget of each context."),
     embedders: str | None = EmbeddersOption,
-    show_context: bool = typer.Option(False, "--show-context", help="Also print each full context memsched built."),
+    show_context: bool = typer.Option(
+        False, "--show-context", help="Also print each full context memsched built."
+    ),
     as_json: bool = typer.Option(False, "--json", help="Print the outcome as JSON."),
 ) -> None:
     """Import a bilingual sample companion chat (6 weeks, 387 turns) and ask it later questions.
@@ -109,10 +111,10 @@ def demo(
     for row in rows:
         found = f"{len(row['memsched_found'])}/{len(row['expects'])}"
         wfound = f"{len(row['window_found'])}/{len(row['expects'])}"
-        evidence = "\n".join(row["evidence"][:3]) or "—"
+        paged_in = "\n".join(row["evidence"][:3]) or "—"
         table.add_row(
             row["question"],
-            _highlight(evidence, row["expects"]),
+            _highlight(paged_in, row["expects"]),
             Text(found, style="green" if row["memsched_found"] else "red"),
             Text(wfound, style="green" if row["window_found"] else "red"),
         )

@@ -9,7 +9,15 @@ import typer
 from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
-from memsched.cli.common import DbOption, EmbeddersOption, HomeOption, app, console, load_config, reports_errors
+from memsched.cli.common import (
+    DbOption,
+    EmbeddersOption,
+    HomeOption,
+    app,
+    console,
+    load_config,
+    reports_errors,
+)
 from memsched.errors import ConfigError, InputError
 from memsched.eval import locomo
 
@@ -35,10 +43,14 @@ def eval_locomo(
     ),
     budget: str = typer.Option("1000,2000,4000", "--budget", help="Comma-separated token budgets."),
     as_json: bool = typer.Option(False, "--json", help="Print the figures as JSON."),
-    judge: bool = typer.Option(False, "--judge", help="Also answer and grade with the configured LLM (J metric)."),
+    judge: bool = typer.Option(
+        False, "--judge", help="Also answer and grade with the configured LLM (J metric)."
+    ),
     limit: int | None = typer.Option(None, "--limit", help="Evaluate only the first N questions."),
     download: bool = typer.Option(
-        False, "--download", help="Fetch the official locomo10.json into <home>/datasets first (needs network)."
+        False,
+        "--download",
+        help="Fetch the official locomo10.json into <home>/datasets first (needs network).",
     ),
     home: Path | None = HomeOption,
     db: Path | None = DbOption,
@@ -65,7 +77,9 @@ def eval_locomo(
         answerer = client_from_config(cfg, "upstream") or client_from_config(cfg, "helper")
         grader = client_from_config(cfg, "helper")
         if answerer is None or grader is None:
-            raise ConfigError("--judge needs an LLM: set MEMSCHED_UPSTREAM_BASE_URL and MEMSCHED_UPSTREAM_MODEL")
+            raise ConfigError(
+                "--judge needs an LLM: set MEMSCHED_UPSTREAM_BASE_URL and MEMSCHED_UPSTREAM_MODEL"
+            )
         scorer = Judge(answerer, grader)
 
     if as_json:
@@ -101,7 +115,9 @@ def eval_locomo(
     console.print(table)
     console.print(f"full context: {result['full_context_tokens']:.0f} tokens on average")
     if "judge" in result:
-        console.print("LLM judge (J), memsched: " + ", ".join(f"{b}: {v:.3f}" for b, v in result["judge"].items()))
+        console.print(
+            "LLM judge (J), memsched: " + ", ".join(f"{b}: {v:.3f}" for b, v in result["judge"].items())
+        )
 
 
 def _download(target: Path) -> None:

@@ -1,5 +1,50 @@
-"""`memsched serve`: the HTTP service."""
+"""`memsched serve`: the HTTP service — OpenAI-compatible proxy and scheduler endpoints."""
 
 from __future__ import annotations
 
-from memsched.cli.common import app
+import logging
+from pathlib import Path
+
+import typer
+
+from memsched.cli.common import DbOption, EmbeddersOption, HomeOption, app, console, load_config, reports_errors
+
+
+@app.command()
+@reports_errors
+def serve(
+    host: str | None = typer.Option(None, "--host", help="Address to listen on \\[env: MEMSCHED_HOST]."),
+    port: int | None = typer.Option(None, "--port", "-p", help="Port \\[env: MEMSCHED_PORT]."),
+    workers: int | None = typer.Option(
+        None, "--workers", help="Background job threads in this process \\[env: MEMSCHED_WORKERS]."
+    ),
+    upstream: str | None = typer.Option(
+        None, "--upstream", help="Base URL of the reply LLM, e.g. http://127.0.0.1:11434/v1 \\[env: MEMSCHED_UPSTREAM_BASE_URL]."
+    ),
+    model: str | None = typer.Option(None, "--model", help="Upstream model name \\[env: MEMSCHED_UPSTREAM_MODEL]."),
+    log_level: str = typer.Option("info", "--log-level", help="debug, info, warning or error."),
+    home: Path | None = HomeOption,
+    db: Path | None = DbOption,
+    embedders: str | None = EmbeddersOption,
+) -> None:
+    """Run the service on the embedded SQLite store (point your OpenAI SDK at http://HOST:PORT/v1)."""
+    import uvicorn
+
+    from memsched.server.app import create_app
+
+    cfg = load_config(
+        home=home,
+        db=db,
+        embedders=embedders,
+        host=host,
+        port=port,
+        workers=workers,
+        upstream_base_url=upstream,
+        upstream_model=model,
+    )
+    logging.basicConfig(level=log_level.upper(), format="%(asctime)s %(levelname)s %(name)s %(message)s")
+    console.print(
+        f"memsched serving [bold]{cfg.db_path}[/] on http://{cfg.host}:{cfg.port} "
+        f"(upstream: {cfg.upstream_base_url or 'none — /v1/context and /v1/turns only'})"
+    )
+    uvicorn.run(create_app(cfg), host=cfg.host, port=cfg.port, log_level=log_level.lower())

@@ -12,33 +12,22 @@ import logging
 import re
 import threading
 from functools import lru_cache
+from importlib import resources
+from typing import Any
 
 _CJK = r"\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\u3040-\u30ff\uac00-\ud7af"
 _CJK_RE = re.compile(f"[{_CJK}]")
 # A run of CJK characters, or a run of letters/digits (with inner apostrophes/dots, e.g. "don't", "3.5").
 _TOKEN_RE = re.compile(rf"[{_CJK}]+|[^\W_]+(?:['’.][^\W_]+)*", re.UNICODE)
 
-ENGLISH_STOP_WORDS = frozenset(
-    """a about above after again against all am an and any are aren't as at be because been before
-    being below between both but by can can't cannot could couldn't did didn't do does doesn't doing
-    don't down during each few for from further had hadn't has hasn't have haven't having he he'd
-    he'll he's her here here's hers herself him himself his how how's i i'd i'll i'm i've if in into
-    is isn't it it's its itself let's me more most mustn't my myself no nor not of off on once only or
-    other ought our ours ourselves out over own same shan't she she'd she'll she's should shouldn't so
-    some such than that that's the their theirs them themselves then there there's these they they'd
-    they'll they're they've this those through to too under until up very was wasn't we we'd we'll
-    we're we've were weren't what what's when when's where where's which while who who's whom why
-    why's with won't would wouldn't you you'd you'll you're you've your yours yourself yourselves
-    also just yeah yes oh ok okay really so s t will get got would like""".split()
-)
 
-CHINESE_STOP_WORDS = frozenset(
-    """的 了 着 过 是 在 和 与 及 或 也 都 就 还 又 再 才 很 太 最 更 非常 吗 呢 吧 啊 呀 哦 嗯 哈 哈哈 嘛 啦
-    我 你 他 她 它 我们 你们 他们 她们 咱们 自己 这 那 这个 那个 这些 那些 这样 那样 什么 怎么 怎么样 为什么
-    哪 哪里 哪儿 哪个 谁 多少 几 一个 一些 一下 有 没有 没 不 被 把 让 给 对 从 向 到 为 以 于 而 但 但是 因为
-    所以 如果 虽然 然后 还是 就是 可以 可能 应该 会 能 要 想 觉得 知道 说 上 下 里 中 之 其 等 个 些 啦 呗 哎
-    嘿 诶 么 之前 以前 后来 时候 来着 一直 已经 真的 其实 还有 一起 """.split()
-)
+def _load_words(name: str) -> frozenset[str]:
+    text = resources.files("memsched").joinpath("data", name).read_text(encoding="utf-8")
+    return frozenset(w for line in text.splitlines() if (w := line.strip()) and not w.startswith("#"))
+
+
+ENGLISH_STOP_WORDS = _load_words("stopwords_en.txt")
+CHINESE_STOP_WORDS = _load_words("stopwords_zh.txt")
 STOP_WORDS = ENGLISH_STOP_WORDS | CHINESE_STOP_WORDS
 
 _jieba_lock = threading.Lock()
@@ -57,7 +46,7 @@ def cjk_ratio(text: str) -> float:
     return sum(1 for c in letters if _CJK_RE.match(c)) / len(letters)
 
 
-def _jieba():  # type: ignore[no-untyped-def]
+def _jieba() -> Any:
     global _jieba_ready
     import jieba
 

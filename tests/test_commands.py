@@ -1,0 +1,138 @@
+"""Command detection (rename, forget-last) in Chinese and English, and the profile's fact history."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+
+import pytest
+
+from memsched.commands import detect
+from memsched.profile import PREFERRED_NAME, Profile
+from memsched.store.sqlite import SQLiteStore
+
+
+@pytest.fixture(autouse=True)
+def _env(monkeypatch: pytest.MonkeyPatch, tmp_path: object) -> None:
+    import os
+
+    for key in list(os.environ):
+        if key.startswith("MEMSCHED_"):
+            monkeypatch.delenv(key)
+    monkeypatch.setenv("MEMSCHED_HOME", str(tmp_path))
+
+
+RENAMES = [
+    ("别叫我小王了，叫我大王", "大王", "小王"),
+    ("不要叫我小王，以后叫我大王吧", "大王", "小王"),
+    ("以后叫我大王", "大王", None),
+    ("从现在起你就叫我老李吧", "老李", None),
+    ("叫我大王吧", "大王", None),
+    ("请叫我“小甜甜”", "小甜甜", None),
+    ("我叫李伟", "李伟", None),
+    ("你好，我叫李伟，你叫什么名字？", "李伟", None),
+    ("我的名字是李伟。", "李伟", None),
+    ("我改名叫李大伟了", "李大伟", None),
+    ("call me Da Wang from now on", "Da Wang", None),
+    ("You can call me Dave", "Dave", None),
+    ("please call me Dave when I'm sad", "Dave", None),
+    ("my name is Li Wei", "Li Wei", None),
+    ("My name's Alice, nice to meet you", "Alice", None),
+    ("don't call me Xiao Wang, call me Da Wang", "Da Wang", "Xiao Wang"),
+    ("Don't call me Bob anymore. Call me Robert.", "Robert", "Bob"),
+    ("I changed my name to Alex", "Alex", None),
+    ("From now on, call me 大王", "大王", None),
+]
+
+FORGETS = [
+    "忘掉刚才那句话",
+    "忘记我刚才说的",
+    "请忘掉刚才那句",
+    "把刚才那句话忘掉",
+    "刚才说的删了吧",
+    "删除上一条",
+    "就当我没说",
+    "forget that",
+    "Forget what I just said.",
+    "please forget what I just said",
+    "delete my last message",
+    "Could you forget what I said?",
+    "scratch that",
+]
+
+ORDINARY = [
+    "I forget things a lot",
+    "don't forget to call me tomorrow",
+    "Can you call me later?",
+    "call me when you get home",
+    "Call me crazy, but I like it",
+    "what's my name?",
+    "Is my name Li Wei?",
+    "My name is not important",
+    "I'm called to serve",
+    "forget that movie, let's watch another one",
+    "你叫什么",
+    "你叫什么名字？",
+    "我叫什么名字？",
+    "我叫李伟吗？",
+    "我叫了外卖",
+    "他叫我去吃饭",
+    "明天早上叫我起床",
+    "以后早上叫我起床",
+    "叫我一声哥",
+    "啊忘了带钥匙",
+    "我出门了",
+    "我忘记刚才说什么了",
+    "别忘了刚才说的",
+    "不要忘记我刚才说的话",
+    "",
+]
+
+
+@pytest.mark.parametrize(("text", "name", "old"), RENAMES)
+def test_rename_detected(text: str, name: str, old: str | None) -> None:
+    found = [c for c in detect(text) if c.kind == "rename"]
+    assert len(found) == 1, f"no rename found in {text!r}"
+    assert found[0].value == name
+    assert found[0].old == old
+
+
+@pytest.mark.parametrize("text", FORGETS)
+def test_forget_last_detected(text: str) -> None:
+    assert [c.kind for c in detect(text)] == ["forget_last"]
+
+
+@pytest.mark.parametrize("text", ORDINARY)
+def test_ordinary_chat_is_not_a_command(text: str) -> None:
+    assert detect(text) == []
+
+
+def test_forget_comes_before_rename_in_one_message() -> None:
+    kinds = [c.kind for c in detect("忘掉刚才那句话，以后叫我大王")]
+    assert kinds == ["forget_last", "rename"]
+
+
+def test_profile_keeps_history_and_renders_current_value(tmp_path: object) -> None:
+    from pathlib import Path
+
+    store = SQLiteStore(Path(str(tmp_path)) / "p.db")
+    profile = Profile(store)
+    t1 = datetime(2024, 10, 1, tzinfo=UTC)
+    t2 = datetime(2024, 10, 15, tzinfo=UTC)
+    first = profile.set("u", PREFERRED_NAME, "小王", at=t1, source_turn_ids=[1])
+    second = profile.set("u", PREFERRED_NAME, "大王", at=t2, source_turn_ids=[7])
+    assert first != second
+    # Repeating the value in force adds lineage, not history.
+    assert profile.set("u", PREFERRED_NAME, "大王", at=t2, source_turn_ids=[9]) == second
+
+    history = profile.history("u", PREFERRED_NAME)
+    assert [f.value for f in history] == ["小王", "大王"]
+    assert history[0].superseded_at == t2 and history[1].current
+    assert history[1].source_turn_ids == (7, 9)
+    current = profile.get("u", PREFERRED_NAME)
+    assert current is not None and current.value == "大王"
+
+    section = profile.section("u")
+    assert ": 大王 (since 2024-10-15; formerly 小王)" in section
+    assert ": 小王 (" not in section
+    assert profile.section("nobody") == ""
+    store.close()

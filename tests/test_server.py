@@ -1,0 +1,125 @@
+"""The HTTP service, run for real with uvicorn on loopback; the upstream LLM is a FakeOpenAI server."""
+
+from __future__ import annotations
+
+import socket
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+import uvicorn
+
+from memsched.config import Config
+from memsched.server.app import TRACE_HEADER, create_app
+from memsched.testing import FakeOpenAI
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+@pytest.fixture
+def fake() -> Iterator[FakeOpenAI]:
+    with FakeOpenAI() as f:
+        yield f
+
+
+@pytest.fixture
+def server(tmp_path: Path, fake: FakeOpenAI) -> Iterator[str]:
+    cfg = Config.load(
+        home=tmp_path / "srv",
+        embedders="hash",
+        upstream_base_url=fake.base_url,
+        upstream_model="fake-model",
+        llm_timeout=5.0,
+    )
+    port = _free_port()
+    server = uvicorn.Server(uvicorn.Config(create_app(cfg), host="127.0.0.1", port=port, log_level="warning"))
+    thread = threading.Thread(target=server.run, daemon=True)
+    thread.start()
+    base = f"http://127.0.0.1:{port}"
+    for _ in range(200):
+        try:
+            if httpx.get(f"{base}/healthz").status_code == 200:
+                break
+        except httpx.TransportError:
+            time.sleep(0.05)
+    yield base
+    server.should_exit = True
+    thread.join(timeout=10)
+
+
+def _chat(base: str, text: str, **extra: Any) -> httpx.Response:
+    body = {"model": "m", "user": "alice", "metadata": {"session_id": "s1"},
+            "messages": [{"role": "system", "content": "be nice"}, {"role": "user", "content": text}], **extra}
+    return httpx.post(f"{base}/v1/chat/completions", json=body, timeout=30)
+
+
+def test_chat_proxy_records_and_recalls(server: str, fake: FakeOpenAI) -> None:
+    fake.script("Sesame is a lovely name!", "You told me: Sesame.")
+    first = _chat(server, "My cat is called Sesame")
+    assert first.status_code == 200, first.text
+    assert first.json()["choices"][0]["message"]["content"] == "Sesame is a lovely name!"
+    trace_id = first.headers[TRACE_HEADER]
+    assert httpx.get(f"{server}/v1/traces/{trace_id}").json()["id"] == trace_id
+
+    second = _chat(server, "what is my cat called?")
+    assert second.status_code == 200
+    sent = fake.chat_requests[-1]["messages"]
+    assert any("Sesame" in str(m["content"]) for m in sent)  # the first exchange reached the upstream context
+
+    hits = httpx.get(f"{server}/v1/users/alice/search", params={"q": "Sesame"}).json()
+    assert hits and "Sesame" in hits[0]["content"]
+
+
+def test_stream_returns_sse_chunks(server: str, fake: FakeOpenAI) -> None:
+    fake.script("streamed reply")
+    resp = _chat(server, "hello", stream=True)
+    assert resp.status_code == 200
+    assert resp.headers[TRACE_HEADER]
+    assert "streamed reply" in resp.text and resp.text.rstrip().endswith("data: [DONE]")
+
+
+def test_context_and_turns_endpoints(server: str) -> None:
+    r = httpx.post(f"{server}/v1/turns", json={"user": "bob", "session_id": "s", "role": "user",
+                                                 "content": "I am allergic to peanuts"})
+    assert r.status_code == 201 and r.json()["turn_id"] > 0
+    ctx = httpx.post(f"{server}/v1/context", json={"user": "bob", "message": "what am I allergic to?",
+                                                     "budget": 300})
+    assert ctx.status_code == 200
+    body = ctx.json()
+    assert "peanuts" in body["messages"][0]["content"]
+    assert body["trace"]["tokens"]["total"] <= 300
+
+
+def test_bad_input_is_a_clear_400(server: str) -> None:
+    r = httpx.post(f"{server}/v1/context", content=b"{not json")
+    assert r.status_code == 400 and "not valid JSON" in r.json()["error"]["message"]
+    r = httpx.post(f"{server}/v1/context", json={"message": "hi"})
+    assert r.status_code == 400 and "user" in r.json()["error"]["message"]
+    r = httpx.post(f"{server}/v1/chat/completions", json={"messages": [{"role": "user", "content": "x"}]})
+    assert r.status_code == 400 and "user" in r.json()["error"]["message"]
+    r = httpx.get(f"{server}/v1/users/nobody/search", params={"q": "x"})
+    assert r.status_code == 404
+
+
+def test_upstream_failure_is_a_502(server: str, fake: FakeOpenAI) -> None:
+    from memsched.testing import Fail
+
+    fake.script(Fail(500), Fail(500), Fail(500))
+    r = _chat(server, "are you there?")
+    assert r.status_code == 502
+    assert "upstream" in r.json()["error"]["type"]
+
+
+def test_metrics_exposed(server: str, fake: FakeOpenAI) -> None:
+    fake.script("hi")
+    _chat(server, "hello")
+    text = httpx.get(f"{server}/metrics").text
+    assert "memsched_turns" in text
