@@ -33,8 +33,9 @@ class FusionWeights:
     # On English (LoCoMo) WordLlama only adds noise next to MiniLM, so it gets no weight there; a
     # layer with weight 0 is not even computed.
     dense: dict[str, float] = field(default_factory=lambda: {"minilm": 1.0, "wordllama": 0.0})
-    # For Chinese queries the English-only MiniLM counts less and WordLlama more.
-    dense_cjk: dict[str, float] = field(default_factory=lambda: {"minilm": 0.2, "wordllama": 1.0})
+    # For Chinese queries the English-only MiniLM counts half and WordLlama fully: on the bilingual
+    # memory test fusing both beat either alone (BENCHMARKS.md, "Which embedder").
+    dense_cjk: dict[str, float] = field(default_factory=lambda: {"minilm": 0.5, "wordllama": 1.0})
     neighbour_decay: float = 0.5  # a neighbour's priority relative to the hit that pulled it in
     neighbour_distance_decay: float = 0.8  # extra factor per step beyond the first
     neighbour_radius: int = 2
@@ -84,13 +85,17 @@ class Retriever:
         done = 0
         for embedder in self.embedders.values():
             while True:
-                missing = self.store.turns_missing_vectors(user_id, embedder.model_id, limit=embedder.batch_size * 8)
+                missing = self.store.turns_missing_vectors(
+                    user_id, embedder.model_id, limit=embedder.batch_size * 8
+                )
                 if not missing:
                     break
                 texts = [text for _, text in missing]
                 vectors = embedder.embed(texts)
                 self.store.put_vectors(
-                    user_id, embedder.model_id, [(content_hash(t), v) for t, v in zip(texts, vectors, strict=True)]
+                    user_id,
+                    embedder.model_id,
+                    [(content_hash(t), v) for t, v in zip(texts, vectors, strict=True)],
                 )
                 done += len(missing)
                 if progress is not None:

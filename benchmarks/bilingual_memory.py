@@ -1,0 +1,126 @@
+"""Which embedding setup serves Chinese and English memory? Recall of facts said once, asked later.
+
+The data (benchmarks/data/bilingual_memory.json, made by make_bilingual_memory.py; not from any
+benchmark): per language ~1,350 turns of companion chat over six months with 40 personal facts said
+once each, and 40 questions asked afterwards in other words. A fact counts as recalled when its turn
+is in the context built for its question under the budget (default 1,000 tokens), asked in a new
+session after the last one.
+
+    python benchmarks/bilingual_memory.py [--budget 1000]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import tempfile
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from memsched.assemble import assemble
+from memsched.config import Config
+from memsched.importers import parse_timestamp
+from memsched.memory import Memory
+from memsched.model import Turn
+from memsched.retrieve import FusionWeights
+
+DATA = Path(__file__).parent / "data" / "bilingual_memory.json"
+
+
+@dataclass
+class Setup:
+    name: str
+    layers: list[str]
+    weights: FusionWeights = field(default_factory=FusionWeights)
+    expand: bool = True
+
+
+def setups() -> list[Setup]:
+    only = {"minilm": 0.0, "wordllama": 0.0}
+    return [
+        Setup("bm25 (jieba)", ["bm25"], expand=False),
+        Setup("minilm", ["minilm"], expand=False),
+        Setup("wordllama", ["wordllama"], expand=False),
+        Setup(
+            "bm25+minilm",
+            ["bm25", "minilm"],
+            FusionWeights(dense={**only, "minilm": 1.0}, dense_cjk={**only, "minilm": 1.0}),
+        ),
+        Setup(
+            "bm25+wordllama",
+            ["bm25", "wordllama"],
+            FusionWeights(dense={**only, "wordllama": 1.0}, dense_cjk={**only, "wordllama": 1.0}),
+        ),
+        Setup(
+            "bm25+minilm+wordllama (equal)",
+            ["bm25", "minilm", "wordllama"],
+            FusionWeights(
+                dense={"minilm": 1.0, "wordllama": 1.0}, dense_cjk={"minilm": 1.0, "wordllama": 1.0}
+            ),
+        ),
+        Setup("memsched default (by script)", ["bm25", "minilm", "wordllama"], FusionWeights()),
+    ]
+
+
+def run(budget: int) -> dict[str, dict[str, float]]:
+    data = json.loads(DATA.read_text(encoding="utf-8"))
+    out: dict[str, dict[str, float]] = {}
+    with tempfile.TemporaryDirectory() as tmp:
+        mem = Memory(Config.load(home=Path(tmp), embedders="minilm,wordllama"))
+        for lang, block in data["languages"].items():
+            turns = [
+                Turn(
+                    user_id=lang,
+                    session_id=t["session_id"],
+                    role=t["role"],
+                    content=t["content"],
+                    created_at=parse_timestamp(t["timestamp"], "timestamp"),
+                )
+                for t in block["turns"]
+            ]
+            stored = mem.add_many(turns, index=False)
+            mem.index(lang)
+            for setup in setups():
+                mem.retriever.weights = setup.weights
+                hits = 0
+                for q in block["questions"]:
+                    fact = stored[q["fact_turn_index"]]
+                    retrieval = mem.retriever.retrieve(
+                        lang, q["question"], layers=setup.layers, expand=setup.expand
+                    )
+                    top = retrieval.candidates[:200]
+                    by_id = {t.id: t for t in mem.store.get_turns(lang, [c.turn_id for c in top])}
+                    ranked = [by_id[c.turn_id] for c in top if c.turn_id in by_id]
+                    result = assemble(
+                        counter=mem.counter,
+                        budget=budget,
+                        system_prompt=mem.config.system_prompt,
+                        new_message=q["question"],
+                        recalled=ranked,
+                        recent=[],
+                        recent_share=0.0,
+                        recent_max_turns=0,
+                    )
+                    hits += any(t.id == fact.id for t in result.recalled)
+                out.setdefault(setup.name, {})[lang] = round(hits / len(block["questions"]), 3)
+        mem.close()
+    return out
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--budget", type=int, default=1000)
+    args = ap.parse_args()
+    result = run(args.budget)
+    print(
+        json.dumps(
+            {"benchmark": "bilingual_memory", "budget": args.budget, "recall": result}, ensure_ascii=False
+        )
+    )
+    width = max(len(n) for n in result)
+    for name, per in result.items():
+        print(f"{name:<{width}}  zh {per.get('zh', 0):.3f}  en {per.get('en', 0):.3f}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,200 @@
+"""P0 overhead of `Scheduler.turn`: everything a turn costs except the reply LLM call.
+
+Setup: one user with 10,000 stored turns (the bilingual memory set's zh and en histories, repeated
+under new session ids), the default embedders (MiniLM + WordLlama), and P2 workers busy with a
+backlog of 1,000 jobs for other users (embedding their unindexed turns, summarising their sessions).
+The reply LLM is the fake OpenAI server on loopback answering at once; the scheduler times the call
+and its trace reports `p0_overhead_ms` = turn total - LLM call.
+
+Between turns the driver waits for the session to go idle (the reply's embedding runs after the
+turn returns, under the session's lock): a person takes longer than that to type the next message.
+Lock waits are still part of the overhead.
+
+    python benchmarks/p0_overhead.py                   # prints one JSON object
+    python benchmarks/p0_overhead.py --turns 100 --torch-threads 1
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import statistics
+import tempfile
+import time
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+from memsched.config import Config
+from memsched.jobs.queue import Job, Priority
+from memsched.llm.client import OpenAIChatClient
+from memsched.memory import Memory
+from memsched.model import Turn
+from memsched.scheduler import Scheduler
+from memsched.testing import FakeOpenAI
+
+DATA = Path(__file__).parent / "data" / "bilingual_memory.json"
+USER = "bench"
+SESSION = "bench-live"
+
+
+def _pct(values: list[float], q: float) -> float:
+    ordered = sorted(values)
+    k = max(0, min(len(ordered) - 1, round(q * (len(ordered) - 1))))
+    return round(ordered[k], 2)
+
+
+def seed_user(memory: Memory, data: dict[str, Any], n_turns: int) -> None:
+    """`n_turns` turns for USER: the zh and en histories, repeated under fresh session ids."""
+    base = [(lang, t) for lang in ("zh", "en") for t in data["languages"][lang]["turns"]]
+    turns: list[Turn] = []
+    rep = 0
+    while len(turns) < n_turns:
+        for lang, t in base:
+            if len(turns) >= n_turns:
+                break
+            at = datetime.fromisoformat(t["timestamp"].replace("Z", "+00:00")) - timedelta(days=200 * rep)
+            turns.append(
+                Turn(
+                    user_id=USER,
+                    session_id=f"r{rep}-{lang}-{t['session_id']}",
+                    role=t["role"],
+                    content=t["content"],
+                    created_at=at,
+                )
+            )
+        rep += 1
+    turns.sort(key=lambda t: t.created_at)
+    memory.add_many(turns, index=False)
+    memory.index(USER)
+
+
+def seed_backlog(memory: Memory, data: dict[str, Any], jobs: int, users: int) -> list[Job]:
+    """Other users with unindexed turns, and `jobs` P2 jobs for them: one embed job per user, the
+    rest summaries of distinct sessions (so each one has real work)."""
+    lines = [t["content"] for lang in ("zh", "en") for t in data["languages"][lang]["turns"]]
+    sessions_per_user = max(1, (jobs - users) // users + 1)
+    turns: list[Turn] = []
+    i = 0
+    now = datetime.now(UTC) - timedelta(days=1)
+    for u in range(users):
+        for s in range(sessions_per_user):
+            for k in range(10):
+                turns.append(
+                    Turn(
+                        user_id=f"other{u}",
+                        session_id=f"s{s}",
+                        role="user" if k % 2 == 0 else "assistant",
+                        content=f"{lines[i % len(lines)]} ({u}-{s}-{k})",
+                        created_at=now,
+                    )
+                )
+                i += 1
+    memory.add_many(turns, index=False)
+    out = [Job(kind="embed", user_id=f"other{u}", priority=Priority.P2) for u in range(users)]
+    u = s = 0
+    while len(out) < jobs:
+        out.append(
+            Job(
+                kind="summary",
+                user_id=f"other{u}",
+                session_id=f"s{s}",
+                payload={"first_seq": 0, "last_seq": 9, "reason": "topic"},
+                priority=Priority.P2,
+            )
+        )
+        u += 1
+        if u == users:
+            u, s = 0, s + 1
+    return out
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--stored-turns", type=int, default=10_000)
+    ap.add_argument("--turns", type=int, default=200, help="measured turns (after --warmup)")
+    ap.add_argument("--warmup", type=int, default=10)
+    ap.add_argument("--backlog", type=int, default=1000)
+    ap.add_argument("--other-users", type=int, default=100)
+    ap.add_argument("--workers", type=int, default=1)
+    ap.add_argument("--embedders", default=None, help="default: the configured default (minilm,wordllama)")
+    ap.add_argument("--torch-threads", type=int, default=None, help="torch.set_num_threads before the run")
+    args = ap.parse_args()
+    logging.basicConfig(level=logging.WARNING)
+    if args.torch_threads:
+        import torch
+
+        torch.set_num_threads(args.torch_threads)
+
+    data = json.loads(DATA.read_text(encoding="utf-8"))
+    questions = [q["question"] for lang in ("zh", "en") for q in data["languages"][lang]["questions"]]
+    with tempfile.TemporaryDirectory() as tmp, FakeOpenAI() as fake:
+        memory = Memory(Config.load(home=Path(tmp), embedders=args.embedders))
+        t0 = time.perf_counter()
+        seed_user(memory, data, args.stored_turns)
+        backlog = seed_backlog(memory, data, args.backlog, args.other_users)
+        seed_s = time.perf_counter() - t0
+
+        llm = OpenAIChatClient(fake.base_url, None, "fake", retries=0)
+        sched = Scheduler(memory, llm=llm, summary_llm=None, start_workers=False)
+        # Warm-up before the backlog, so model loading is not measured.
+        for i in range(args.warmup):
+            sched.turn(USER, SESSION, questions[i % len(questions)])
+            _idle(sched)
+        sched.queue.enqueue(backlog)
+        from memsched.jobs.worker import Worker
+
+        worker = Worker(memory, threads=args.workers, queue=sched.queue, llm=None).start()
+        depth_start = sched.queue.depth()[int(Priority.P2)]
+
+        overhead: list[float] = []
+        stages: dict[str, list[float]] = {}
+        llm_ms: list[float] = []
+        for i in range(args.turns):
+            result = sched.turn(USER, SESSION, questions[(i + args.warmup) % len(questions)])
+            trace = result.trace
+            overhead.append(float(trace["p0_overhead_ms"]))
+            llm_ms.append(float(trace["timings_ms"].get("llm", 0.0)))
+            for name, ms in trace["timings_ms"].items():
+                if name not in ("total", "llm"):
+                    stages.setdefault(name, []).append(float(ms))
+            for name, ms in trace["context_timings_ms"].items():
+                stages.setdefault(f"context.{name}", []).append(float(ms))
+            _idle(sched)
+        depth_end = sched.queue.depth()[int(Priority.P2)]
+        worker.stop(timeout=60)
+        sched.close()
+        llm.close()
+        memory.close()
+
+    result = {
+        "benchmark": "p0_overhead",
+        "stored_turns": args.stored_turns,
+        "embedders": args.embedders or Config.load().embedders,
+        "torch_threads": args.torch_threads,
+        "turns": args.turns,
+        "p0_overhead_ms": {
+            "p50": _pct(overhead, 0.5),
+            "p90": _pct(overhead, 0.9),
+            "p99": _pct(overhead, 0.99),
+            "mean": round(statistics.fmean(overhead), 2),
+        },
+        "llm_call_ms_p50": _pct(llm_ms, 0.5),
+        "stage_ms_p50": {k: _pct(v, 0.5) for k, v in sorted(stages.items())},
+        "stage_ms_p99": {k: _pct(v, 0.99) for k, v in sorted(stages.items())},
+        "backlog": {"jobs": args.backlog, "p2_queued_at_start": depth_start, "p2_queued_at_end": depth_end},
+        "workers": args.workers,
+        "seed_seconds": round(seed_s, 1),
+    }
+    print(json.dumps(result, indent=2, ensure_ascii=False))
+
+
+def _idle(sched: Scheduler) -> None:
+    """Wait until the session's post-reply work is done (the next message of a person comes later)."""
+    while sched.queued(USER, SESSION):
+        time.sleep(0.001)
+
+
+if __name__ == "__main__":
+    main()
