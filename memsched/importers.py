@@ -32,7 +32,7 @@ def detect_format(path: Path) -> str:
     """'locomo' for a JSON list of samples with a `conversation`, else 'jsonl'."""
     with path.open("r", encoding="utf-8") as fh:
         head = fh.read(4096).lstrip()
-    if head.startswith("[") and '"conversation"' in head or '"sample_id"' in head:
+    if (head.startswith("[") and '"conversation"' in head) or '"sample_id"' in head:
         return "locomo"
     return "jsonl"
 
@@ -64,13 +64,18 @@ def read_jsonl(path: Path, user_id: str, batch: int = 500) -> Iterator[list[Turn
             if not line.strip():
                 continue
             try:
-                obj = json.loads(line)
-            except json.JSONDecodeError as exc:
-                raise ImportFileError(f"not valid JSON ({exc.msg})", line=lineno) from None
-            try:
-                pending.append(_jsonl_turn(obj, user_id))
-            except InputError as exc:
-                raise ImportFileError(str(exc), line=lineno) from None
+                try:
+                    obj = json.loads(line)
+                except json.JSONDecodeError as exc:
+                    raise ImportFileError(f"not valid JSON ({exc.msg})", line=lineno) from None
+                try:
+                    pending.append(_jsonl_turn(obj, user_id))
+                except InputError as exc:
+                    raise ImportFileError(str(exc), line=lineno) from None
+            except ImportFileError:
+                if pending:  # hand over the good lines before it, so they are kept
+                    yield pending
+                raise
             if len(pending) >= batch:
                 yield pending
                 pending = []
@@ -117,7 +122,9 @@ def read_locomo(path: Path, user_prefix: str | None = None) -> list[LocomoSample
     try:
         data = json.loads(path.read_text(encoding="utf-8"))
     except json.JSONDecodeError as exc:
-        raise ImportFileError(f"{path}: not valid JSON ({exc.msg} at line {exc.lineno})", line=exc.lineno) from None
+        raise ImportFileError(
+            f"{path}: not valid JSON ({exc.msg} at line {exc.lineno})", line=exc.lineno
+        ) from None
     if not isinstance(data, list):
         raise ImportFileError(f"{path}: a LoCoMo file is a JSON list of samples")
     samples = []

@@ -56,8 +56,13 @@ def server(tmp_path: Path, fake: FakeOpenAI) -> Iterator[str]:
 
 
 def _chat(base: str, text: str, **extra: Any) -> httpx.Response:
-    body = {"model": "m", "user": "alice", "metadata": {"session_id": "s1"},
-            "messages": [{"role": "system", "content": "be nice"}, {"role": "user", "content": text}], **extra}
+    body = {
+        "model": "m",
+        "user": "alice",
+        "metadata": {"session_id": "s1"},
+        "messages": [{"role": "system", "content": "be nice"}, {"role": "user", "content": text}],
+        **extra,
+    }
     return httpx.post(f"{base}/v1/chat/completions", json=body, timeout=30)
 
 
@@ -87,11 +92,14 @@ def test_stream_returns_sse_chunks(server: str, fake: FakeOpenAI) -> None:
 
 
 def test_context_and_turns_endpoints(server: str) -> None:
-    r = httpx.post(f"{server}/v1/turns", json={"user": "bob", "session_id": "s", "role": "user",
-                                                 "content": "I am allergic to peanuts"})
+    r = httpx.post(
+        f"{server}/v1/turns",
+        json={"user": "bob", "session_id": "s", "role": "user", "content": "I am allergic to peanuts"},
+    )
     assert r.status_code == 201 and r.json()["turn_id"] > 0
-    ctx = httpx.post(f"{server}/v1/context", json={"user": "bob", "message": "what am I allergic to?",
-                                                     "budget": 300})
+    ctx = httpx.post(
+        f"{server}/v1/context", json={"user": "bob", "message": "what am I allergic to?", "budget": 300}
+    )
     assert ctx.status_code == 200
     body = ctx.json()
     assert "peanuts" in body["messages"][0]["content"]

@@ -56,15 +56,18 @@ def import_(
     cfg = load_config(home=home, db=db, embedders=embedders)
     with Memory(cfg) as mem, _progress() as progress:
         added: dict[str, int] = {}
+        read: dict[str, int] = {}
         if fmt == "jsonl":
             if not user:
                 raise InputError("--user is required to import a JSONL file")
             task = progress.add_task(f"importing {file.name}", total=None)
             try:
                 for batch in read_jsonl(file, user):
-                    stored = mem.store.add_turns(batch, skip_duplicates=True)
-                    for t in stored:
-                        added[t.user_id] = added.get(t.user_id, 0) + 1
+                    for t in batch:
+                        read[t.user_id] = read.get(t.user_id, 0) + 1
+                        added.setdefault(t.user_id, 0)
+                    for t in mem.store.add_turns(batch, skip_duplicates=True):
+                        added[t.user_id] += 1
                     progress.advance(task, len(batch))
             except ImportFileError as exc:
                 kept = sum(added.values())
@@ -81,9 +84,10 @@ def import_(
                 )
                 for t in sample.turns:
                     t.user_id = uid
+                read[uid] = len(sample.turns)
                 added[uid] = len(mem.store.add_turns(sample.turns, skip_duplicates=True))
         if not no_index:
-            for uid in added:
+            for uid in [u for u, n in added.items() if n]:
                 total = mem.store.turn_count(uid) * len(mem.embedders)
                 task = progress.add_task(f"embedding {uid}", total=total)
 
@@ -92,7 +96,9 @@ def import_(
 
                 mem.index(uid, progress=advance)
     for uid, n in added.items():
-        console.print(f"imported {n} new turns for user [bold]{uid}[/]")
+        already = read.get(uid, n) - n
+        note = f" ({already} already stored)" if already else ""
+        console.print(f"imported {n} new turns for user [bold]{uid}[/]{note}")
     if not added:
         console.print("nothing to import")
 

@@ -52,11 +52,18 @@ def eval_locomo(
         "--download",
         help="Fetch the official locomo10.json into <home>/datasets first (needs network).",
     ),
+    ablation: bool = typer.Option(
+        False,
+        "--ablation",
+        help="Compare memsched's paging stages instead: hybrid only, + bookmarks, + page expansion,"
+        " + multi-hop, full memsched (offline).",
+    ),
     home: Path | None = HomeOption,
     db: Path | None = DbOption,
     embedders: str | None = EmbeddersOption,
 ) -> None:
     """Evidence recall per token budget for memsched and the window, bm25, dense and hybrid baselines."""
+    systems = locomo.ABLATION if ablation else locomo.SYSTEMS
     budgets = _budgets(budget)
     cfg = load_config(home=home, embedders=embedders)
     if data is None:
@@ -83,7 +90,7 @@ def eval_locomo(
         scorer = Judge(answerer, grader)
 
     if as_json:
-        result = locomo.run(data, budgets, cfg, db=db, limit=limit, judge=scorer)
+        result = locomo.run(data, budgets, cfg, db=db, limit=limit, judge=scorer, systems=systems)
         print(json.dumps(result))
         return
     with Progress(
@@ -94,7 +101,9 @@ def eval_locomo(
         def report(text: str, done: int, total: int) -> None:
             progress.update(task, description=text, completed=done, total=total)
 
-        result = locomo.run(data, budgets, cfg, db=db, limit=limit, judge=scorer, progress=report)
+        result = locomo.run(
+            data, budgets, cfg, db=db, limit=limit, judge=scorer, systems=systems, progress=report
+        )
     table = Table(title=f"LoCoMo evidence recall — {result['questions']} questions, {data.name}")
     table.add_column("budget", justify="right")
     table.add_column("system")

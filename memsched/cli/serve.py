@@ -7,7 +7,15 @@ from pathlib import Path
 
 import typer
 
-from memsched.cli.common import DbOption, EmbeddersOption, HomeOption, app, console, load_config, reports_errors
+from memsched.cli.common import (
+    DbOption,
+    EmbeddersOption,
+    HomeOption,
+    app,
+    console,
+    load_config,
+    reports_errors,
+)
 
 
 @app.command()
@@ -19,9 +27,13 @@ def serve(
         None, "--workers", help="Background job threads in this process \\[env: MEMSCHED_WORKERS]."
     ),
     upstream: str | None = typer.Option(
-        None, "--upstream", help="Base URL of the reply LLM, e.g. http://127.0.0.1:11434/v1 \\[env: MEMSCHED_UPSTREAM_BASE_URL]."
+        None,
+        "--upstream",
+        help="Base URL of the reply LLM, e.g. http://127.0.0.1:11434/v1 \\[env: MEMSCHED_UPSTREAM_BASE_URL].",
     ),
-    model: str | None = typer.Option(None, "--model", help="Upstream model name \\[env: MEMSCHED_UPSTREAM_MODEL]."),
+    model: str | None = typer.Option(
+        None, "--model", help="Upstream model name \\[env: MEMSCHED_UPSTREAM_MODEL]."
+    ),
     log_level: str = typer.Option("info", "--log-level", help="debug, info, warning or error."),
     home: Path | None = HomeOption,
     db: Path | None = DbOption,

@@ -138,7 +138,9 @@ class Service:
         self.memory.close()
 
 
-def create_app(config: Config | None = None, *, service: Service | None = None, warm_up: bool = True) -> Starlette:
+def create_app(
+    config: Config | None = None, *, service: Service | None = None, warm_up: bool = True
+) -> Starlette:
     """The ASGI app. Pass a `Service` to share a memory/scheduler with tests or an embedding app."""
     cfg = config or Config.load()
     holder: dict[str, Service] = {}
@@ -178,7 +180,9 @@ def create_app(config: Config | None = None, *, service: Service | None = None, 
         if body.record:
             if not body.session_id:
                 raise InputError("record needs session_id: a recorded message belongs to a session")
-            result = await s.scheduler.aprepare(body.user, body.session_id, body.message, now=now, timezone=body.timezone)
+            result = await s.scheduler.aprepare(
+                body.user, body.session_id, body.message, now=now, timezone=body.timezone
+            )
             messages, trace = result.messages, result.trace
         else:
             kwargs: dict[str, Any] = {"session_id": body.session_id, "now": now}

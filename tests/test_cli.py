@@ -1,0 +1,145 @@
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+from typer.testing import CliRunner
+
+from memsched.cli import app
+from memsched.store.sqlite import SQLiteStore
+
+runner = CliRunner()
+
+
+def invoke(*args: str) -> tuple[int, str]:
+    result = runner.invoke(app, list(args), catch_exceptions=False)
+    return result.exit_code, result.output
+
+
+def _jsonl(path: Path, n: int = 3, bad_line: str | None = None) -> Path:
+    lines = [
+        json.dumps(
+            {
+                "session_id": "s1",
+                "role": "user" if i % 2 == 0 else "assistant",
+                "content": f"line {i} about my cat Sesame" if i == 0 else f"chat {i}",
+                "timestamp": f"2024-03-0{1 + i % 9}T10:00:00Z",
+            }
+        )
+        for i in range(n)
+    ]
+    if bad_line is not None:
+        lines.append(bad_line)
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    return path
+
+
+def test_import_context_search(tmp_path: Path) -> None:
+    f = _jsonl(tmp_path / "c.jsonl")
+    code, out = invoke("import", str(f), "--user", "alice", "--embedders", "hash")
+    assert code == 0 and "imported 3 new turns" in out
+    code, out = invoke("import", str(f), "--user", "alice", "--embedders", "hash")
+    assert code == 0 and "imported 0 new turns" in out  # idempotent
+
+    code, out = invoke(
+        "context", "--user", "alice", "--json", "--budget", "300", "--embedders", "hash", "my cat?"
+    )
+    assert code == 0
+    data = json.loads(out)
+    assert "Sesame" in data["messages"][0]["content"]
+    assert data["trace"]["tokens"]["total"] <= 300
+
+    code, out = invoke("search", "--user", "alice", "--json", "--embedders", "hash", "Sesame")
+    assert code == 0 and "Sesame" in json.loads(out)[0]["content"]
+
+
+def test_context_record_stores_message(tmp_path: Path, isolated_env: Path) -> None:
+    _jsonl(tmp_path / "c.jsonl")
+    invoke("import", str(tmp_path / "c.jsonl"), "--user", "alice", "--embedders", "hash")
+    code, _ = invoke(
+        "context", "--user", "alice", "--session", "s2", "--record", "--embedders", "hash", "new one"
+    )
+    assert code == 0
+    store = SQLiteStore(isolated_env / "memsched.db")
+    assert [t.content for t in store.session_turns("alice", "s2")] == ["new one"]
+    store.close()
+
+
+def test_malformed_line_keeps_what_came_before(tmp_path: Path, isolated_env: Path) -> None:
+    f = _jsonl(tmp_path / "bad.jsonl", n=4, bad_line='{"session_id": "s1", "role": "user"')
+    result = runner.invoke(app, ["import", str(f), "--user", "bob", "--embedders", "hash"])
+    assert result.exit_code == 1
+    assert "line 5" in result.output and "4 turns before it were imported and kept" in result.output
+    store = SQLiteStore(isolated_env / "memsched.db")
+    assert store.turn_count("bob") == 4
+    store.close()
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["import", "/nonexistent/file.jsonl", "--user", "x"], "file not found"),
+        (["context", "--user", "ghost", "--embedders", "hash", "hi"], "unknown user 'ghost'"),
+        (["search", "--user", "ghost", "--embedders", "hash", "hi"], "unknown user 'ghost'"),
+        (["context", "--user", "x", "--record", "--embedders", "hash", "hi"], "--record needs --session"),
+        (["eval", "locomo", "--data", "/nonexistent.json"], "file not found"),
+        (["eval", "locomo", "--budget", "abc"], "--budget"),
+    ],
+)
+def test_bad_input_exits_non_zero_with_one_line(args: list[str], message: str) -> None:
+    result = runner.invoke(app, args)
+    assert result.exit_code != 0
+    assert message in result.output
+    assert "Traceback" not in result.output
+
+
+def test_import_locomo_and_eval_json_shape(locomo_file: Path) -> None:
+    code, out = invoke("import", str(locomo_file), "--embedders", "hash")
+    assert code == 0 and "conv-test" in out
+    code, out = invoke(
+        "eval", "locomo", "--data", str(locomo_file), "--budget", "200,400", "--json", "--embedders", "hash"
+    )
+    assert code == 0
+    data = json.loads(out)
+    assert set(data) >= {"questions", "full_context_tokens", "results"}
+    assert data["questions"] == 3  # category 5 is left out
+    assert set(data["results"]) == {"200", "400"}
+    systems = data["results"]["400"]
+    assert set(systems) >= {"memsched", "window", "bm25", "dense", "hybrid"}
+    for metrics in systems.values():
+        assert set(metrics) == {"evidence_recall", "answer_in_context", "avg_tokens", "p50_ms", "p95_ms"}
+        assert metrics["avg_tokens"] <= 400
+    assert systems["memsched"]["evidence_recall"] == 1.0  # the whole tiny conversation fits
+
+
+def test_demo_runs_offline() -> None:
+    code, out = invoke("demo", "--embedders", "hash", "--json")
+    assert code == 0
+    data = json.loads(out)
+    assert data["turns"] > 300
+    found = sum(len(q["memsched_found"]) for q in data["questions"])
+    window = sum(len(q["window_found"]) for q in data["questions"])
+    assert found > window
+
+
+def _commands(group: Any, prefix: str = "") -> list[tuple[str, Any]]:
+    out = []
+    for name, cmd in group.commands.items():
+        out.append((prefix + name, cmd))
+        if hasattr(cmd, "commands"):  # a command group
+            out += _commands(cmd, prefix + name + " ")
+    return out
+
+
+def test_every_command_has_help() -> None:
+    import typer.main
+
+    root = typer.main.get_command(app)
+    commands = _commands(root)
+    assert {"import", "context", "search", "demo", "eval locomo", "serve"} <= {n for n, _ in commands}
+    for name, cmd in commands:
+        assert cmd.help or cmd.short_help, f"{name} has no help text"
+        code, out = invoke(*name.split(), "--help")
+        assert code == 0 and "Usage" in out
