@@ -133,7 +133,12 @@ def assemble(
         else:
             window = window[1:]
         memory_text = format_memory(chosen)
-        messages = [{"role": "system", "content": "\n\n".join(p for p in (system_text, summary_text, memory_text) if p)}]
+        messages = [
+            {
+                "role": "system",
+                "content": "\n\n".join(p for p in (system_text, summary_text, memory_text) if p),
+            }
+        ]
         messages.extend(turn_message(t) for t in window)
         messages.append({"role": "user", "content": new_message})
         total = counter.messages_tokens(messages)

@@ -8,7 +8,7 @@ import uuid
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from memsched.assemble import Assembly, assemble
 from memsched.config import Config
@@ -19,6 +19,11 @@ from memsched.model import Candidate, Role, Turn, as_utc, utcnow
 from memsched.retrieve import FusionWeights, Retriever
 from memsched.store.sqlite import SQLiteStore
 from memsched.text.tokens import TokenCounter, get_counter
+from memsched.tools import DEFAULT_INDEX_SHARE, attach_index
+
+if TYPE_CHECKING:
+    from memsched.paging import Pager, Paging
+    from memsched.retrieve import Retrieval
 
 
 class _Unset:
@@ -82,7 +87,18 @@ class Memory:
         self.embedders = embedders
         self.retriever = Retriever(self.store, embedders, weights=weights)
         self._counter: TokenCounter | None = None
+        self._pager: Pager | None = None
         self._lock = threading.Lock()
+
+    @property
+    def pager(self) -> Pager:
+        """The paging scheduler `context` uses (created on first use, with the helper LLM if any)."""
+        if self._pager is None:
+            from memsched.llm.client import client_from_config
+            from memsched.paging import Pager
+
+            self._pager = Pager(self, llm=client_from_config(self.config, "helper"))
+        return self._pager
 
     @property
     def counter(self) -> TokenCounter:
@@ -208,10 +224,18 @@ class Memory:
         qvecs = dict(query_vectors) if query_vectors else self.retriever.embed_query(message)
         timings["embed_query"] = _ms(t0)
 
-        retrieval = self.retriever.retrieve(
-            user_id, message, exclude={t.id for t in recent if t.id is not None}, query_vectors=qvecs
-        )
+        exclude = {t.id for t in recent if t.id is not None}
+        retrieval: Retrieval | Paging
+        if cfg.paging_mode in ("retrieve", "both"):
+            # The paging scheduler (bookmarks, page priors, multi-hop, LLM rerank) over the retriever.
+            retrieval = self.pager.retrieve(
+                user_id, message, session_id=session_id, exclude=exclude, query_vectors=qvecs
+            )
+        else:
+            retrieval = self.retriever.retrieve(user_id, message, exclude=exclude, query_vectors=qvecs)
         timings.update(retrieval.timings_ms)
+        # With tools, part of the budget holds the bookmark index the model pages from.
+        index_room = int(budget * DEFAULT_INDEX_SHARE) if cfg.paging_mode in ("tools", "both") else 0
 
         t0 = time.perf_counter()
         top = retrieval.candidates[:200]
@@ -222,7 +246,7 @@ class Memory:
         t0 = time.perf_counter()
         result = assemble(
             counter=self.counter,
-            budget=budget,
+            budget=budget - index_room,
             system_prompt=system_prompt,
             new_message=message,
             recalled=ranked_turns,
@@ -233,6 +257,13 @@ class Memory:
             summaries=summaries,
         )
         timings["assemble"] = _ms(t0)
+        paging_tools: dict[str, Any] | None = None
+        if index_room:
+            pages = sorted({t.page_id for t in [*result.recalled, *result.recent] if t.page_id is not None})
+            paging_tools = attach_index(
+                self, user_id, result.messages, budget=budget, room=index_room, in_context=pages
+            )
+            result.tokens["total"] = self.counter.messages_tokens(result.messages)
 
         if record and session_id:
             t0 = time.perf_counter()
@@ -267,6 +298,8 @@ class Memory:
             "tokens": result.tokens,
             "timings_ms": timings,
         }
+        if paging_tools is not None:
+            trace["paging_tools"] = paging_tools
         return ContextResult(messages=result.messages, trace=trace, assembly=result)
 
 

@@ -71,7 +71,8 @@ DEFAULT_CUES: dict[str, dict[str, list[str]]] = {
 TOPIC_THRESHOLDS: dict[str, dict[str, float]] = {
     "minilm": {"latin": 0.12, "cjk": 0.45},
     "wordllama": {"latin": 0.05, "cjk": 0.40},
-    "hash": {"latin": 0.05, "cjk": 0.05},
+    # Hashed bags of jieba words: 三体 and 三体人 share nothing, so Chinese similarity is noise.
+    "hash": {"latin": 0.05, "cjk": -1.0},
     "openai": {"latin": 0.25, "cjk": 0.25},
 }
 DEFAULT_TOPIC_THRESHOLD = {"latin": 0.1, "cjk": 0.1}

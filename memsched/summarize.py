@@ -40,6 +40,7 @@ SUMMARY_PROMPT = (
     "conversation uses, third person ('The user ...'), at most {max_words} words, no preamble."
 )
 
+
 def default_max_tokens(overflow_limit: int) -> int:
     """How long a summary may be: a tenth of the overflow limit, within 48..400 tokens."""
     return max(48, min(400, overflow_limit // 10))
@@ -73,9 +74,11 @@ def _sentences(turns: Sequence[Turn]) -> list[tuple[int, str, str]]:
     return out
 
 
-def extractive_summary(turns: Sequence[Turn], counter: TokenCounter, max_tokens: int) -> str:
+def extractive_summary(
+    turns: Sequence[Turn], counter: TokenCounter, max_tokens: int, *, labels: bool = True
+) -> str:
     """The most central sentences of `turns` (TF-IDF degree centrality), in their original order, up
-    to `max_tokens` tokens. Deterministic; no model."""
+    to `max_tokens` tokens, each as `speaker: sentence` (bare with `labels=False`). Deterministic."""
     sents = _sentences(turns)
     if not sents:
         return ""
@@ -100,27 +103,30 @@ def extractive_summary(turns: Sequence[Turn], counter: TokenCounter, max_tokens:
         centrality = sim.sum(axis=1)
     else:
         centrality = np.zeros(len(sents), dtype=np.float32)
-    # Facts about the user come from the user: their sentences get a head start; sentences with
-    # almost no content words ("哈哈", "ok") rank last whatever their centrality.
+    # Facts about the user come from the user: their sentences get a head start.
     score = centrality + np.array(
         [
-            (0.5 if label == "user" else 0.0) + 0.1 * min(len(b), 8) - (5.0 if len(b) < 2 else 0.0)
+            (0.5 if label == "user" else 0.0) + 0.1 * min(len(b), 8)
             for (_, label, _), b in zip(sents, bags, strict=True)
         ],
         dtype=np.float32,
     )
+    # Sentences with almost no content words ("哈哈", "ok") carry nothing worth keeping.
+    contentful = {i for i, b in enumerate(bags) if len(b) >= 2} or set(range(len(sents)))
     chosen: list[int] = []
     used = 0
     for idx in np.argsort(-score, kind="stable"):
         i = int(idx)
-        line = f"{sents[i][1]}: {sents[i][2]}"
+        if i not in contentful:
+            continue
+        line = f"{sents[i][1]}: {sents[i][2]}" if labels else sents[i][2]
         cost = counter.count(line) + 1
         if used + cost > max_tokens:
             continue
         chosen.append(i)
         used += cost
     chosen.sort()
-    return "\n".join(f"{sents[i][1]}: {sents[i][2]}" for i in chosen)
+    return "\n".join(f"{sents[i][1]}: {sents[i][2]}" if labels else sents[i][2] for i in chosen)
 
 
 def summarize_turns(
@@ -130,6 +136,7 @@ def summarize_turns(
     max_tokens: int,
     llm: ChatClient | None = None,
     timeout: float | None = None,
+    labels: bool = True,
 ) -> SummaryText:
     """Summarise `turns` in at most about `max_tokens` tokens: with `llm` if given (falling back to the
     extractive summary when the call fails, noting the error), else extractively."""
@@ -149,9 +156,13 @@ def summarize_turns(
             error = str(exc)
         log.warning("summary LLM failed, using the extractive summary: %s", error)
         return SummaryText(
-            text=extractive_summary(turns, counter, max_tokens), method="extractive", error=error
+            text=extractive_summary(turns, counter, max_tokens, labels=labels),
+            method="extractive",
+            error=error,
         )
-    return SummaryText(text=extractive_summary(turns, counter, max_tokens), method="extractive")
+    return SummaryText(
+        text=extractive_summary(turns, counter, max_tokens, labels=labels), method="extractive"
+    )
 
 
 def covered_seq(summaries: Sequence[dict[str, Any]]) -> int:
@@ -192,10 +203,13 @@ def create_summary(
     turns = store.session_turns_between(user_id, session_id, first_seq, last_seq)
     if not turns:
         return None
-    made = summarize_turns(turns, counter=memory.counter, max_tokens=max_tokens, llm=llm)
+    counter = memory.counter
+    source_tokens = sum(counter.message_tokens({"role": t.role, "content": t.content}) for t in turns)
+    # A summary is there to save tokens: at most a third of what it replaces.
+    max_tokens = max(24, min(max_tokens, source_tokens // 3))
+    made = summarize_turns(turns, counter=counter, max_tokens=max_tokens, llm=llm)
     if not made.text:
         return None
-    counter = memory.counter
     row: dict[str, Any] = {
         "user_id": user_id,
         "session_id": session_id,
@@ -205,7 +219,7 @@ def create_summary(
         "method": made.method,
         "content": made.text,
         "source_turn_ids": [t.id for t in turns if t.id is not None],
-        "source_tokens": sum(counter.message_tokens({"role": t.role, "content": t.content}) for t in turns),
+        "source_tokens": source_tokens,
         "created_at": utcnow().timestamp(),
     }
     row["tokens"] = counter.count(render(row))
@@ -232,7 +246,7 @@ def fold_summaries(
         Turn(user_id=user_id, session_id=session_id, role="system", content=r["content"], speaker="summary")
         for r in rows
     ]
-    made = summarize_turns(pseudo, counter=memory.counter, max_tokens=max_tokens, llm=llm)
+    made = summarize_turns(pseudo, counter=memory.counter, max_tokens=max_tokens, llm=llm, labels=False)
     row: dict[str, Any] = {
         "user_id": user_id,
         "session_id": session_id,
@@ -250,6 +264,59 @@ def fold_summaries(
         store.summaries_delete(tx, user_id, [r["id"] for r in rows])
         row["id"] = store.summary_add(tx, row)
     return row
+
+
+# Summaries may fill this share of the overflow limit before they are folded into one.
+SUMMARY_SHARE = 0.3
+
+
+def compress(
+    memory: Memory,
+    user_id: str,
+    session_id: str,
+    *,
+    fixed: int,
+    limit: int,
+    summaries: Sequence[dict[str, Any]],
+    llm: ChatClient | None,
+) -> dict[str, Any]:
+    """Overflow compression: summarise the oldest part of the session's live window (the turns after
+    the covered range) so that the live context — `fixed` tokens (system prompt and new message),
+    summaries, the turns kept — comes to about half of `limit`. Folds the summaries into one when
+    they pass `SUMMARY_SHARE` of the limit. Returns an event for the trace; its "state" tells the
+    scheduler where the live window now starts.
+    """
+    counter = memory.counter
+    raw = memory.store.session_turns_after(user_id, session_id, covered_seq(summaries))
+    max_summary = default_max_tokens(limit)
+    target = max(0, limit // 2 - fixed - sum(int(s["tokens"]) for s in summaries) - max_summary)
+    keep = used = 0
+    for t in reversed(raw):
+        cost = counter.message_tokens({"role": t.role, "content": t.content})
+        if used + cost > target:
+            break
+        used += cost
+        keep += 1
+    to_summarise = raw[: len(raw) - keep]
+    event: dict[str, Any] = {"summarised_turns": len(to_summarise), "kept_turns": keep, "state": {}}
+    if not to_summarise:
+        event["unresolved"] = "nothing left to summarise: the new message alone is over the limit"
+        return event
+    first, last = to_summarise[0].seq, to_summarise[-1].seq
+    assert first is not None and last is not None
+    row = create_summary(
+        memory, user_id, session_id, first, last, kind="overflow", llm=llm, max_tokens=max_summary
+    )
+    if row is not None:
+        event["summary"] = {"id": row["id"], "first_seq": first, "last_seq": last, "method": row["method"]}
+    total = sum(int(s["tokens"]) for s in memory.store.session_summaries(user_id, session_id))
+    if total > SUMMARY_SHARE * limit:
+        merged = fold_summaries(memory, user_id, session_id, llm=llm, max_tokens=max_summary)
+        if merged is not None:
+            event["folded_into"] = merged["id"]
+    # The kept turns are counted again from the store by the scheduler.
+    event["state"] = {"live_tokens": 0, "live_seq": last + 1}
+    return event
 
 
 @task("summary")

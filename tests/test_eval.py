@@ -6,7 +6,7 @@ from memsched.config import Config
 from memsched.eval import locomo
 from memsched.eval.judge import Judge
 from memsched.llm.client import OpenAIChatClient
-from memsched.testing import FakeOpenAI, Fail
+from memsched.testing import Fail, FakeOpenAI
 
 
 def test_judge_scores_with_a_fake_llm(locomo_file: Path, tmp_path: Path) -> None:

@@ -79,7 +79,9 @@ def test_topic_shift_from_similarity() -> None:
     )
     assert not high.signals["topic_shift"]
     # A message with almost no content says nothing about the topic, however low the similarity.
-    assert not router.route("haha ok", similarity=-0.2, embedder="minilm", segment_turns=3).signals["topic_shift"]
+    assert not router.route("haha ok", similarity=-0.2, embedder="minilm", segment_turns=3).signals[
+        "topic_shift"
+    ]
 
 
 def test_cues_are_data() -> None:

@@ -30,7 +30,9 @@ class Judge:
             asked = [*messages[:-1], {"role": "user", "content": prompt}]
             answer = self.answerer.complete(asked, purpose="judge", temperature=0.0).content.strip()
             grading = load("judge").format(question=question.text, gold=question.answer, answer=answer)
-            verdict = complete_json(self.grader, [{"role": "user", "content": grading}], Verdict, purpose="judge")
+            verdict = complete_json(
+                self.grader, [{"role": "user", "content": grading}], Verdict, purpose="judge"
+            )
         except LLMError:
             self.errors += 1
             return 0.0

@@ -16,12 +16,16 @@ from pathlib import Path
 from typing import Any
 
 from memsched.assemble import assemble, format_memory
+from memsched.bookmarks import generate_bookmarks
 from memsched.config import Config
 from memsched.importers import read_locomo
 from memsched.memory import Memory
 from memsched.model import Turn
 
 SYSTEMS = ("memsched", "window", "bm25", "dense", "hybrid")
+# `--ablation`: the paging stages of memsched.paging.STAGES, each adding one part to the one before.
+ABLATION = ("hybrid only", "+ bookmarks", "+ page expansion", "+ multi-hop", "full memsched")
+_ABLATION_STAGE = dict(zip(ABLATION, ("hybrid", "+bookmarks", "+expansion", "+multihop", "full"), strict=True))
 QUESTION_SESSION = "locomo-question"
 OFFICIAL_URL = "https://github.com/snap-research/locomo/raw/main/data/locomo10.json"
 
@@ -103,6 +107,8 @@ def run(
                 if not mem.store.has_user(sample.sample_id):
                     mem.add_many(sample.turns, index=False)
                 mem.index(sample.sample_id)
+                # Bookmarks as the background job would make them (rule fallback: the figures are offline).
+                generate_bookmarks(mem, sample.sample_id)
                 stored = list(mem.store.iter_turns(sample.sample_id))
                 by_ext = {t.external_id: t for t in stored if t.external_id}
                 qs = questions_of(sample.qa, set(by_ext))
@@ -116,7 +122,10 @@ def run(
                     full_tokens.append(
                         mem.counter.messages_tokens(
                             [
-                                {"role": "system", "content": mem.config.system_prompt + "\n\n" + format_memory(stored)},
+                                {
+                                    "role": "system",
+                                    "content": mem.config.system_prompt + "\n\n" + format_memory(stored),
+                                },
                                 {"role": "user", "content": q.text},
                             ]
                         )
@@ -147,14 +156,27 @@ def run(
     return result
 
 
-def _context(mem: Memory, system: str, user_id: str, question: str, budget: int, after: Any) -> list[dict[str, Any]]:
+def _context(
+    mem: Memory, system: str, user_id: str, question: str, budget: int, after: Any
+) -> list[dict[str, Any]]:
     """The messages one system would send for `question` under `budget`."""
     cfg = mem.config
     if system == "memsched":
-        return mem.context(user_id, question, session_id=QUESTION_SESSION, budget=budget, backfill=False).messages
+        return mem.context(
+            user_id, question, session_id=QUESTION_SESSION, budget=budget, backfill=False
+        ).messages
     recalled: list[Turn] = []
     recent: list[Turn] = []
-    if system == "window":
+    if system in _ABLATION_STAGE:
+        from dataclasses import asdict
+
+        from memsched.paging import STAGES
+
+        pager = mem.pager.with_options(**asdict(STAGES[_ABLATION_STAGE[system]]))
+        top = pager.retrieve(user_id, question).candidates[:200]
+        by_id = {t.id: t for t in mem.store.get_turns(user_id, [c.turn_id for c in top])}
+        recalled = [by_id[c.turn_id] for c in top if c.turn_id in by_id]
+    elif system == "window":
         recent = mem.store.recent_turns(user_id, 400)
     else:
         first_dense = next(iter(mem.embedders))

@@ -78,7 +78,7 @@ def m001_core(db: sqlite3.Connection) -> None:
             vector BLOB NOT NULL,
             PRIMARY KEY (user_id, model, content_hash)
         );
-        """
+        """,
     )
 
 

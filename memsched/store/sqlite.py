@@ -73,7 +73,9 @@ class SQLiteStore(JobsMixin, BookmarksMixin, StateMixin):
 
     def _connect(self) -> sqlite3.Connection:
         try:
-            conn = sqlite3.connect(self._uri, uri=True, isolation_level=None, check_same_thread=False, timeout=30)
+            conn = sqlite3.connect(
+                self._uri, uri=True, isolation_level=None, check_same_thread=False, timeout=30
+            )
         except sqlite3.Error as exc:
             raise StoreError(f"cannot open database {self.path}: {exc}") from exc
         conn.execute("PRAGMA busy_timeout = 30000")
@@ -182,11 +184,14 @@ class SQLiteStore(JobsMixin, BookmarksMixin, StateMixin):
             _validate(turn)
         stored: list[Turn] = []
         for turn in turns:
-            if skip_duplicates and tx.execute(
-                "SELECT 1 FROM turns WHERE user_id = ? AND session_id = ? AND content_hash = ?"
-                " AND role = ? AND created_at = ? LIMIT 1",
-                (turn.user_id, turn.session_id, turn.hash, turn.role, _ts(turn.created_at)),
-            ).fetchone():
+            if (
+                skip_duplicates
+                and tx.execute(
+                    "SELECT 1 FROM turns WHERE user_id = ? AND session_id = ? AND content_hash = ?"
+                    " AND role = ? AND created_at = ? LIMIT 1",
+                    (turn.user_id, turn.session_id, turn.hash, turn.role, _ts(turn.created_at)),
+                ).fetchone()
+            ):
                 continue
             stored.append(turn)
             now = _ts(turn.created_at)
@@ -314,7 +319,10 @@ class SQLiteStore(JobsMixin, BookmarksMixin, StateMixin):
                 )
             ]
             found = [
-                r[0] for r in tx.execute(f"SELECT id FROM turns WHERE user_id = ? AND id IN ({marks})", (user_id, *ids))
+                r[0]
+                for r in tx.execute(
+                    f"SELECT id FROM turns WHERE user_id = ? AND id IN ({marks})", (user_id, *ids)
+                )
             ]
             if not found:
                 return 0
@@ -372,7 +380,8 @@ class SQLiteStore(JobsMixin, BookmarksMixin, StateMixin):
 
     def page_turns(self, user_id: str, page_id: int) -> list[Turn]:
         rows = self.db.execute(
-            f"SELECT {_TURN_COLUMNS} FROM turns WHERE user_id = ? AND page_id = ? ORDER BY seq", (user_id, page_id)
+            f"SELECT {_TURN_COLUMNS} FROM turns WHERE user_id = ? AND page_id = ? ORDER BY seq",
+            (user_id, page_id),
         )
         return [_row_to_turn(r) for r in rows]
 

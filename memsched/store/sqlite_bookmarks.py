@@ -394,3 +394,38 @@ class BookmarksMixin:
 
     def iter_bookmarks(self, user_id: str) -> Iterator[Bookmark]:
         yield from self.bookmarks(user_id)
+
+    # -- what paging needs about turns -------------------------------------------------------------------
+
+    def turn_meta(self, user_id: str, turn_ids: Sequence[int]) -> dict[int, tuple[int, str, int, str]]:
+        """turn id -> (page id, session id, seq, speaker label) for the given turns of the user."""
+        out: dict[int, tuple[int, str, int, str]] = {}
+        ids = list(turn_ids)
+        for start in range(0, len(ids), 500):
+            chunk = ids[start : start + 500]
+            marks = ",".join("?" * len(chunk))
+            for tid, pid, sid, seq, label in self.db.execute(
+                f"SELECT id, page_id, session_id, seq, coalesce(speaker, role) FROM turns"
+                f" WHERE user_id = ? AND id IN ({marks})",
+                (user_id, *chunk),
+            ):
+                out[tid] = (pid, sid, seq, label)
+        return out
+
+    def speakers(self, user_id: str) -> dict[str, int]:
+        """Speaker label -> number of turns, for the user's named speakers (roles are not names)."""
+        return {
+            r[0]: int(r[1])
+            for r in self.db.execute(
+                "SELECT speaker, count(*) FROM turns WHERE user_id = ? AND speaker IS NOT NULL GROUP BY speaker",
+                (user_id,),
+            )
+        }
+
+    def bookmark_signature(self, user_id: str) -> tuple[int, float, int]:
+        """(count, last update, max id) of the user's bookmarks: changes whenever any bookmark does."""
+        row = self.db.execute(
+            "SELECT count(*), coalesce(max(updated_at), 0), coalesce(max(id), 0) FROM bookmarks WHERE user_id = ?",
+            (user_id,),
+        ).fetchone()
+        return int(row[0]), float(row[1]), int(row[2])

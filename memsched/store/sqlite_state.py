@@ -365,7 +365,8 @@ class StateMixin:
 
     def trace_get(self, trace_id: str, user_id: str | None = None) -> dict[str, Any] | None:
         """A stored trace by id (optionally only if it belongs to `user_id`), or None."""
-        sql, args = "SELECT data FROM traces WHERE id = ?", [trace_id]
+        sql = "SELECT data FROM traces WHERE id = ?"
+        args: list[Any] = [trace_id]
         if user_id is not None:
             sql += " AND user_id = ?"
             args.append(user_id)
@@ -376,7 +377,8 @@ class StateMixin:
         self, user_id: str, session_id: str | None = None, limit: int = 50
     ) -> list[dict[str, Any]]:
         """The user's (or session's) traces, newest first."""
-        sql, args = "SELECT data FROM traces WHERE user_id = ?", [user_id]
+        sql = "SELECT data FROM traces WHERE user_id = ?"
+        args: list[Any] = [user_id]
         if session_id is not None:
             sql += " AND session_id = ?"
             args.append(session_id)
