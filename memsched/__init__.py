@@ -14,6 +14,7 @@ from memsched.errors import (
 )
 from memsched.memory import UNSET, ContextResult, Memory, SearchHit
 from memsched.model import Page, Session, Turn
+from memsched.scheduler import RecordResult, ReplyError, Scheduler, TurnResult
 
 __version__ = "0.1.0"
 
@@ -30,10 +31,14 @@ __all__ = [
     "Memory",
     "MemschedError",
     "Page",
+    "RecordResult",
+    "ReplyError",
+    "Scheduler",
     "SearchHit",
     "Session",
     "StoreError",
     "Turn",
+    "TurnResult",
     "UnknownUserError",
     "__version__",
 ]

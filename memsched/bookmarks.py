@@ -13,6 +13,7 @@ LLM is configured, or the call fails, times out or returns invalid JSON, the rul
 
 from __future__ import annotations
 
+import itertools
 import json
 import logging
 import threading
@@ -20,7 +21,7 @@ import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 import numpy as np
 from pydantic import BaseModel, Field, field_validator
@@ -41,7 +42,8 @@ MIN_KEYWORDS = 3
 LLM_BATCH_CHARS = 12_000  # turn text per bookmark call; pages are never split between calls
 SEGMENT_WINDOW = 3  # turns on each side of a gap when looking for a topic shift
 SEGMENT_MIN_TURNS = 5
-SHIFT_DROP = 0.25  # similarity below (page mean - SHIFT_DROP * spread) marks a topic shift
+SHIFT_DEPTH = 1.0  # a shift is a gap whose depth exceeds the page's mean depth by this many std devs
+SHIFT_MIN_DEPTH = 0.3  # ... and is at least this deep (cosine units) in absolute terms
 
 
 @dataclass(slots=True)
@@ -148,7 +150,9 @@ class _LLMBookmark(BaseModel):
         out: dict[str, list[str]] = {}
         for key, value in self.aliases.items():
             items = [value] if isinstance(value, str) else list(value)
-            items = [" ".join(i.split()) for i in items if i and i.strip() and i.strip().lower() != key.lower()]
+            items = [
+                " ".join(i.split()) for i in items if i and i.strip() and i.strip().lower() != key.lower()
+            ]
             if items:
                 out[key] = items
         return out
@@ -208,8 +212,8 @@ def user_stats(store: SQLiteStore, user_id: str) -> kw.TermStats:
 
 def topic_segments(turns: Sequence[Turn], vectors: dict[int, np.ndarray] | None = None) -> list[list[Turn]]:
     """Split a page where the topic shifts: the similarity of the windows before and after a gap
-    drops well below the page's usual level (TextTiling on embeddings; term vectors when a turn has
-    no embedding). Segments have at least `SEGMENT_MIN_TURNS` turns; at most three per page."""
+    drops well below the peaks around it (TextTiling depth on embeddings; term vectors when a turn
+    has no embedding). Segments have at least `SEGMENT_MIN_TURNS` turns; at most three per page."""
     n = len(turns)
     if n < 2 * SEGMENT_MIN_TURNS:
         return [list(turns)]
@@ -221,16 +225,27 @@ def topic_segments(turns: Sequence[Turn], vectors: dict[int, np.ndarray] | None 
         denom = float(np.linalg.norm(left) * np.linalg.norm(right)) or 1.0
         sims.append(float(left @ right) / denom)
     arr = np.asarray(sims)
-    cut_below = float(arr.mean() - SHIFT_DROP - 0.5 * arr.std())
+    # TextTiling depth: how far a gap's similarity sits below the peaks on either side. Depth is
+    # relative, so it works the same for embedders whose similarities live on different scales.
+    depth = np.zeros(len(arr))
+    for i in range(len(arr)):
+        left = i
+        while left > 0 and arr[left - 1] >= arr[left]:
+            left -= 1
+        right = i
+        while right < len(arr) - 1 and arr[right + 1] >= arr[right]:
+            right += 1
+        depth[i] = (arr[left] - arr[i]) + (arr[right] - arr[i])
+    cutoff = max(float(depth.mean() + SHIFT_DEPTH * depth.std()), SHIFT_MIN_DEPTH)
     cuts: list[int] = []
-    for gap in sorted(range(1, n), key=lambda g: sims[g - 1]):
-        if sims[gap - 1] > cut_below or len(cuts) >= 2:
+    for gap in sorted(range(1, n), key=lambda g: -depth[g - 1]):
+        if depth[gap - 1] <= cutoff or len(cuts) >= 2:
             break
         bounds = sorted([0, *cuts, gap, n])
-        if all(b - a >= SEGMENT_MIN_TURNS for a, b in zip(bounds, bounds[1:], strict=False)):
+        if all(b - a >= SEGMENT_MIN_TURNS for a, b in itertools.pairwise(bounds)):
             cuts.append(gap)
     bounds = sorted([0, *cuts, n])
-    return [list(turns[a:b]) for a, b in zip(bounds, bounds[1:], strict=False)]
+    return [list(turns[a:b]) for a, b in itertools.pairwise(bounds)]
 
 
 def _turn_matrix(turns: Sequence[Turn], vectors: dict[int, np.ndarray] | None) -> np.ndarray:
@@ -309,7 +324,13 @@ def generate_bookmarks(
         wanted = [p for pid, p in all_pages.items() if pid not in done]
     else:
         wanted = [all_pages[pid] for pid in page_ids if pid in all_pages]
-    trace: dict[str, Any] = {"user_id": user_id, "pages": len(wanted), "llm_calls": 0, "llm_errors": [], "fallback": 0}
+    trace: dict[str, Any] = {
+        "user_id": user_id,
+        "pages": len(wanted),
+        "llm_calls": 0,
+        "llm_errors": [],
+        "fallback": 0,
+    }
     if not wanted:
         trace["ms"] = _ms(t_start)
         return BookmarkRun([], trace)
@@ -348,7 +369,9 @@ def generate_bookmarks(
             b = rule_bookmark(unit.page, unit.turns, stats)
             trace["fallback"] += 1
         bookmarks.append(b)
-    trace["source"] = "llm" if llm is not None and not trace["fallback"] else ("rule" if not made else "mixed")
+    trace["source"] = (
+        "llm" if llm is not None and not trace["fallback"] else ("rule" if not made else "mixed")
+    )
     if llm is None:
         trace["fallback_reason"] = "no LLM configured"
     elif trace["llm_errors"]:
@@ -374,7 +397,9 @@ def embed_bookmarks(memory: Memory, user_id: str) -> int:
             texts = [b.text for b in chunk]
             vectors = embedder.embed(texts)
             memory.store.put_vectors(
-                user_id, embedder.model_id, [(content_hash(t), v) for t, v in zip(texts, vectors, strict=True)]
+                user_id,
+                embedder.model_id,
+                [(content_hash(t), v) for t, v in zip(texts, vectors, strict=True)],
             )
             done += len(chunk)
     return done
@@ -409,7 +434,9 @@ def _llm_bookmarks(llm: ChatClient, units: Sequence[_Unit], timeout: float | Non
         lines = "\n".join(f"{t.label}: {t.content}" for t in unit.turns)
         blocks.append(f"### [{unit.key}] {date}\n{lines}")
     prompt = load("bookmark").format(ids=", ".join(u.key for u in units), segments="\n\n".join(blocks))
-    reply = complete_json(llm, [{"role": "user", "content": prompt}], _LLMBatch, purpose="bookmark", timeout=timeout)
+    reply = complete_json(
+        llm, [{"role": "user", "content": prompt}], _LLMBatch, purpose="bookmark", timeout=timeout
+    )
     try:
         items = reply.items()
     except ValueError as exc:
@@ -420,9 +447,10 @@ def _llm_bookmarks(llm: ChatClient, units: Sequence[_Unit], timeout: float | Non
         key = str(item.id).strip("[] ") if item.id is not None else (units[i].key if i < len(units) else "")
         if key and not key.startswith("p"):
             key = f"p{key}"
-        unit = by_key.get(key)
-        if unit is None:
+        found = by_key.get(key)
+        if found is None:
             continue
+        unit = found
         joined = "\n".join(t.content for t in unit.turns)
         kind = item.kind if item.kind in _KINDS else kw.classify(joined)
         keywords = item.keywords
@@ -583,7 +611,9 @@ def _merge(group: Sequence[Bookmark]) -> Bookmark:
     # Keywords squeezed out by the cap stay findable as aliases of the first keyword.
     dropped = [s for _, (_, s) in counts.items() if s not in keywords]
     if dropped and keywords:
-        aliases.setdefault(keywords[0], []).extend(d for d in dropped if d not in aliases.get(keywords[0], []))
+        aliases.setdefault(keywords[0], []).extend(
+            d for d in dropped if d not in aliases.get(keywords[0], [])
+        )
     return Bookmark(
         user_id=best.user_id,
         session_id=best.session_id,
@@ -623,21 +653,25 @@ def _register_jobs() -> None:
     Guarded so that importing this module never depends on `memsched.jobs` being present.
     """
     try:
-        from memsched.jobs.tasks import TaskContext, task  # type: ignore[import-not-found,unused-ignore]
+        from memsched.jobs.tasks import TaskContext, task
     except ImportError:
         return
 
-    @task("bookmark")  # type: ignore[untyped-decorator,unused-ignore]
-    def run_bookmark(ctx: TaskContext, job: Any) -> dict[str, Any]:
+    @task("bookmark")
+    def run_bookmark(ctx: TaskContext, job: Any) -> None:
+        # Idempotent: the page's bookmarks are replaced, never added to.
         memory, user_id, payload = _job_parts(ctx, job)
-        page_id = int(payload["page_id"])
-        result = generate_bookmarks(memory, user_id, [page_id], llm=_ctx_llm(ctx, memory))
-        return result.trace
+        result = generate_bookmarks(memory, user_id, [int(payload["page_id"])], llm=_ctx_llm(ctx, memory))
+        log.info("bookmarked page %s of %s: %s", payload["page_id"], user_id, result.trace)
 
-    @task("bookmark_maintenance")  # type: ignore[untyped-decorator,unused-ignore]
-    def run_maintenance(ctx: TaskContext, job: Any) -> dict[str, Any]:
+    @task("bookmark_maintenance")
+    def run_maintenance(ctx: TaskContext, job: Any) -> None:
         memory, user_id, _ = _job_parts(ctx, job)
-        return maintain_bookmarks(memory, user_id, llm=_ctx_llm(ctx, memory))
+        log.info(
+            "bookmark maintenance of %s: %s",
+            user_id,
+            maintain_bookmarks(memory, user_id, llm=_ctx_llm(ctx, memory)),
+        )
 
 
 def _job_parts(ctx: Any, job: Any) -> tuple[Memory, str, dict[str, Any]]:
@@ -656,7 +690,7 @@ def _job_parts(ctx: Any, job: Any) -> tuple[Memory, str, dict[str, Any]]:
 def _ctx_llm(ctx: Any, memory: Memory) -> ChatClient | None:
     llm = getattr(ctx, "llm", None)
     if llm is not None:
-        return llm  # type: ignore[no-any-return]
+        return cast("ChatClient", llm)
     from memsched.llm.client import client_from_config
 
     return client_from_config(memory.config, "helper")

@@ -15,6 +15,7 @@ Nothing here touches the store; `memsched.bookmarks` feeds it text and stats.
 
 from __future__ import annotations
 
+import itertools
 import math
 import re
 from collections import Counter
@@ -26,18 +27,193 @@ from memsched.text.segment import CHINESE_STOP_WORDS, ENGLISH_STOP_WORDS, _jieba
 
 # Conversation filler: frequent everywhere in chat, useless as a bookmark keyword (still searchable).
 FILLER_WORDS = frozenset(
-    """hey hi hello thanks thank great good awesome amazing cool nice glad happy sounds sound love loved
-    lovely wow yeah yep nope sure right well know think thought see seen going gonna want wanted make made
-    way lot lots thing things stuff something anything everything nothing really pretty super definitely
-    totally absolutely exactly true feel feeling felt hope hoping glad let lets tell told say said doing
-    done good-bye bye awesome incredible fantastic wonderful fun interesting excited exciting keep kind
-    sort maybe probably actually guess mean means agree course especially always never ever still even
-    much many every today yesterday tomorrow tonight last next new old day days week weeks time times
-    year years month months year's ago soon lately recently sometimes often little big bit whole take
-    took come came go went get getting got give gave look looks looking looked try trying tried
-    好的 谢谢 哈哈哈 真的 非常 感觉 觉得 知道 一下 今天 昨天 明天 时间 东西 事情 问题 大家 开心 不错 厉害
-    好像 感谢 可能 应该 需要 现在 还是 已经 最近 一点 一样 比较 那么 这么 特别 有点 有些 确实 当然 看看
-    """.split()
+    [
+        "hey",
+        "hi",
+        "hello",
+        "thanks",
+        "thank",
+        "great",
+        "good",
+        "awesome",
+        "amazing",
+        "cool",
+        "nice",
+        "glad",
+        "happy",
+        "sounds",
+        "sound",
+        "love",
+        "loved",
+        "lovely",
+        "wow",
+        "yeah",
+        "yep",
+        "nope",
+        "sure",
+        "right",
+        "well",
+        "know",
+        "think",
+        "thought",
+        "see",
+        "seen",
+        "going",
+        "gonna",
+        "want",
+        "wanted",
+        "make",
+        "made",
+        "way",
+        "lot",
+        "lots",
+        "thing",
+        "things",
+        "stuff",
+        "something",
+        "anything",
+        "everything",
+        "nothing",
+        "really",
+        "pretty",
+        "super",
+        "definitely",
+        "totally",
+        "absolutely",
+        "exactly",
+        "true",
+        "feel",
+        "feeling",
+        "felt",
+        "hope",
+        "hoping",
+        "glad",
+        "let",
+        "lets",
+        "tell",
+        "told",
+        "say",
+        "said",
+        "doing",
+        "done",
+        "good-bye",
+        "bye",
+        "awesome",
+        "incredible",
+        "fantastic",
+        "wonderful",
+        "fun",
+        "interesting",
+        "excited",
+        "exciting",
+        "keep",
+        "kind",
+        "sort",
+        "maybe",
+        "probably",
+        "actually",
+        "guess",
+        "mean",
+        "means",
+        "agree",
+        "course",
+        "especially",
+        "always",
+        "never",
+        "ever",
+        "still",
+        "even",
+        "much",
+        "many",
+        "every",
+        "today",
+        "yesterday",
+        "tomorrow",
+        "tonight",
+        "last",
+        "next",
+        "new",
+        "old",
+        "day",
+        "days",
+        "week",
+        "weeks",
+        "time",
+        "times",
+        "year",
+        "years",
+        "month",
+        "months",
+        "year's",
+        "ago",
+        "soon",
+        "lately",
+        "recently",
+        "sometimes",
+        "often",
+        "little",
+        "big",
+        "bit",
+        "whole",
+        "take",
+        "took",
+        "come",
+        "came",
+        "go",
+        "went",
+        "get",
+        "getting",
+        "got",
+        "give",
+        "gave",
+        "look",
+        "looks",
+        "looking",
+        "looked",
+        "try",
+        "trying",
+        "tried",
+        "好的",
+        "谢谢",
+        "哈哈哈",
+        "真的",
+        "非常",
+        "感觉",
+        "觉得",
+        "知道",
+        "一下",
+        "今天",
+        "昨天",
+        "明天",
+        "时间",
+        "东西",
+        "事情",
+        "问题",
+        "大家",
+        "开心",
+        "不错",
+        "厉害",
+        "好像",
+        "感谢",
+        "可能",
+        "应该",
+        "需要",
+        "现在",
+        "还是",
+        "已经",
+        "最近",
+        "一点",
+        "一样",
+        "比较",
+        "那么",
+        "这么",
+        "特别",
+        "有点",
+        "有些",
+        "确实",
+        "当然",
+        "看看",
+    ]
 )
 _KEYWORD_STOP = ENGLISH_STOP_WORDS | CHINESE_STOP_WORDS | FILLER_WORDS
 
@@ -47,8 +223,31 @@ GENERIC_HEADS_ZH = (
     "功能", "接口", "团队", "公司", "计划", "协议", "引擎", "数据库", "服务器", "库",
 )  # fmt: skip
 GENERIC_HEADS_EN = frozenset(
-    "module system algorithm project platform framework service component plan model tool app application"
-    " product feature api team company protocol engine database server library".split()
+    [
+        "module",
+        "system",
+        "algorithm",
+        "project",
+        "platform",
+        "framework",
+        "service",
+        "component",
+        "plan",
+        "model",
+        "tool",
+        "app",
+        "application",
+        "product",
+        "feature",
+        "api",
+        "team",
+        "company",
+        "protocol",
+        "engine",
+        "database",
+        "server",
+        "library",
+    ]
 )
 
 _SENT_SPLIT = re.compile(r"(?<=[.!?。！？；;])\s+|[\n。！？；]+")
@@ -58,7 +257,8 @@ _QUOTED = re.compile(r"[\"“]([^\"“”]{2,60})[\"”]")
 _CJK_WORD = re.compile(r"^[\u3400-\u4dbf\u4e00-\u9fff]+$")
 _ASCII_WORD = re.compile(r"^[A-Za-z][A-Za-z0-9\-+.#]*$")
 _CN_NUMBER = re.compile(r"\d+(?:\.\d+)?\s*(?:年|月|日|号|个|元|块|岁|次|天|周|小时|分钟|公里|万|千|%)")
-_CONNECTORS = frozenset({"of", "the", "de", "&", "and", "for", "van", "von", "da", "la"})
+# Lower-case words that may sit inside a name ("Bank of America"); "and" may not ("Yjs and OT").
+_CONNECTORS = frozenset({"of", "the", "de", "&", "van", "von", "da", "la", "du", "del"})
 _NOUNISH = ("n", "nr", "ns", "nt", "nz", "ng", "eng", "vn", "an", "nrt", "nrfg", "j", "l", "i")
 _RARE_VERB_FREQ = 1000  # a "verb" this rare in jieba's dictionary is mostly a dish or a term ("炒蛋")
 
@@ -114,11 +314,11 @@ def _jieba_idf() -> dict[str, float]:
 @lru_cache(maxsize=1)
 def _jieba_tags() -> tuple[dict[str, str], dict[str, int]]:
     jieba = _jieba()
-    import jieba.posseg
+    from jieba import posseg
 
-    jieba.posseg.initialize()
+    posseg.initialize()
     # Tags from the dictionary alone: posseg's HMM tagger is too slow for 50 pages/s.
-    return jieba.posseg.dt.word_tag_tab, jieba.dt.FREQ
+    return posseg.dt.word_tag_tab, jieba.dt.FREQ
 
 
 def doc_terms(texts: Iterable[str]) -> set[str]:
@@ -153,76 +353,91 @@ def _is_content_en(low: str) -> bool:
     return len(low) > 2 and low not in _KEYWORD_STOP and not _NUMBER.match(low)
 
 
+class _EnglishSentence:
+    """Candidate collection over one English sentence: runs of content words, runs of capitals."""
+
+    def __init__(self, bag: _Bag) -> None:
+        self.bag = bag
+        self.run: list[str] = []  # consecutive content words (lower-cased)
+        self.run_surface: list[str] = []
+        self.caps: list[str] = []  # consecutive capitalised words (surface)
+        self.caps_start = -1
+
+    def flush_run(self) -> None:
+        bag, run = self.bag, self.run
+        for n in (2, 3):
+            for i in range(len(run) - n + 1):
+                gram = tuple(run[i : i + n])
+                phrase = " ".join(gram)
+                bag.phrases[phrase] += 1
+                bag.parts[phrase] = gram
+                bag.surface.setdefault(phrase, " ".join(self.run_surface[i : i + n]))
+        run.clear()
+        self.run_surface.clear()
+
+    def flush_caps(self) -> None:
+        caps = self.caps
+        while caps and caps[-1].lower() in _CONNECTORS:
+            caps.pop()
+        while caps and caps[0].lower() in _CONNECTORS | _KEYWORD_STOP:
+            caps.pop(0)
+        if caps:
+            name = " ".join(caps)
+            # A lone capitalised word that opens a sentence is only capitalised for that reason.
+            initial_only = len(caps) == 1 and self.caps_start == 0
+            low = name.lower()
+            if len(caps) > 1 or (
+                low not in _KEYWORD_STOP and len(low) > 1 and (not initial_only or name.isupper())
+            ):
+                self.bag.entities[name] += 1
+        caps.clear()
+
+    def flush(self) -> None:
+        self.flush_run()
+        self.flush_caps()
+
+
 def _english(text: str, bag: _Bag) -> None:
     for m in _QUOTED.finditer(text):
         title = m.group(1).strip()
         if 1 <= len(title.split()) <= 6:
             bag.entities[title] += 1
     for sentence in _SENT_SPLIT.split(text):
-        tokens = _EN_TOKEN.findall(sentence)
-        run: list[str] = []  # consecutive content words (lower-cased)
-        caps: list[str] = []  # consecutive capitalised words (surface)
-        caps_start = -1
+        state = _EnglishSentence(bag)
         word_index = 0
-
-        def flush_run() -> None:
-            for n in (2, 3):
-                for i in range(len(run) - n + 1):
-                    gram = tuple(run[i : i + n])
-                    phrase = " ".join(gram)
-                    bag.phrases[phrase] += 1
-                    bag.parts[phrase] = gram
-            run.clear()
-
-        def flush_caps() -> None:
-            while caps and caps[-1].lower() in _CONNECTORS:
-                caps.pop()
-            while caps and caps[0].lower() in _CONNECTORS | _KEYWORD_STOP:
-                caps.pop(0)
-            if caps:
-                name = " ".join(caps)
-                initial_only = len(caps) == 1 and caps_start == 0
-                low = name.lower()
-                if len(caps) > 1 or (
-                    low not in _KEYWORD_STOP and len(low) > 1 and (not initial_only or name.isupper())
-                ):
-                    bag.entities[name] += 1
-            caps.clear()
-
-        for tok in tokens:
-            if not (tok[0].isalnum() or tok[0] == "$"):
-                flush_run()
-                flush_caps()
+        for raw in _EN_TOKEN.findall(sentence):
+            if not (raw[0].isalnum() or raw[0] == "$"):
+                state.flush()
                 continue
-            tok = tok.rstrip("-'’")
+            tok = raw.rstrip("-'’")
             if not tok:
                 continue
             low = tok.lower().replace("’", "'")
             if _NUMBER.match(tok):
-                flush_run()
-                flush_caps()
+                state.flush()
                 if len(tok.strip("$%.,:")) >= 2 or "$" in tok or "%" in tok:
                     bag.numbers[tok.rstrip(".,:")] += 1
                 word_index += 1
                 continue
             capital = tok[0].isupper() or (tok[0].isalpha() and any(c.isupper() for c in tok[1:]))
             if capital and low not in ("i", "i'm", "i've", "i'll", "i'd"):
-                if not caps:
-                    caps_start = word_index
-                caps.append(tok)
-            elif caps and low in _CONNECTORS:
-                caps.append(tok)
+                if not state.caps:
+                    state.caps_start = word_index
+                state.caps.append(tok)
+            elif state.caps and low in _CONNECTORS:
+                state.caps.append(tok)
             else:
-                flush_caps()
+                state.flush_caps()
             if _is_content_en(low):
-                bag.see(tok if capital and word_index > 0 else low)
+                surface = tok if capital and word_index > 0 else low
+                bag.see(surface)
                 bag.words[low] += 1
-                run.append(low)
+                state.run.append(low)
+                state.run_surface.append(surface)
             else:
-                flush_run()
+                state.flush_run()
             word_index += 1
-        flush_run()
-        flush_caps()
+        state.flush()
 
 
 def _chinese(text: str, bag: _Bag) -> None:
@@ -242,11 +457,19 @@ def _chinese(text: str, bag: _Bag) -> None:
         if not _CJK_WORD.match(w) or len(w) < 2:
             return False
         tag = tags.get(w)
-        return tag is None or tag.startswith(_NOUNISH) or (tag.startswith("v") and freq.get(w, 0) < _RARE_VERB_FREQ)
+        return (
+            tag is None
+            or tag.startswith(_NOUNISH)
+            or (tag.startswith("v") and freq.get(w, 0) < _RARE_VERB_FREQ)
+        )
 
     def flush() -> None:
         if len(run) > 1:
-            phrase = "".join(run) if not any(_ASCII_WORD.match(a) and _ASCII_WORD.match(b) for a, b in zip(run, run[1:])) else " ".join(run)
+            phrase = (
+                "".join(run)
+                if not any(_ASCII_WORD.match(a) and _ASCII_WORD.match(b) for a, b in itertools.pairwise(run))
+                else " ".join(run)
+            )
             if len(phrase) <= 12:
                 low = bag.see(phrase)
                 bag.phrases[low] += 1
@@ -263,9 +486,8 @@ def _chinese(text: str, bag: _Bag) -> None:
             continue
         low = w.lower()
         is_ascii = bool(_ASCII_WORD.match(w))
-        content = (
-            (is_ascii and len(w) >= 2 and low not in _KEYWORD_STOP)
-            or (bool(_CJK_WORD.match(w)) and len(w) >= 2 and w not in _KEYWORD_STOP)
+        content = (is_ascii and len(w) >= 2 and low not in _KEYWORD_STOP) or (
+            bool(_CJK_WORD.match(w)) and len(w) >= 2 and w not in _KEYWORD_STOP
         )
         if not content:
             flush()
@@ -275,9 +497,13 @@ def _chinese(text: str, bag: _Bag) -> None:
         bag.words[low] += 1
         if is_ascii and (w[0].isupper() or w.isupper() or any(c.isupper() for c in w[1:])):
             bag.entities[w] += 1
-        if run and len(run) < 3 and (
-            (prev_ascii_adjacent and _CJK_WORD.match(w) and len(w) >= 2 and nounish(w))
-            or (_CJK_WORD.match(run[-1]) and nounish(run[-1]) and joinable(w))
+        if (
+            run
+            and len(run) < 3
+            and (
+                (prev_ascii_adjacent and _CJK_WORD.match(w) and len(w) >= 2 and nounish(w))
+                or (_CJK_WORD.match(run[-1]) and nounish(run[-1]) and joinable(w))
+            )
         ):
             run.append(w)
         else:
@@ -330,7 +556,9 @@ def extract_keywords(
         low = name.lower()
         if low in banned:
             continue
-        parts = [p for p in re.split(r"\s+", low) if p] if not has_cjk(low) else list(bag.parts.get(low, (low,)))
+        parts = (
+            [p for p in re.split(r"\s+", low) if p] if not has_cjk(low) else list(bag.parts.get(low, (low,)))
+        )
         base = max((idf(p) for p in parts), default=idf(low))
         score = math.sqrt(tf) * base * (1.4 if len(parts) > 1 else 1.25)
         if low not in scored or score > scored[low].score:
@@ -373,6 +601,13 @@ def extract_keywords(
         covered.update(bag.parts.get(low, ()))
         covered.update(low.split())
         out.append(Keyword(text, kw.score, kind))
+    # A name inside a longer selected name adds nothing ("Grandma" next to "Grandma Li").
+    lowered = [kw.text.lower() for kw in out]
+    out = [
+        kw
+        for kw, low in zip(out, lowered, strict=True)
+        if not any(o != low and re.search(rf"(?<!\w){re.escape(low)}(?!\w)", o) for o in lowered)
+    ]
     # Short documents may give fewer than min_k; that is all there is.
     del min_k
     return out
@@ -384,7 +619,8 @@ _RENAME_PATTERNS = (
     # Chinese: "A 改名(为|叫) B", "A 简称 B", "把 A 叫做 B", "A 以后就叫 B"
     re.compile(r"(?:把)?(?P<old>[\w\u4e00-\u9fff]{1,20}?)(?:改名为|改名叫|改名成|更名为|改叫|改成叫|简称为|简称|缩写为|缩写成|以后就叫|就叫它|叫做)(?P<new>[A-Za-z0-9\u4e00-\u9fff]{1,20})"),
     # English: "rename(d) A to B", "call A B from now on", "A (aka B)", "A, or B for short"
-    re.compile(r"\brenam(?:e|ed|ing)\s+(?:the\s+)?(?P<old>[\w\- ]{1,40}?)\s+(?:to|as)\s+(?P<new>[\w\-]+(?:\s+[A-Z][\w\-]*)*)", re.I),
+    # Case-insensitive only around the verb: the new name's further words must be capitalised.
+    re.compile(r"\b(?i:renam(?:e|ed|ing))\s+(?:(?i:the)\s+)?(?P<old>[\w\- ]{1,40}?)\s+(?:to|as)\s+(?P<new>[\w\-]+(?:\s+[A-Z][\w\-]*)*)"),
     re.compile(r"(?P<old>[A-Z][\w\-]*(?:\s+[A-Z][\w\-]*)*)\s*,?\s*\(?(?:aka|a\.k\.a\.|also known as)\s+(?P<new>[\w\-]+(?:\s+[A-Z][\w\-]*)*)\)?"),
     re.compile(r"(?P<old>[A-Z][\w\-]*(?:\s+[A-Z][\w\-]*)*)\s*,?\s*\(?or\s+(?P<new>[\w\-]+)\s+for\s+short\)?"),
     re.compile(r"(?P<old>[A-Z][\w\-]*(?:\s+[A-Za-z][\w\-]*){1,4})\s*[(（](?P<new>[A-Z][A-Za-z0-9]{1,9})[)）]"),
@@ -432,13 +668,21 @@ def aliases_for(keywords: Sequence[str], text: str) -> dict[str, list[str]]:
     out: dict[str, list[str]] = {}
     for kw in keywords:
         for short in short_forms(kw):
-            # An acronym is an alias only if the text uses it; a stem ("Alpha") always is one.
-            if short.isupper() and len(short) <= 5 and short.lower() not in lowered:
+            # An acronym is an alias only if the text uses it; a stem ("Alpha", "Nova") only if the
+            # text writes it like a name ("central" of "central server" is just an adjective).
+            if short.isupper() and len(short) <= 5:
+                if short.lower() not in lowered:
+                    continue
+            elif short not in text or not (short[:1].isupper() or any(c.isdigit() for c in short)):
                 continue
             out.setdefault(kw, []).append(short)
     for old, new in renames(text):
         for kw in keywords:
-            if kw.lower() == old.lower() or old.lower().endswith(kw.lower()) or kw.lower().endswith(old.lower()):
+            if (
+                kw.lower() == old.lower()
+                or old.lower().endswith(kw.lower())
+                or kw.lower().endswith(old.lower())
+            ):
                 if new.lower() != kw.lower():
                     out.setdefault(kw, []).append(new)
                 break
@@ -460,7 +704,9 @@ def split_sentences(text: str) -> list[str]:
     return [s.strip() for s in _SENT_SPLIT.split(text) if s and s.strip()]
 
 
-def summarize(lines: Sequence[tuple[str, str]], keywords: Sequence[Keyword], *, words: int = 20, chars: int = 30) -> str:
+def summarize(
+    lines: Sequence[tuple[str, str]], keywords: Sequence[Keyword], *, words: int = 20, chars: int = 30
+) -> str:
     """An extractive one-sentence summary: the sentence (with its speaker) that carries the most
     keyword weight, decisions and events preferred, cut to `words` English words or `chars` CJK
     characters. `lines` are (speaker, text)."""
@@ -485,7 +731,11 @@ def summarize(lines: Sequence[tuple[str, str]], keywords: Sequence[Keyword], *, 
     if best is None:
         if not lines:
             return ""
-        best = (0.0, lines[0][0], split_sentences(lines[0][1])[0] if split_sentences(lines[0][1]) else lines[0][1])
+        best = (
+            0.0,
+            lines[0][0],
+            split_sentences(lines[0][1])[0] if split_sentences(lines[0][1]) else lines[0][1],
+        )
     _, speaker, sentence = best
     return clip(f"{speaker}: {sentence}" if speaker else sentence, words=words, chars=chars)
 
@@ -510,15 +760,31 @@ def clip(text: str, *, words: int = 20, chars: int = 30) -> str:
     return " ".join(parts[:words]).rstrip(",;:") + "…"
 
 
-_DECISION = re.compile(r"\b(?:decid\w*|decision|chose|choose|agreed|settled on|go with|went with)\b|决定|选定|选用|采用|确定|定了|拍板|同意", re.I)
-_PLAN = re.compile(r"\b(?:plan\w*|going to|gonna|will|intend|next week|next month|tomorrow)\b|打算|计划|准备|下周|明天|将要", re.I)
-_PREFERENCE = re.compile(r"\b(?:love|like|favorite|favourite|prefer|hate|enjoy)\b|喜欢|最爱|讨厌|偏好|爱吃", re.I)
-_EVENT = re.compile(r"\b(?:went|visited|attended|bought|joined|started|finished|won|met|moved|yesterday|last week)\b|去了|参加|买了|见了|搬|昨天|上周", re.I)
+_DECISION = re.compile(
+    r"\b(?:decid\w*|decision|chose|choose|agreed|settled on|go with|went with)\b|决定|选定|选用|采用|确定|定了|拍板|同意",
+    re.I,
+)
+_PLAN = re.compile(
+    r"\b(?:plan\w*|going to|gonna|will|intend|next week|next month|tomorrow)\b|打算|计划|准备|下周|明天|将要",
+    re.I,
+)
+_PREFERENCE = re.compile(
+    r"\b(?:love|like|favorite|favourite|prefer|hate|enjoy)\b|喜欢|最爱|讨厌|偏好|爱吃", re.I
+)
+_EVENT = re.compile(
+    r"\b(?:went|visited|attended|bought|joined|started|finished|won|met|moved|yesterday|last week)\b|去了|参加|买了|见了|搬|昨天|上周",
+    re.I,
+)
 
 
 def classify(text: str) -> str:
     """The bookmark kind a text reads as: decision, plan, event, preference or fact."""
-    for kind, pattern in (("decision", _DECISION), ("plan", _PLAN), ("event", _EVENT), ("preference", _PREFERENCE)):
+    for kind, pattern in (
+        ("decision", _DECISION),
+        ("plan", _PLAN),
+        ("event", _EVENT),
+        ("preference", _PREFERENCE),
+    ):
         if pattern.search(text):
             return kind
     return "fact"

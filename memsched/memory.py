@@ -259,11 +259,16 @@ class Memory:
         timings["assemble"] = _ms(t0)
         paging_tools: dict[str, Any] | None = None
         if index_room:
-            pages = sorted({t.page_id for t in [*result.recalled, *result.recent] if t.page_id is not None})
             paging_tools = attach_index(
-                self, user_id, result.messages, budget=budget, room=index_room, in_context=pages
+                self,
+                user_id,
+                result.messages,
+                budget=budget,
+                room=index_room,
+                in_context=[*result.recalled, *result.recent],
             )
             result.tokens["total"] = self.counter.messages_tokens(result.messages)
+            result.tokens["budget"] = budget
 
         if record and session_id:
             t0 = time.perf_counter()

@@ -75,31 +75,40 @@ class Retriever:
         self.embedders = embedders
         self.weights = weights or FusionWeights()
         self._indexes: dict[tuple[str, str], VectorIndex] = {}
+        self._checked: dict[tuple[str, str], int] = {}  # (user, model) -> turns up to here have vectors
         self._lock = threading.Lock()
         self._ann_threshold = ann_threshold
 
     # -- indexing -----------------------------------------------------------------------------------
 
     def index_user(self, user_id: str, progress: Any = None) -> int:
-        """Embed every turn of the user that has no vector yet for each embedder. Returns how many."""
+        """Embed every turn of the user that has no vector yet for each embedder. Returns how many.
+
+        Cheap when nothing is new: a per-(user, model) watermark skips turns already checked.
+        """
         done = 0
+        top = self.store.max_turn_id(user_id)
         for embedder in self.embedders.values():
+            key = (user_id, embedder.model_id)
+            after = self._checked.get(key, 0)
+            if after >= top:
+                continue
             while True:
                 missing = self.store.turns_missing_vectors(
-                    user_id, embedder.model_id, limit=embedder.batch_size * 8
+                    user_id, embedder.model_id, limit=embedder.batch_size * 8, after_id=after
                 )
                 if not missing:
                     break
                 texts = [text for _, text in missing]
                 vectors = embedder.embed(texts)
                 self.store.put_vectors(
-                    user_id,
-                    embedder.model_id,
-                    [(content_hash(t), v) for t, v in zip(texts, vectors, strict=True)],
+                    user_id, embedder.model_id, [(content_hash(t), v) for t, v in zip(texts, vectors, strict=True)]
                 )
                 done += len(missing)
                 if progress is not None:
                     progress(len(missing))
+            with self._lock:
+                self._checked[key] = max(self._checked.get(key, 0), top)
         return done
 
     def put_vector(self, user_id: str, name: str, text: str, vector: np.ndarray) -> None:
@@ -114,14 +123,18 @@ class Retriever:
             if index is None:
                 kwargs = {} if self._ann_threshold is None else {"ann_threshold": self._ann_threshold}
                 index = self._indexes[key] = VectorIndex(**kwargs)
-        if self.store.max_turn_id(user_id) > index.max_id:
-            ids, matrix = self.store.vectors(user_id, embedder.model_id, after_id=index.max_id)
+        version = self.store.vector_version(user_id, embedder.model_id)
+        if version != index.version:
+            ids, matrix = self.store.vectors_since(user_id, embedder.model_id, *index.version)
             index.add(ids, matrix)
+            index.version = version
         return index
 
     def forget(self, user_id: str, turn_ids: Iterable[int] | None = None) -> None:
         """Drop deleted turns (or the whole user) from the in-memory indexes."""
         with self._lock:
+            for key in [k for k in self._checked if k[0] == user_id and turn_ids is None]:
+                del self._checked[key]
             for (uid, model), index in list(self._indexes.items()):
                 if uid != user_id:
                     continue

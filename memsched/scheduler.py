@@ -285,10 +285,13 @@ class Scheduler:
             self.topic_embedder = next(iter(memory.embedders))
         self.worker: Worker | None = None
         if start_workers:
-            from memsched.jobs.worker import Worker
+            from memsched.jobs.worker import Worker, parse_window
 
             # The workers summarise with the same LLM as overflow compression (None: extractive).
-            self.worker = Worker(memory, threads=workers, queue=self.queue, llm=self.summary_llm).start()
+            window = parse_window(self.config.p2_window) if self.config.p2_window else None
+            self.worker = Worker(
+                memory, threads=workers, queue=self.queue, llm=self.summary_llm, p2_window=window
+            ).start()
         self._closed = False
 
     # -- lifecycle -----------------------------------------------------------------------------------
@@ -708,13 +711,13 @@ class Scheduler:
         t.covered = covered_seq(t.summaries)
         t.segment_start = max(int(t.counts.get("segment_start", 0)), t.covered + 1)
         with t.sw.stage("route"):
-            similarity, segment_users = self._topic(t.user_id, t.session_id, t.segment_start, t.qvecs)
+            similarity, segment_users, judge = self._topic(t.user_id, t.session_id, t.segment_start, t.qvecs)
             t.route = self.router.route(
                 t.message,
                 now=t.at,
                 timezone=timezone,
                 similarity=similarity,
-                embedder=self.topic_embedder,
+                embedder=judge,
                 segment_turns=segment_users,
                 min_segment_turns=TOPIC_MIN_USER_TURNS,
                 command=bool(t.commands),
@@ -905,17 +908,19 @@ class Scheduler:
 
     def _topic(
         self, user_id: str, session_id: str, segment_start: int, qvecs: dict[str, np.ndarray]
-    ) -> tuple[float | None, int]:
-        """(similarity of the message to the current segment's last turns, user turns in that window)."""
-        name = self.topic_embedder
+    ) -> tuple[float | None, int, str | None]:
+        """(similarity of the message to the current segment's last turns, user turns in that window,
+        the embedder that judged it). Uses the preferred embedder the query was embedded with (the
+        retriever skips embedders whose layer does not count for the query's script)."""
+        name = next((n for n in (self.topic_embedder, *TOPIC_EMBEDDER_PREFERENCE) if n in qvecs), None)
         window = [
             t
             for t in self.store.session_turns(user_id, session_id, last=TOPIC_WINDOW)
             if (t.seq or 0) >= segment_start
         ]
         users = sum(1 for t in window if t.role == "user")
-        if name is None or name not in qvecs or not window:
-            return None, users
+        if name is None or not window:
+            return None, users, name
         embedder = self.memory.embedders[name]
         ids = [t.id for t in window if t.id is not None]
         stored = self.store.turn_vectors(user_id, embedder.model_id, ids)
@@ -923,7 +928,7 @@ class Scheduler:
         vectors = list(stored.values())
         if missing:
             vectors.extend(embedder.embed([t.text for t in missing]))
-        return topic_similarity(qvecs[name], vectors), users
+        return topic_similarity(qvecs[name], vectors), users, name
 
     def _context(self, t: _TurnState) -> ContextResult:
         """The context: profile + command notes as system sections, the session's summaries, the recent

@@ -30,15 +30,9 @@ if TYPE_CHECKING:
     from memsched.llm.client import ChatClient
     from memsched.memory import Memory
 
-log = logging.getLogger("memsched.summarize")
+from memsched.llm.prompts import load as load_prompt
 
-# Kept beside the code that fills it until prompts/ grows a summary.txt (see the report to the lead).
-SUMMARY_PROMPT = (
-    "You summarise part of a conversation between a user and their AI companion so it can be left out "
-    "of later prompts. Keep every fact about the user (names, people, places, dates, plans, preferences, "
-    "feelings), decisions and open questions; drop greetings and filler. Write in the language the "
-    "conversation uses, third person ('The user ...'), at most {max_words} words, no preamble."
-)
+log = logging.getLogger("memsched.summarize")
 
 
 def default_max_tokens(overflow_limit: int) -> int:
@@ -143,7 +137,7 @@ def summarize_turns(
     if llm is not None:
         words = max(20, int(max_tokens * 0.6))
         messages = [
-            {"role": "system", "content": SUMMARY_PROMPT.format(max_words=words)},
+            {"role": "system", "content": load_prompt("summary").format(max_words=words)},
             {"role": "user", "content": transcript(turns)},
         ]
         try:

@@ -21,34 +21,61 @@ class VectorIndex:
 
     def __init__(self, ann_threshold: int = DEFAULT_ANN_THRESHOLD) -> None:
         self.ann_threshold = ann_threshold
-        self.ids = np.zeros(0, dtype=np.int64)
-        self.matrix = np.zeros((0, 0), dtype=np.float32)
-        self.max_id = 0
+        # Rows live in over-allocated buffers that double when full, so appending one turn's vector
+        # does not copy the whole matrix; `ids`/`matrix` are views of the filled part.
+        self._ids = np.zeros(0, dtype=np.int64)
+        self._buf = np.zeros((0, 0), dtype=np.float32)
+        self._n = 0
+        self.version: tuple[int, int] = (0, 0)  # the store's vector_version this index reflects
         self._ann: Any = None
         self._lock = threading.Lock()
 
     def __len__(self) -> int:
-        return len(self.ids)
+        return self._n
+
+    @property
+    def ids(self) -> np.ndarray:
+        return self._ids[: self._n]
+
+    @property
+    def matrix(self) -> np.ndarray:
+        return self._buf[: self._n]
 
     def add(self, ids: np.ndarray, matrix: np.ndarray) -> None:
+        """Add vectors; ids already present are skipped (so a refresh may safely overlap)."""
         if len(ids) == 0:
             return
         with self._lock:
-            if len(self.ids) == 0:
-                self.ids, self.matrix = ids.copy(), np.array(matrix, dtype=np.float32)
-            else:
-                self.ids = np.concatenate([self.ids, ids])
-                self.matrix = np.vstack([self.matrix, matrix])
-            self.max_id = int(self.ids.max())
+            if self._n:
+                fresh = ~np.isin(ids, self.ids)
+                ids, matrix = ids[fresh], matrix[fresh]
+                if len(ids) == 0:
+                    return
+            # the same turn may come twice in one batch (two rows for one hash); keep the first
+            ids, first = np.unique(ids, return_index=True)
+            matrix = np.asarray(matrix, dtype=np.float32)[first]
+            need = self._n + len(ids)
+            if self._buf.shape[0] < need or self._buf.shape[1] != matrix.shape[1]:
+                cap = max(need, 2 * self._buf.shape[0], 64)
+                buf = np.zeros((cap, matrix.shape[1]), dtype=np.float32)
+                if self._n:
+                    buf[: self._n] = self._buf[: self._n]
+                new_ids = np.zeros(cap, dtype=np.int64)
+                new_ids[: self._n] = self._ids[: self._n]
+                self._buf, self._ids = buf, new_ids
+            self._buf[self._n : need] = matrix
+            self._ids[self._n : need] = ids
+            self._n = need
             if self._ann is not None:
                 self._ann.add(ids, matrix)
-            elif len(self.ids) > self.ann_threshold:
+            elif self._n > self.ann_threshold:
                 self._build_ann()
 
     def remove(self, ids: set[int]) -> None:
         with self._lock:
             keep = ~np.isin(self.ids, list(ids))
-            self.ids, self.matrix = self.ids[keep], self.matrix[keep]
+            kept_ids, kept = self.ids[keep].copy(), self.matrix[keep].copy()
+            self._ids, self._buf, self._n = kept_ids, kept, len(kept_ids)
             if self._ann is not None:
                 self._build_ann()
 
@@ -65,7 +92,7 @@ class VectorIndex:
 
     def search(self, query: np.ndarray, k: int) -> list[Hit]:
         """The k nearest turns by cosine similarity (vectors are unit length), best first."""
-        if len(self.ids) == 0 or k <= 0:
+        if self._n == 0 or k <= 0:
             return []
         query = np.asarray(query, dtype=np.float32).reshape(-1)
         if self._ann is not None:

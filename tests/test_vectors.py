@@ -32,3 +32,34 @@ def test_ann_index_above_threshold_finds_nearest() -> None:
     assert hits[0].turn_id == ids[42]
     index.remove({int(ids[42])})
     assert all(h.turn_id != ids[42] for h in index.search(m[42], 3))
+
+
+def test_index_sees_vectors_embedded_out_of_order(tmp_path: object) -> None:
+    """A turn embedded after a later turn was indexed still reaches the in-memory index."""
+    from memsched.embed.hashing import HashEmbedder
+    from memsched.model import Turn
+    from memsched.retrieve import Retriever
+    from memsched.store.sqlite import SQLiteStore
+
+    store = SQLiteStore(":memory:")
+    emb = HashEmbedder()
+    r = Retriever(store, {"hash": emb})
+    a, b = store.add_turns([Turn("u", "s", "user", "zebra stripes"), Turn("u", "s", "user", "lion mane")])
+    r.put_vector("u", "hash", b.text, emb.embed([b.text])[0])  # the later turn first
+    assert [h.turn_id for h in r.dense("u", "hash", emb.embed(["lion"])[0])] == [b.id]
+    r.put_vector("u", "hash", a.text, emb.embed([a.text])[0])  # then the earlier one
+    hits = r.dense("u", "hash", emb.embed(["zebra"])[0])
+    assert hits[0].turn_id == a.id
+    # a new turn whose text already has a vector is searchable at once
+    (c,) = store.add_turns([Turn("u", "s2", "user", "zebra stripes")])
+    assert c.id in {h.turn_id for h in r.dense("u", "hash", emb.embed(["zebra"])[0])}
+
+
+def test_growing_index_keeps_every_row() -> None:
+    index = VectorIndex()
+    ids, m = _data(300)
+    for start in range(0, 300, 7):
+        index.add(ids[start : start + 7], m[start : start + 7])
+    index.add(ids[:10], m[:10])  # repeats are ignored
+    assert len(index) == 300
+    assert [h.turn_id for h in index.search(m[299], 1)] == [300]

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import logging
-import os
 import signal
 import threading
 from collections.abc import Iterator
@@ -88,8 +87,8 @@ def worker(
     """Run background jobs against the database until SIGTERM or Ctrl-C (the current job finishes first)."""
     from memsched.memory import Memory
 
-    cfg = load_config(home=home, db=db, embedders=embedders)
-    window_text = p2_window if p2_window is not None else os.environ.get(P2_WINDOW_ENV, "")
+    cfg = load_config(home=home, db=db, embedders=embedders, p2_window=p2_window)
+    window_text = cfg.p2_window or ""
     window = parse_window(window_text) if window_text.strip() else None
     kind_list = [k.strip() for k in kinds.split(",") if k.strip()] if kinds else None
     with _logging_to_stderr(log_level), Memory(cfg) as mem:

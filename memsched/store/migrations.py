@@ -78,6 +78,10 @@ def m001_core(db: sqlite3.Connection) -> None:
             vector BLOB NOT NULL,
             PRIMARY KEY (user_id, model, content_hash)
         );
+        -- Rowids grow with every write, and an index carries the rowid: "vectors newer than X" is a
+        -- range scan. This is how in-memory indexes notice vectors embedded late or elsewhere.
+        CREATE INDEX embeddings_by_model ON embeddings(user_id, model);
+        CREATE INDEX turns_by_hash ON turns(user_id, content_hash);
         """,
     )
 

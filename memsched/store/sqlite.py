@@ -350,6 +350,7 @@ class SQLiteStore(JobsMixin, BookmarksMixin, StateMixin):
             tx.execute("DELETE FROM sessions WHERE user_id = ?", (user_id,))
             tx.execute("DELETE FROM users WHERE id = ?", (user_id,))
             self.jobs_delete_user(tx, user_id)  # payloads may quote the user's words
+            self.state_delete_user(tx, user_id)  # profile facts, summaries, traces
             return len(ids)
 
     # -- pages ---------------------------------------------------------------------------------------
@@ -408,18 +409,45 @@ class SQLiteStore(JobsMixin, BookmarksMixin, StateMixin):
             " WHERE t.user_id = ? AND t.id > ? ORDER BY t.id",
             (model_id, user_id, after_id),
         ).fetchall()
-        if not rows:
-            return np.zeros(0, dtype=np.int64), np.zeros((0, 0), dtype=np.float32)
-        ids = np.fromiter((r[0] for r in rows), dtype=np.int64, count=len(rows))
-        matrix = np.frombuffer(b"".join(r[2] for r in rows), dtype=np.float32).reshape(len(rows), rows[0][1])
-        return ids, matrix
+        return _matrix(rows)
 
-    def turns_missing_vectors(self, user_id: str, model_id: str, limit: int = 1000) -> list[tuple[int, str]]:
+    def vector_version(self, user_id: str, model_id: str) -> tuple[int, int]:
+        """(newest vector row, newest turn id) of the user: when it changes, an index is stale."""
+        row = self.db.execute(
+            "SELECT (SELECT max(rowid) FROM embeddings WHERE user_id = ? AND model = ?),"
+            " (SELECT max(id) FROM turns WHERE user_id = ?)",
+            (user_id, model_id, user_id),
+        ).fetchone()
+        return int(row[0] or 0), int(row[1] or 0)
+
+    def vectors_since(
+        self, user_id: str, model_id: str, after_vector: int, after_turn: int
+    ) -> tuple[np.ndarray, np.ndarray]:
+        """Turn vectors written after vector row `after_vector`, plus those of turns after `after_turn`.
+
+        The first catches vectors embedded late (a backfill, another process); the second catches new
+        turns whose text already had a vector. Either may repeat turns the caller holds already.
+        """
+        rows = self.db.execute(
+            "SELECT t.id, e.dim, e.vector FROM embeddings e JOIN turns t"
+            " ON t.user_id = e.user_id AND t.content_hash = e.content_hash"
+            " WHERE e.user_id = ? AND e.model = ? AND e.rowid > ?"
+            " UNION"
+            " SELECT t.id, e.dim, e.vector FROM turns t JOIN embeddings e"
+            " ON e.user_id = t.user_id AND e.model = ? AND e.content_hash = t.content_hash"
+            " WHERE t.user_id = ? AND t.id > ?",
+            (user_id, model_id, after_vector, model_id, user_id, after_turn),
+        ).fetchall()
+        return _matrix(rows)
+
+    def turns_missing_vectors(
+        self, user_id: str, model_id: str, limit: int = 1000, after_id: int = 0
+    ) -> list[tuple[int, str]]:
         rows = self.db.execute(
             "SELECT t.id, t.role, t.speaker, t.content FROM turns t LEFT JOIN embeddings e"
             " ON e.user_id = t.user_id AND e.model = ? AND e.content_hash = t.content_hash"
-            " WHERE t.user_id = ? AND e.content_hash IS NULL ORDER BY t.id LIMIT ?",
-            (model_id, user_id, limit),
+            " WHERE t.user_id = ? AND t.id > ? AND e.content_hash IS NULL ORDER BY t.id LIMIT ?",
+            (model_id, user_id, after_id, limit),
         ).fetchall()
         return [(r[0], f"{r[2] or r[1]}: {r[3]}") for r in rows]
 
@@ -439,6 +467,14 @@ class SQLiteStore(JobsMixin, BookmarksMixin, StateMixin):
                 "SELECT count(*) FROM embeddings WHERE user_id = ? AND model = ?", (user_id, model_id)
             ).fetchone()[0]
         )
+
+
+def _matrix(rows: list[Any]) -> tuple[np.ndarray, np.ndarray]:
+    if not rows:
+        return np.zeros(0, dtype=np.int64), np.zeros((0, 0), dtype=np.float32)
+    ids = np.fromiter((r[0] for r in rows), dtype=np.int64, count=len(rows))
+    matrix = np.frombuffer(b"".join(r[2] for r in rows), dtype=np.float32).reshape(len(rows), rows[0][1])
+    return ids, matrix
 
 
 def _validate(turn: Turn) -> None:

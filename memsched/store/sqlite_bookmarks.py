@@ -115,7 +115,9 @@ class BookmarksMixin:
 
     # -- writing -------------------------------------------------------------------------------------
 
-    def add_bookmarks(self, user_id: str, bookmarks: Sequence[Bookmark], *, replace_pages: bool = False) -> None:
+    def add_bookmarks(
+        self, user_id: str, bookmarks: Sequence[Bookmark], *, replace_pages: bool = False
+    ) -> None:
         """Store bookmarks (assigning their ids) in one transaction.
 
         With `replace_pages`, bookmarks already pointing to any of their pages are deleted first, so
@@ -164,7 +166,8 @@ class BookmarksMixin:
             if cur.rowcount:
                 tx.execute("DELETE FROM bookmarks_fts WHERE rowid = ?", (bookmark.id,))
                 tx.execute(
-                    "INSERT INTO bookmarks_fts (rowid, body) VALUES (?, ?)", (bookmark.id, index_text(bookmark.text))
+                    "INSERT INTO bookmarks_fts (rowid, body) VALUES (?, ?)",
+                    (bookmark.id, index_text(bookmark.text)),
                 )
 
     def delete_bookmarks(self, user_id: str, ids: Sequence[int] | None = None) -> int:
@@ -278,7 +281,9 @@ class BookmarksMixin:
         ]
 
     def bookmark_count(self, user_id: str) -> int:
-        return int(self.db.execute("SELECT count(*) FROM bookmarks WHERE user_id = ?", (user_id,)).fetchone()[0])
+        return int(
+            self.db.execute("SELECT count(*) FROM bookmarks WHERE user_id = ?", (user_id,)).fetchone()[0]
+        )
 
     def bookmarked_page_ids(self, user_id: str) -> set[int]:
         return {
@@ -308,7 +313,9 @@ class BookmarksMixin:
 
     def turn_pages(self, user_id: str) -> dict[int, int]:
         """turn id -> page id for all of the user's turns (paging keeps it in memory)."""
-        return {r[0]: r[1] for r in self.db.execute("SELECT id, page_id FROM turns WHERE user_id = ?", (user_id,))}
+        return {
+            r[0]: r[1] for r in self.db.execute("SELECT id, page_id FROM turns WHERE user_id = ?", (user_id,))
+        }
 
     # -- search --------------------------------------------------------------------------------------
 
@@ -389,7 +396,9 @@ class BookmarksMixin:
         """page id -> (times used, last used) for the user's pages that were ever used."""
         return {
             r[0]: (int(r[1]), _dt(r[2]))
-            for r in self.db.execute("SELECT page_id, uses, last_used FROM page_use WHERE user_id = ?", (user_id,))
+            for r in self.db.execute(
+                "SELECT page_id, uses, last_used FROM page_use WHERE user_id = ?", (user_id,)
+            )
         }
 
     def iter_bookmarks(self, user_id: str) -> Iterator[Bookmark]:

@@ -254,7 +254,7 @@ class StateMixin:
         ).fetchall()
         return [_summary_row(r) for r in rows]
 
-    # -- turns by seq, vectors by turn ----------------------------------------------------------------
+    # -- turns by seq, vectors ----------------------------------------------------------------
 
     def session_turns_after(self, user_id: str, session_id: str, after_seq: int) -> list[Turn]:
         """The session's turns with seq > `after_seq`, in seq order."""
@@ -278,18 +278,6 @@ class StateMixin:
             (user_id, session_id, first_seq, last_seq),
         ).fetchall()
         return [_row_to_turn(r) for r in rows]
-
-    def turn_vectors(self, user_id: str, model_id: str, turn_ids: Sequence[int]) -> dict[int, np.ndarray]:
-        """The stored `model_id` vectors of the given turns (turns without one are left out)."""
-        if not turn_ids:
-            return {}
-        rows = self.db.execute(
-            "SELECT t.id, e.vector FROM turns t JOIN embeddings e"
-            " ON e.user_id = t.user_id AND e.model = ? AND e.content_hash = t.content_hash"
-            f" WHERE t.user_id = ? AND t.id IN ({_marks(len(turn_ids))})",
-            (model_id, user_id, *turn_ids),
-        ).fetchall()
-        return {int(r[0]): np.frombuffer(r[1], dtype=np.float32) for r in rows}
 
     def put_vectors_tx(
         self, tx: sqlite3.Connection, user_id: str, model_id: str, items: Sequence[tuple[str, np.ndarray]]

@@ -1,0 +1,803 @@
+"""The paging scheduler: which pages of history to load for a query, in three visible layers.
+
+- recall: BM25 over turns and over bookmarks, plus matching the query against bookmark keywords
+  and aliases (exact phrase matches on segmented terms, fuzzy matches with rapidfuzz);
+- semantic: dense search over turns and over bookmark embeddings;
+- fusion: the retriever's weighted RRF over the turn layers is the base; pages earn a prior from
+  their best turns and from bookmark hits, and a page's prior promotes only those of its turns
+  that also match the query (a page is never paged in wholesale on a bookmark hit alone);
+  neighbours of top turns that match follow them;
+- cooperative: with an LLM, one rerank call sees the top pages as `[p12] date: summary` lines and
+  names the 1-3 pages needed. It is skipped when the fused ranking is already confident, when the
+  session's previous query was nearly the same (its decision is reused), or when the query asks
+  for a kind of bookmark directly ("what did we decide about X"); a time budget falls back to the
+  fused order.
+
+Compound questions are decomposed (LLM, or rules in Chinese and English) and retrieved per part;
+a keyword co-occurrence graph over bookmarks lets a query about one entity reach pages linked to it
+through a shared entity (one hop, bounded). `Pager.retrieve` returns the candidates plus a trace
+with every layer's scores; `memsched.llm.llm_calls()` counts the LLM calls it made.
+"""
+
+from __future__ import annotations
+
+import itertools
+import re
+import threading
+import time
+from collections import Counter, OrderedDict
+from collections.abc import Sequence
+from dataclasses import dataclass, field, replace
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+from pydantic import BaseModel, Field
+
+from memsched.errors import LLMError
+from memsched.model import Candidate, Hit
+from memsched.text.segment import cjk_ratio, has_cjk, terms
+
+if TYPE_CHECKING:
+    from memsched.bookmarks import Bookmark
+    from memsched.llm.client import ChatClient
+    from memsched.memory import Memory
+
+
+@dataclass(slots=True)
+class PagingOptions:
+    """What the pager does. Each stage can be switched off (the ablation does exactly that)."""
+
+    bookmarks: bool = True  # bookmark layers (BM25, dense, keyword/alias matching) feed page priors
+    expand: bool = True  # pages of the best turns promote their other matching turns; neighbours
+    multihop: bool = True  # decomposition + keyword co-occurrence graph
+    entity_focus: bool = True  # a query about one speaker prefers what that speaker said
+    cooperative: bool = True  # the LLM rerank, when an LLM is given
+    turn_k: int = 50  # turn hits per layer for the base ranking
+    deep_k: int = 200  # turn hits per layer that may be promoted by a page prior
+    bookmark_k: int = 20
+    page_top_turns: int = 30  # the best turns whose pages earn a prior
+    page_weight: float = 2.0  # how much the best page's prior lifts its matching turns (plateau 2..3)
+    bookmark_weight: float = 0.25  # bookmark evidence relative to turn evidence in a page's prior
+    graph_weight: float = 0.25  # a one-hop entity neighbour's share, relative to a direct hit
+    speaker_boost: float = 1.0  # x(1 + boost) for turns by the one speaker a query names
+    neighbour_decay: float = 0.3
+    subquery_weight: float = 0.5
+    # Cooperative layer: skip the LLM when the fused top is this far ahead of the next page.
+    confident_ratio: float = 1.2
+    cache_similarity: float = 0.9  # same-session query this similar: reuse the last decision
+    rerank_pages: int = 8
+    rerank_timeout: float = 2.0
+
+
+STAGES: dict[str, PagingOptions] = {
+    "hybrid": PagingOptions(
+        bookmarks=False, expand=False, multihop=False, entity_focus=False, cooperative=False
+    ),
+    "+bookmarks": PagingOptions(expand=False, multihop=False, entity_focus=False, cooperative=False),
+    "+expansion": PagingOptions(multihop=False, entity_focus=False, cooperative=False),
+    "+multihop": PagingOptions(entity_focus=False, cooperative=False),
+    "full": PagingOptions(),
+}
+"""The ablation ladder of `memsched eval locomo --ablation`: each stage adds one part."""
+
+
+@dataclass(slots=True)
+class Paging:
+    """The outcome of one paging decision; duck-types `memsched.retrieve.Retrieval`."""
+
+    candidates: list[Candidate]
+    layers: dict[str, list[Hit]]
+    timings_ms: dict[str, float]
+    pages: dict[int, float] = field(default_factory=dict)  # page id -> prior
+    info: dict[str, Any] = field(default_factory=dict)
+
+    def trace(self, top: int = 30) -> dict[str, Any]:
+        return {
+            "layers": {name: len(hits) for name, hits in self.layers.items()},
+            "scores": {
+                name: [[h.turn_id, round(h.score, 4)] for h in hits[:10]]
+                for name, hits in self.layers.items()
+            },
+            "pages": [[p, round(s, 6)] for p, s in sorted(self.pages.items(), key=lambda kv: -kv[1])[:10]],
+            "paging": self.info,
+            "candidates": [c.as_dict() for c in self.candidates[:top]],
+        }
+
+
+# -- query decomposition --------------------------------------------------------------------------------
+
+_EN_JOIN = re.compile(r"\s*(?:,\s*)?\b(?:and|as well as|&)\b\s*", re.I)
+_EN_CLAUSE = re.compile(
+    r"(?:,\s*|\s+)(?:and|but|also)\s+(?=(?:what|when|where|why|how|who|which|did|does|do|is|are|was|were|has|have)\b)"
+    r"|\?\s+(?=\S)|;\s*",
+    re.I,
+)
+_ZH_CLAUSE = re.compile(r"[？?；;]\s*(?=\S)|，?(?:以及|并且|而且|另外|还有|同时)")
+_ZH_JOIN = re.compile(r"(?:和|与|跟|及|、)")
+_BOTH = re.compile(r"\b(?:both|each|together|all)\b\s*|都|一起|分别|共同", re.I)
+
+
+class _Decomposition(BaseModel):
+    queries: list[str] = Field(min_length=1)
+
+
+def decompose_rules(query: str, entities: Sequence[str] = ()) -> list[str]:
+    """Sub-queries of a compound question, by rules (Chinese and English); [] when it is simple.
+
+    Two clauses joined by a conjunction ("..., and when did ...", "以及", a second question mark)
+    become one sub-query each; two or more known entities joined by "and"/"和" ("Did Alice and Bob
+    ...") become one sub-query per entity. At most three.
+    """
+    q = " ".join(query.split())
+    parts = [p.strip(" ,，。") for p in (_ZH_CLAUSE if has_cjk(q) else _EN_CLAUSE).split(q)]
+    parts = [p for p in parts if len(terms(p)) >= 2]
+    if len(parts) >= 2:
+        return parts[:3]
+    found: list[tuple[int, int, str]] = []
+    low = q.lower()
+    for e in sorted({e for e in entities if e}, key=len, reverse=True):
+        pos = low.find(e.lower())
+        if pos >= 0 and not any(pos < end and start < pos + len(e) for start, end, _ in found):
+            found.append((pos, pos + len(e), e))
+    found.sort()
+    if len(found) < 2:
+        return []
+    joiner = _ZH_JOIN if has_cjk(q) else _EN_JOIN
+    # Only entities joined by "and"/"和" form a group; "Alice told Bob" is one question.
+    group = [found[0]]
+    for prev, cur in itertools.pairwise(found):
+        between = q[prev[1] : cur[0]]
+        if joiner.fullmatch(between) or between.strip() in (",", "，", "、"):
+            group.append(cur)
+        elif len(group) < 2:
+            group = [cur]
+    if len(group) < 2:
+        return []
+    start, end = group[0][0], group[-1][1]
+    out = []
+    for _, _, e in group[:3]:
+        sub = q[:start] + e + q[end:]
+        sub = _BOTH.sub("", sub)
+        out.append(" ".join(sub.split()))
+    return out
+
+
+def looks_compound(query: str, entities: Sequence[str] = ()) -> bool:
+    """Whether a query may hold several questions: the rules split it, or it has a conjunction.
+    Only such queries are worth an LLM decomposition call."""
+    if decompose_rules(query, entities):
+        return True
+    # A conjunction the rules could not split on is still worth asking about.
+    return re.search(r"\b(?:and|both|as well as)\b|以及|并且|而且|和|与", query, re.I) is not None
+
+
+def decompose(
+    query: str, entities: Sequence[str] = (), llm: ChatClient | None = None, timeout: float = 2.0
+) -> tuple[list[str], str]:
+    """(sub-queries, how): the LLM's split when an LLM is given, the query `looks_compound` and the
+    LLM answers; else the rules'.
+
+    An empty list means the question is simple. `how` is "llm", "rules", or "rules (llm failed: ...)".
+    """
+    if llm is not None and looks_compound(query, entities):
+        from memsched.llm.client import complete_json
+        from memsched.llm.prompts import load
+
+        try:
+            reply = complete_json(
+                llm,
+                [{"role": "user", "content": load("decompose").format(query=query)}],
+                _Decomposition,
+                purpose="decompose",
+                timeout=timeout,
+            )
+            subs = [" ".join(s.split()) for s in reply.queries if s and s.strip()][:3]
+            return (subs if len(subs) >= 2 else []), "llm"
+        except LLMError as exc:
+            return decompose_rules(query, entities), f"rules (llm failed: {str(exc)[:120]})"
+    return decompose_rules(query, entities), "rules"
+
+
+# -- keyword / alias matching and the entity graph ----------------------------------------------------------
+
+
+@dataclass(slots=True)
+class _NameIndex:
+    """A user's bookmark names (keywords and aliases) ready for matching, plus their co-occurrence."""
+
+    signature: tuple[int, float, int]
+    marks: dict[int, Bookmark]
+    by_terms: dict[tuple[str, ...], set[int]]  # segmented name -> bookmark ids
+    cjk_names: dict[str, set[int]]  # Chinese names, matched as substrings of the query
+    vocab: list[str]  # single-term names, for fuzzy matching
+    cooccur: dict[tuple[str, ...], Counter[tuple[str, ...]]]
+    page_dates: dict[int, str]
+    generic: set[tuple[str, ...]]  # names in too many bookmarks to tell anything
+    aliases: dict[tuple[str, ...], set[int]]  # alias names (renames, short forms) -> bookmark ids
+
+
+def _build_names(
+    marks: Sequence[Bookmark], signature: tuple[int, float, int], speakers: set[str]
+) -> _NameIndex:
+    by_terms: dict[tuple[str, ...], set[int]] = {}
+    cjk_names: dict[str, set[int]] = {}
+    cooccur: dict[tuple[str, ...], Counter[tuple[str, ...]]] = {}
+    page_dates: dict[int, str] = {}
+    aliases: dict[tuple[str, ...], set[int]] = {}
+    for b in marks:
+        if b.id is None:
+            continue
+        for alias_list in b.aliases.values():
+            for alias in alias_list:
+                if alias_key := tuple(terms(alias)):
+                    aliases.setdefault(alias_key, set()).add(b.id)
+        keys: set[tuple[str, ...]] = set()
+        for name in b.names:
+            key = tuple(terms(name))
+            if not key or name.lower() in speakers:
+                continue
+            keys.add(key)
+            by_terms.setdefault(key, set()).add(b.id)
+            if has_cjk(name) and len(name) >= 2:
+                cjk_names.setdefault(name, set()).add(b.id)
+        for a in keys:
+            counter = cooccur.setdefault(a, Counter())
+            for other in keys:
+                if other != a:
+                    counter[other] += 1
+        for p in b.page_ids:
+            page_dates.setdefault(p, b.first_at.strftime("%Y-%m-%d"))
+    limit = max(3, int(0.2 * len(marks)))
+    generic = {k for k, ids in by_terms.items() if len(ids) > limit}
+    vocab = sorted({k[0] for k in by_terms if len(k) == 1 and len(k[0]) >= 4 and k not in generic})
+    return _NameIndex(
+        signature,
+        {b.id: b for b in marks if b.id is not None},
+        by_terms,
+        cjk_names,
+        vocab,
+        cooccur,
+        page_dates,
+        generic,
+        aliases,
+    )
+
+
+def match_names(index: _NameIndex, query: str, fuzzy: bool = True) -> dict[int, tuple[float, list[str]]]:
+    """Bookmarks whose keywords or aliases the query names: id -> (score, matched names).
+
+    Exact matches of segmented names (any n-gram of the query's terms) score 1 per name; Chinese
+    names also match as substrings; fuzzy matches (rapidfuzz ratio >= 88 on single terms) 0.7.
+    """
+    q_terms = terms(query)
+    found: dict[int, tuple[float, list[str]]] = {}
+
+    def add(ids: set[int], name: str, score: float) -> None:
+        for bid in ids:
+            s, names = found.get(bid, (0.0, []))
+            if name not in names:
+                found[bid] = (s + score, [*names, name])
+
+    seen: set[tuple[str, ...]] = set()
+    for n in range(min(4, len(q_terms)), 0, -1):
+        for i in range(len(q_terms) - n + 1):
+            key = tuple(q_terms[i : i + n])
+            if key in index.by_terms and key not in index.generic and key not in seen:
+                seen.add(key)
+                add(index.by_terms[key], " ".join(key), 1.0)
+    if has_cjk(query):
+        for name, ids in index.cjk_names.items():
+            key = tuple(terms(name))
+            if name in query and key not in seen and key not in index.generic:
+                seen.add(key)
+                add(ids, name, 1.0)
+    if fuzzy and index.vocab:
+        from rapidfuzz import fuzz, process
+
+        for term in {t for t in q_terms if len(t) >= 4 and (t,) not in seen}:
+            for name, score, _ in process.extract(
+                term, index.vocab, scorer=fuzz.ratio, score_cutoff=88, limit=3
+            ):
+                if name != term and (name,) not in seen:
+                    seen.add((name,))
+                    add(index.by_terms[(name,)], name, 0.7 * score / 100.0)
+    return found
+
+
+def graph_neighbours(
+    index: _NameIndex, matched: Sequence[str], limit: int = 5
+) -> list[tuple[tuple[str, ...], float]]:
+    """Names that co-occur with the matched names in bookmarks (one hop), strongest first."""
+    scores: Counter[tuple[str, ...]] = Counter()
+    direct = {tuple(terms(m)) for m in matched}
+    for key in direct:
+        for other, n in index.cooccur.get(key, Counter()).items():
+            if other not in direct and other not in index.generic:
+                scores[other] += n
+    if not scores:
+        return []
+    top = scores.most_common(limit)
+    best = top[0][1]
+    return [(k, n / best) for k, n in top]
+
+
+# -- patterns that map to a bookmark kind -------------------------------------------------------------------
+
+_KIND_PATTERNS: tuple[tuple[str, re.Pattern[str]], ...] = (
+    ("decision", re.compile(r"\b(?:what|which)\b.*\b(?:decide|decided|decision|chose|choose|agree|agreed|settle)\b|决定|定了|选了|选的|选定|拍板", re.I)),
+    ("plan", re.compile(r"\b(?:what|when)\b.*\b(?:plan|planned|planning|going to)\b|打算|计划|准备", re.I)),
+)  # fmt: skip
+
+
+def query_kind(query: str) -> str | None:
+    """The bookmark kind a query asks for directly ("what did we decide about X" -> "decision")."""
+    for kind, pattern in _KIND_PATTERNS:
+        if pattern.search(query):
+            return kind
+    return None
+
+
+# -- the pager -----------------------------------------------------------------------------------------------
+
+
+@dataclass(slots=True)
+class _SessionDecision:
+    vector: np.ndarray
+    pages: list[int]
+    how: str
+
+
+@dataclass(slots=True)
+class _Ranked:
+    """One (sub-)query's ranking before the cooperative layer."""
+
+    scores: dict[int, Candidate]
+    layers: dict[str, list[Hit]]
+    pages: dict[int, float]
+    matched: list[str]
+    timings: dict[str, float]
+
+
+class Pager:
+    """Decides which turns (grouped in pages) to load for a query; see the module docstring.
+
+    `llm` enables the cooperative layer and LLM decomposition; without it everything is offline.
+    Thread-safe: caches are per user and guarded.
+    """
+
+    def __init__(
+        self, memory: Memory, options: PagingOptions | None = None, llm: ChatClient | None = None
+    ) -> None:
+        self.memory = memory
+        self.store = memory.store
+        self.retriever = memory.retriever
+        self.options = options or PagingOptions()
+        self.llm = llm
+        self._lock = threading.Lock()
+        self._names: dict[str, _NameIndex] = {}
+        self._vectors: dict[tuple[str, str], tuple[tuple[int, float, int], np.ndarray, np.ndarray]] = {}
+        self._speakers: dict[str, tuple[int, dict[str, str]]] = {}
+        self._sessions: OrderedDict[tuple[str, str], _SessionDecision] = OrderedDict()
+        self.stats: Counter[str] = Counter()  # rerank outcomes: called, skipped:<why>, failed
+
+    def with_options(self, **changes: Any) -> Pager:
+        """A pager sharing this one's caches with some options changed."""
+        other = Pager(self.memory, replace(self.options, **changes), self.llm)
+        other._names, other._vectors, other._speakers = self._names, self._vectors, self._speakers
+        return other
+
+    # -- caches ------------------------------------------------------------------------------------------
+
+    def _name_index(self, user_id: str) -> _NameIndex:
+        sig = self.store.bookmark_signature(user_id)
+        with self._lock:
+            cached = self._names.get(user_id)
+        if cached is not None and cached.signature == sig:
+            return cached
+        index = _build_names(
+            self.store.bookmarks(user_id), sig, {s.lower() for s in self._speaker_names(user_id)}
+        )
+        with self._lock:
+            self._names[user_id] = index
+        return index
+
+    def _bookmark_matrix(self, user_id: str, model_id: str) -> tuple[np.ndarray, np.ndarray]:
+        sig = self.store.bookmark_signature(user_id)
+        key = (user_id, model_id)
+        with self._lock:
+            cached = self._vectors.get(key)
+        if cached is not None and cached[0] == sig:
+            return cached[1], cached[2]
+        ids, matrix = self.store.bookmark_vectors(user_id, model_id)
+        with self._lock:
+            self._vectors[key] = (sig, ids, matrix)
+        return ids, matrix
+
+    def _speaker_names(self, user_id: str) -> dict[str, str]:
+        """lower-cased speaker name (and first name) -> label."""
+        count = self.store.turn_count(user_id)
+        with self._lock:
+            cached = self._speakers.get(user_id)
+        if cached is not None and cached[0] == count:
+            return cached[1]
+        names: dict[str, str] = {}
+        for label in self.store.speakers(user_id):
+            names[label.lower()] = label
+            first = label.split()[0] if label.split() else label
+            names.setdefault(first.lower(), label)
+        with self._lock:
+            self._speakers[user_id] = (count, names)
+        return names
+
+    # -- retrieval -----------------------------------------------------------------------------------------
+
+    def retrieve(
+        self,
+        user_id: str,
+        query: str,
+        *,
+        session_id: str | None = None,
+        exclude: set[int] | None = None,
+        query_vectors: dict[str, np.ndarray] | None = None,
+    ) -> Paging:
+        """Ranked candidates for `query`, with every layer's hits and the paging decision in `info`."""
+        t_start = time.perf_counter()
+        opts = self.options
+        exclude = exclude or set()
+        qvecs = dict(query_vectors) if query_vectors is not None else self.retriever.embed_query(query)
+        info: dict[str, Any] = {
+            "stages": {
+                k: getattr(opts, k)
+                for k in ("bookmarks", "expand", "multihop", "entity_focus", "cooperative")
+            }
+        }
+        use_bookmarks = (opts.bookmarks or opts.multihop) and self.store.bookmark_count(user_id) > 0
+        index = self._name_index(user_id) if use_bookmarks else None
+
+        main = self._rank(user_id, query, qvecs, exclude, index)
+        timings = dict(main.timings)
+        layers = dict(main.layers)
+        scores = main.scores
+        pages = dict(main.pages)
+
+        if opts.multihop:
+            t0 = time.perf_counter()
+            entities = [*self._speaker_names(user_id).values(), *main.matched]
+            llm = self.llm if opts.cooperative else None
+            subs, how = decompose(query, entities, llm, timeout=opts.rerank_timeout)
+            info["decomposition"] = {"queries": subs, "how": how}
+            for n, sub in enumerate(subs):
+                part = self._rank(user_id, sub, None, exclude, index)
+                for name, hits in part.layers.items():
+                    layers[f"sub{n + 1}:{name}"] = hits
+                # Each part's own best turns are lifted toward the top, so every part of the question
+                # gets a share of the budget rather than the part with the most lexical overlap.
+                top = max((c.fused for c in part.scores.values()), default=0.0) or 1.0
+                main_top = max((c.fused for c in scores.values()), default=0.0) or 1.0
+                for tid, cand in part.scores.items():
+                    lift = opts.subquery_weight * cand.fused / top * main_top
+                    cur = scores.get(tid)
+                    if cur is None:
+                        cur = scores[tid] = Candidate(turn_id=tid, reason=f"sub-query {n + 1}")
+                    cur.scores[f"sub{n + 1}"] = round(cand.fused, 6)
+                    cur.fused += lift
+                for p, s in part.pages.items():
+                    pages[p] = pages.get(p, 0.0) + opts.subquery_weight * s
+            timings["multihop"] = _ms(t0)
+
+        ranked = sorted(scores.values(), key=lambda c: (-c.fused, c.turn_id))
+        if opts.cooperative and self.llm is not None and index is not None:
+            t0 = time.perf_counter()
+            ranked = self._cooperate(user_id, session_id, query, qvecs, ranked, pages, index, info)
+            timings["cooperative"] = _ms(t0)
+        for c in ranked:
+            if not c.reason:
+                c.reason = "fused: " + ", ".join(f"{layer}#{rank}" for layer, rank in sorted(c.ranks.items()))
+        timings["paging_total"] = _ms(t_start)
+        return Paging(candidates=ranked, layers=layers, timings_ms=timings, pages=pages, info=info)
+
+    def _rank(
+        self,
+        user_id: str,
+        query: str,
+        qvecs: dict[str, np.ndarray] | None,
+        exclude: set[int],
+        index: _NameIndex | None,
+    ) -> _Ranked:
+        opts = self.options
+        timings: dict[str, float] = {}
+        if qvecs is None:
+            t0 = time.perf_counter()
+            qvecs = self.retriever.embed_query(query)
+            timings["embed_subquery"] = _ms(t0)
+        base = self.retriever.retrieve(
+            user_id, query, k=opts.turn_k, exclude=exclude, query_vectors=qvecs, expand=False
+        )
+        timings.update(base.timings_ms)
+        layers: dict[str, list[Hit]] = dict(base.layers)
+        scores = {c.turn_id: c for c in base.candidates}
+        deep: dict[int, float] = {}
+        if opts.expand or opts.bookmarks:
+            t0 = time.perf_counter()
+            wide = self.retriever.retrieve(
+                user_id, query, k=opts.deep_k, exclude=exclude, query_vectors=qvecs, expand=False
+            )
+            deep = {c.turn_id: c.fused for c in wide.candidates}
+            timings["deep"] = _ms(t0)
+        meta = (
+            self.store.turn_meta(user_id, list(set(scores) | set(deep)))
+            if (deep or opts.entity_focus)
+            else {}
+        )
+
+        # Entity focus: a query about exactly one speaker prefers what that speaker said.
+        focus: str | None = None
+        if opts.entity_focus:
+            named = {label for low, label in self._speaker_names(user_id).items() if _mentions(query, low)}
+            if len(named) == 1:
+                focus = next(iter(named))
+                for tid, cand in scores.items():
+                    if tid in meta and meta[tid][3] == focus:
+                        cand.fused *= 1.0 + opts.speaker_boost
+                        cand.scores["speaker"] = 1.0
+
+        def boost(tid: int) -> float:
+            return (
+                1.0 + opts.speaker_boost
+                if focus is not None and tid in meta and meta[tid][3] == focus
+                else 1.0
+            )
+
+        pages: dict[int, float] = {}
+        matched: list[str] = []
+        if opts.expand:
+            for cand in sorted(scores.values(), key=lambda c: -c.fused)[: opts.page_top_turns]:
+                if cand.turn_id in meta:
+                    p = meta[cand.turn_id][0]
+                    pages[p] = pages.get(p, 0.0) + cand.fused
+        if index is not None and (opts.bookmarks or opts.multihop):
+            t0 = time.perf_counter()
+            bm_layers = self._bookmark_layers(user_id, query, qvecs, index)
+            timings["bookmarks"] = _ms(t0)
+            layers.update(bm_layers)
+            rrf_k = self.retriever.weights.rrf_k
+            cjk = cjk_ratio(query)
+            bm_score: dict[int, float] = {}
+            if opts.bookmarks:
+                for name, hits in bm_layers.items():
+                    if name == "bookmarks:keywords":
+                        weight = 1.0
+                    elif name == "bookmarks:bm25":
+                        weight = self.retriever.weights.bm25
+                    else:
+                        weight = self.retriever.weights.dense_weight(name.split(":", 1)[1], cjk)
+                    for hit in hits:
+                        bm_score[hit.turn_id] = bm_score.get(hit.turn_id, 0.0) + weight / (rrf_k + hit.rank)
+            kw_hits = match_names(index, query)
+            matched = sorted({n for _, names in kw_hits.values() for n in names})
+            alias_pages: set[int] = set()
+            if opts.bookmarks and deep:
+                # A page whose bookmark the query names by an alias (a new name for an old concept)
+                # may share no word with the query: it counts as much as the best page, and its
+                # turns join the evidence at the median level.
+                for bid, (_, names) in kw_hits.items():
+                    if bid in index.marks and any(
+                        bid in index.aliases.get(tuple(terms(n)), set()) for n in names
+                    ):
+                        alias_pages.update(index.marks[bid].page_ids)
+                if alias_pages:
+                    level = float(np.median(list(deep.values())))
+                    for tids in self.store.page_turn_ids(user_id, sorted(alias_pages)).values():
+                        added = [t for t in tids if t not in deep and t not in exclude]
+                        for t in added:
+                            deep[t] = level
+                        meta.update(self.store.turn_meta(user_id, added))
+            if opts.multihop and matched:
+                for key, strength in graph_neighbours(index, matched):
+                    for bid in index.by_terms.get(key, set()):
+                        bm_score[bid] = bm_score.get(bid, 0.0) + opts.graph_weight * strength / (rrf_k + 1)
+            bm_pages: dict[int, float] = {}
+            for bid, s in bm_score.items():
+                b = index.marks.get(bid)
+                if b is None:
+                    continue
+                for p in b.page_ids:
+                    bm_pages[p] = bm_pages.get(p, 0.0) + s
+            # Each source is taken relative to its own best page, so neither depends on the other's
+            # scale (or on the fusion's); bookmark evidence counts `bookmark_weight` of turn evidence.
+            top_turn_page = max(pages.values(), default=0.0) or 1.0
+            top_bm_page = max(bm_pages.values(), default=0.0) or 1.0
+            pages = {p: v / top_turn_page for p, v in pages.items()}
+            for p, v in bm_pages.items():
+                pages[p] = pages.get(p, 0.0) + opts.bookmark_weight * v / top_bm_page
+            for p in alias_pages:
+                pages[p] = max(pages.get(p, 0.0), 1.0)
+        elif pages:
+            top_turn_page = max(pages.values()) or 1.0
+            pages = {p: v / top_turn_page for p, v in pages.items()}
+        if pages and deep:
+            for tid, evidence in deep.items():
+                m = meta.get(tid)
+                if m is None or m[0] not in pages:
+                    continue
+                # Promote only turns that match the query themselves (deep evidence), in proportion.
+                lift = opts.page_weight * evidence * boost(tid) * pages[m[0]]
+                lifted = scores.get(tid)
+                if lifted is None:
+                    lifted = scores[tid] = Candidate(turn_id=tid, reason=f"page p{m[0]}")
+                lifted.scores["page"] = round(lift, 6)
+                lifted.fused += lift
+        if opts.expand and opts.neighbour_decay > 0 and deep:
+            by_pos = {(m[1], m[2]): tid for tid, m in meta.items()}
+            head = sorted(scores.values(), key=lambda c: -c.fused)[:20]
+            for cand in head:
+                m = meta.get(cand.turn_id)
+                if m is None:
+                    continue
+                for d in (-1, 1):
+                    nid = by_pos.get((m[1], m[2] + d))
+                    if nid is None or nid in exclude:
+                        continue
+                    score = cand.fused * opts.neighbour_decay
+                    other = scores.get(nid)
+                    if other is None:
+                        scores[nid] = Candidate(
+                            turn_id=nid, fused=score, reason=f"neighbour of {cand.turn_id}"
+                        )
+                    elif score > other.fused:
+                        other.scores["neighbour"] = round(score, 6)
+                        other.fused = score
+        return _Ranked(scores, layers, pages, matched, timings)
+
+    def _bookmark_layers(
+        self, user_id: str, query: str, qvecs: dict[str, np.ndarray], index: _NameIndex
+    ) -> dict[str, list[Hit]]:
+        k = self.options.bookmark_k
+        out: dict[str, list[Hit]] = {"bookmarks:bm25": self.store.search_bookmarks_bm25(user_id, query, k)}
+        for name, embedder in self.retriever.embedders.items():
+            if name not in qvecs:
+                continue
+            ids, matrix = self._bookmark_matrix(user_id, embedder.model_id)
+            if len(ids) == 0:
+                continue
+            sims = matrix @ np.asarray(qvecs[name], dtype=np.float32)
+            top = np.argsort(-sims, kind="stable")[:k]
+            out[f"bookmarks:{name}"] = [
+                Hit(turn_id=int(ids[i]), score=float(sims[i]), rank=r + 1) for r, i in enumerate(top)
+            ]
+        found = match_names(index, query)
+        ranked = sorted(found.items(), key=lambda kv: (-kv[1][0], kv[0]))[:k]
+        out["bookmarks:keywords"] = [
+            Hit(turn_id=bid, score=s, rank=r + 1) for r, (bid, (s, _)) in enumerate(ranked)
+        ]
+        return out
+
+    # -- the cooperative layer ------------------------------------------------------------------------------------
+
+    def _cooperate(
+        self,
+        user_id: str,
+        session_id: str | None,
+        query: str,
+        qvecs: dict[str, np.ndarray],
+        ranked: list[Candidate],
+        pages: dict[int, float],
+        index: _NameIndex,
+        info: dict[str, Any],
+    ) -> list[Candidate]:
+        opts = self.options
+        coop: dict[str, Any] = {}
+        info["cooperative"] = coop
+        meta = self.store.turn_meta(user_id, [c.turn_id for c in ranked[:100]])
+        # Page order as the fused ranking sees it: a page ranks by its best turn.
+        order: list[int] = []
+        best: dict[int, float] = {}
+        for c in ranked[:100]:
+            m = meta.get(c.turn_id)
+            if m is None:
+                continue
+            if m[0] not in best:
+                best[m[0]] = c.fused
+                order.append(m[0])
+        vec = next(iter(qvecs.values()), None)
+        key = (user_id, session_id or "")
+        chosen: list[int] | None = None
+
+        prev = self._sessions.get(key) if session_id else None
+        if prev is not None and vec is not None and float(np.dot(prev.vector, vec)) >= opts.cache_similarity:
+            chosen, coop["skipped"] = prev.pages, "session cache"
+        elif len(order) < 2:
+            coop["skipped"] = "fewer than two candidate pages"
+        elif best[order[0]] >= opts.confident_ratio * best[order[1]]:
+            coop["skipped"] = "confident"
+            chosen = [order[0]]
+        elif (kind := query_kind(query)) is not None:
+            typed = [
+                p
+                for bid, (_, _) in sorted(match_names(index, query).items(), key=lambda kv: -kv[1][0])
+                if (b := index.marks.get(bid)) is not None and b.kind == kind
+                for p in b.page_ids
+            ]
+            if typed:
+                chosen, coop["skipped"] = list(dict.fromkeys(typed))[:3], f"pattern: {kind}"
+        if "skipped" in coop:
+            self.stats[f"skipped:{coop['skipped']}"] += 1
+        else:
+            chosen = self._rerank_call(query, order[: opts.rerank_pages], index, coop)
+        if chosen is None:
+            return ranked
+        coop["pages"] = chosen
+        if session_id and vec is not None:
+            with self._lock:
+                self._sessions[key] = _SessionDecision(
+                    np.asarray(vec), list(chosen), coop.get("skipped", "llm")
+                )
+                while len(self._sessions) > 1024:
+                    self._sessions.popitem(last=False)
+        if not chosen:
+            return ranked
+        # Turns of the chosen pages that are already candidates move ahead, in the LLM's page order.
+        rank_of = {p: i for i, p in enumerate(chosen)}
+        top = ranked[0].fused if ranked else 1.0
+        for c in ranked:
+            m = meta.get(c.turn_id)
+            if m is not None and m[0] in rank_of:
+                c.fused += top * (1.0 - 0.1 * rank_of[m[0]])
+                c.scores["cooperative"] = 1.0
+        return sorted(ranked, key=lambda c: (-c.fused, c.turn_id))
+
+    def _rerank_call(
+        self, query: str, page_ids: list[int], index: _NameIndex, coop: dict[str, Any]
+    ) -> list[int] | None:
+        from memsched.llm.prompts import load
+
+        assert self.llm is not None
+        by_page: dict[int, list[Bookmark]] = {}
+        for b in index.marks.values():
+            for p in b.page_ids:
+                by_page.setdefault(p, []).append(b)
+        lines = []
+        for p in page_ids:
+            marks = by_page.get(p, [])
+            summary = " / ".join(b.summary for b in marks[:2]) or "(no bookmark)"
+            keys = ", ".join(dict.fromkeys(k for b in marks for k in b.keywords[:4]))
+            lines.append(f"[p{p}] {index.page_dates.get(p, '')}: {summary} ({keys})")
+        prompt = load("rerank").format(query=query, candidates="\n".join(lines))
+        t0 = time.perf_counter()
+        try:
+            reply = self.llm.complete(
+                [{"role": "user", "content": prompt}],
+                purpose="rerank",
+                timeout=self.options.rerank_timeout,
+                max_tokens=30,
+            )
+        except LLMError as exc:
+            coop["fallback"] = f"fused order (rerank failed: {str(exc)[:160]})"
+            coop["ms"] = _ms(t0)
+            self.stats["failed"] += 1
+            return None
+        coop["ms"] = _ms(t0)
+        coop["called"] = True
+        self.stats["called"] += 1
+        text = reply.content.strip()
+        coop["reply"] = text[:200]
+        if re.fullmatch(r"\W*(?:none|无|没有)\W*", text, re.I):
+            return []
+        wanted = set(page_ids)
+        picked = [int(m) for m in re.findall(r"p?(\d+)", text) if int(m) in wanted]
+        if not picked:
+            coop["fallback"] = "fused order (rerank reply named no candidate)"
+            return None
+        return list(dict.fromkeys(picked))[:3]
+
+
+def _mentions(query: str, name: str) -> bool:
+    if not name:
+        return False
+    if has_cjk(name):
+        return name in query
+    return re.search(rf"(?<![\w]){re.escape(name)}(?![\w])", query, re.I) is not None
+
+
+def _ms(t0: float) -> float:
+    return round((time.perf_counter() - t0) * 1000.0, 3)

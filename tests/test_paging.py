@@ -1,0 +1,285 @@
+"""The paging scheduler: layers in the trace, alias resolution, decomposition (zh+en), the entity
+graph, and the cooperative layer's skips (confidence, session cache, query pattern) and fallbacks
+(HTTP 500, timeout, an unusable reply) against the fake OpenAI server."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+import pytest
+
+from memsched.bookmarks import generate_bookmarks, maintain_bookmarks
+from memsched.embed.hashing import HashEmbedder
+from memsched.llm import OpenAIChatClient, llm_calls, reset_llm_calls
+from memsched.memory import Memory
+from memsched.model import Turn
+from memsched.paging import (
+    STAGES,
+    Pager,
+    PagingOptions,
+    _build_names,
+    decompose,
+    decompose_rules,
+    graph_neighbours,
+    looks_compound,
+    match_names,
+    query_kind,
+)
+from memsched.testing import Delay, Fail, FakeOpenAI
+
+T0 = datetime(2024, 3, 1, 9, 0, tzinfo=UTC)
+
+CONVERSATION = [
+    # session, speaker, text
+    ("s1", "Alice", "We decided to build the Alpha module with Rust and Tokio."),
+    ("s1", "Bob", "Good, the Alpha module also needs an audit log."),
+    ("s1", "Alice", "Carol will own the Alpha module from Monday."),
+    ("s1", "Bob", "Then the Alpha module ships in May."),
+    ("s2", "Bob", "My daughter started piano lessons with Mrs. Schmidt."),
+    ("s2", "Alice", "Piano lessons are great, how old is she?"),
+    ("s2", "Bob", "She is seven, and she already plays a little Mozart."),
+    ("s2", "Alice", "Mozart at seven, impressive!"),
+    ("s3", "Alice", "I booked a trip to Kyoto for the cherry blossoms."),
+    ("s3", "Bob", "Kyoto in April is beautiful, visit the Fushimi Inari shrine."),
+    ("s3", "Alice", "I will, and I want to try a tea ceremony in Gion."),
+    ("s3", "Bob", "Gion is lovely in the evening."),
+    ("s4", "Alice", "By the way, we renamed the Alpha module to Nova yesterday."),
+    ("s4", "Bob", "Noted, that name is easier to say."),
+    ("s4", "Alice", "The weather has been rainy all week."),
+    ("s4", "Bob", "Yes, lots of rain lately."),
+]
+
+
+def build(tmp_path: Path, **overrides: object) -> Memory:
+    mem = Memory(home=tmp_path / "m", embedders={"hash": HashEmbedder()}, page_size=4, **overrides)  # type: ignore[arg-type]
+    turns = [
+        Turn(
+            "u",
+            s,
+            "user" if who == "Alice" else "assistant",
+            text,
+            speaker=who,
+            created_at=T0 + timedelta(days=i // 4, minutes=i),
+        )
+        for i, (s, who, text) in enumerate(CONVERSATION)
+    ]
+    mem.add_many(turns)
+    maintain_bookmarks(mem, "u")
+    return mem
+
+
+@pytest.fixture
+def mem(tmp_path: Path) -> Iterator[Memory]:
+    m = build(tmp_path)
+    yield m
+    m.close()
+
+
+@pytest.fixture
+def fake() -> Iterator[FakeOpenAI]:
+    with FakeOpenAI() as server:
+        yield server
+
+
+def page_of(mem: Memory, session: str) -> int:
+    return next(p.id for p in mem.store.pages("u") if p.session_id == session)
+
+
+def test_layers_and_scores_are_in_the_trace(mem: Memory) -> None:
+    result = mem.context("u", "Who owns the Alpha module?", budget=600)
+    retrieval = result.trace["retrieval"]
+    assert {"bm25", "hash", "bookmarks:bm25", "bookmarks:hash", "bookmarks:keywords"} <= set(
+        retrieval["layers"]
+    )
+    assert retrieval["scores"]["bookmarks:keywords"]  # the keyword layer matched "Alpha module"
+    assert retrieval["pages"] and retrieval["pages"][0][0] == page_of(mem, "s1")
+    assert "Carol will own the Alpha module" in result.messages[0]["content"]
+    assert retrieval["paging"]["stages"]["bookmarks"] is True
+    assert result.trace["tokens"]["total"] <= 600
+
+
+def test_query_with_the_new_name_reaches_the_old_page(mem: Memory) -> None:
+    # "Nova" occurs only in session 4; the design talk of session 1 is reached through the alias
+    # that maintenance added to its bookmark.
+    s1 = {t.id for t in mem.store.page_turns("u", page_of(mem, "s1"))}
+    paging = Pager(mem).retrieve("u", "What language is Nova written in?")
+    top = [c.turn_id for c in paging.candidates[:6]]
+    assert s1 & set(top), paging.trace()
+    lifted = [c for c in paging.candidates if c.turn_id in s1]
+    assert any("page" in c.scores for c in lifted)
+    assert dict(paging.trace()["pages"])[page_of(mem, "s1")] >= 1.0  # named by its alias
+    # Without bookmarks the old page has nothing to go on.
+    plain = Pager(mem, STAGES["hybrid"]).retrieve("u", "What language is Nova written in?")
+    assert not s1 & {c.turn_id for c in plain.candidates[:2]}
+
+
+def test_keyword_matching_exact_fuzzy_and_graph(mem: Memory) -> None:
+    marks = mem.store.bookmarks("u")
+    index = _build_names(marks, (0, 0.0, 0), {"alice", "bob"})
+    exact = match_names(index, "tell me about Kyoto")
+    assert exact and all("kyoto" in " ".join(names).lower() for _, names in exact.values())
+    fuzzy = match_names(index, "the Mozzart piece")  # a typo still finds Mozart
+    assert any("mozart" in n.lower() for _, names in fuzzy.values() for n in names)
+    assert match_names(index, "the Mozzart piece", fuzzy=False) == {}
+    neighbours = [" ".join(k) for k, _ in graph_neighbours(index, ["Kyoto"])]
+    assert neighbours and any(
+        n in ("gion", "fushimi inari", "fushimi inari shrine", "cherry blossoms") for n in neighbours
+    )
+
+
+def test_rule_decomposition_english_and_chinese() -> None:
+    assert decompose_rules("What did Alice and Bob eat?", ["Alice", "Bob"]) == [
+        "What did Alice eat?",
+        "What did Bob eat?",
+    ]
+    assert decompose_rules("What hobbies do Alice and Bob both have?", ["Alice", "Bob"]) == [
+        "What hobbies do Alice have?",
+        "What hobbies do Bob have?",
+    ]
+    assert decompose_rules("When did Alice go to Kyoto, and what did Bob buy?") == [
+        "When did Alice go to Kyoto",
+        "what did Bob buy?",
+    ]
+    assert decompose_rules("小明和小红分别喜欢什么运动？", ["小明", "小红"]) == [
+        "小明喜欢什么运动？",
+        "小红喜欢什么运动？",
+    ]
+    assert decompose_rules("我们为什么放弃方案A？以及方案C的瓶颈是什么？") == [
+        "我们为什么放弃方案A",
+        "方案C的瓶颈是什么？",
+    ]
+    # One question stays whole.
+    assert decompose_rules("What did Alice tell Bob about Kyoto?", ["Alice", "Bob"]) == []
+    assert decompose_rules("小明喜欢什么？", ["小明"]) == []
+    assert looks_compound("What did Alice and Bob eat?", ["Alice", "Bob"])
+    assert not looks_compound("What did Alice eat?", ["Alice"])
+
+
+def test_llm_decomposition_and_its_fallback(fake: FakeOpenAI) -> None:
+    llm = OpenAIChatClient(fake.base_url, None, "m", timeout=5, retries=0)
+    fake.script(json.dumps({"queries": ["Why was plan A dropped?", "What is plan C's bottleneck?"]}))
+    subs, how = decompose("Why was plan A dropped and what is plan C's bottleneck?", [], llm)
+    assert how == "llm" and subs == ["Why was plan A dropped?", "What is plan C's bottleneck?"]
+    fake.script("no json here")
+    subs, how = decompose("What did Alice and Bob eat?", ["Alice", "Bob"], llm)
+    assert how.startswith("rules (llm failed: invalid JSON")
+    assert subs == ["What did Alice eat?", "What did Bob eat?"]
+    reset_llm_calls()
+    decompose("What did Alice eat?", ["Alice"], llm)  # not compound: no call at all
+    assert llm_calls() == {}
+
+
+def test_multihop_retrieves_each_part(mem: Memory) -> None:
+    paging = Pager(mem).retrieve(
+        "u", "What instrument does Bob's daughter play, and where did Alice book a trip?"
+    )
+    info = paging.info["decomposition"]
+    assert info["how"] == "rules" and len(info["queries"]) == 2
+    top = {c.turn_id for c in paging.candidates[:6]}
+    s2 = {t.id for t in mem.store.page_turns("u", page_of(mem, "s2"))}
+    s3 = {t.id for t in mem.store.page_turns("u", page_of(mem, "s3"))}
+    assert top & s2 and top & s3
+    assert any(name.startswith("sub1:") for name in paging.layers)
+
+
+def test_query_kind_patterns() -> None:
+    assert query_kind("What did we decide about the Alpha module?") == "decision"
+    assert query_kind("我们关于Alpha模块决定了什么？") == "decision"
+    assert query_kind("What are you planning for the summer?") == "plan"
+    assert query_kind("How is the weather?") is None
+
+
+# -- the cooperative layer ----------------------------------------------------------------------------------
+
+
+def coop_pager(mem: Memory, fake: FakeOpenAI, timeout: float = 5.0, **changes: object) -> Pager:
+    llm = OpenAIChatClient(fake.base_url, None, "m", timeout=timeout, retries=0, backoff=0.01)
+    return Pager(mem, PagingOptions(**changes), llm=llm)  # type: ignore[arg-type]
+
+
+def test_confident_ranking_skips_the_llm(mem: Memory, fake: FakeOpenAI) -> None:
+    reset_llm_calls()
+    paging = coop_pager(mem, fake).retrieve("u", "Fushimi Inari shrine")
+    assert paging.info["cooperative"]["skipped"] == "confident"
+    assert "rerank" not in llm_calls()
+
+
+def test_rerank_call_promotes_the_chosen_page_then_the_session_cache_reuses_it(
+    mem: Memory, fake: FakeOpenAI
+) -> None:
+    pager = coop_pager(mem, fake, confident_ratio=100.0)
+    s2 = page_of(mem, "s2")
+    fake.script(f"p{s2}")
+    reset_llm_calls()
+    first = pager.retrieve("u", "what happened recently?", session_id="chat")
+    coop = first.info["cooperative"]
+    assert coop["called"] is True and coop["pages"] == [s2]
+    assert llm_calls() == {"rerank": 1}
+    prompt = fake.chat_requests[-1]["messages"][0]["content"]
+    assert f"[p{s2}]" in prompt and "what happened recently?" in prompt
+    s2_turns = {t.id for t in mem.store.page_turns("u", s2)}
+    assert first.candidates[0].turn_id in s2_turns
+    # The same question again in the same session: the decision is reused, no call.
+    again = pager.retrieve("u", "what happened recently?", session_id="chat")
+    assert again.info["cooperative"]["skipped"] == "session cache"
+    assert llm_calls() == {"rerank": 1}
+    # Another session does not share the cache.
+    fake.script("none")
+    other = pager.retrieve("u", "what happened recently?", session_id="other")
+    assert other.info["cooperative"]["pages"] == [] and llm_calls() == {"rerank": 2}
+
+
+def test_decision_question_maps_to_decision_bookmarks_without_the_llm(mem: Memory, fake: FakeOpenAI) -> None:
+    reset_llm_calls()
+    paging = coop_pager(mem, fake, confident_ratio=100.0).retrieve(
+        "u", "What did we decide about the Alpha module?"
+    )
+    assert paging.info["cooperative"]["skipped"] == "pattern: decision"
+    assert paging.info["cooperative"]["pages"][0] == page_of(mem, "s1")
+    assert "rerank" not in llm_calls()
+
+
+@pytest.mark.parametrize(
+    ("reply", "expect"),
+    [
+        (Fail(500), "HTTP 500"),
+        (Delay(2.0, then="p1"), "timed out"),
+        ("I think the second one", "named no candidate"),
+    ],
+    ids=["http-500", "timeout", "unusable-reply"],
+)
+def test_rerank_failures_fall_back_to_the_fused_order(
+    mem: Memory, fake: FakeOpenAI, reply: object, expect: str
+) -> None:
+    fused = Pager(mem, PagingOptions(cooperative=False)).retrieve("u", "what happened recently?")
+    fake.script(reply)  # type: ignore[arg-type]
+    pager = coop_pager(mem, fake, timeout=0.3, confident_ratio=100.0, rerank_timeout=0.3)
+    paging = pager.retrieve("u", "what happened recently?", session_id="s")
+    coop = paging.info["cooperative"]
+    assert coop["fallback"].startswith("fused order") and expect in coop["fallback"]
+    assert [c.turn_id for c in paging.candidates] == [c.turn_id for c in fused.candidates]
+
+
+def test_memory_context_uses_the_pager_and_offline_makes_no_llm_call(mem: Memory) -> None:
+    reset_llm_calls()
+    result = mem.context("u", "Where is Alice travelling for the cherry blossoms?", budget=500)
+    assert "Kyoto" in result.messages[0]["content"]
+    assert "paging" in result.trace["retrieval"]
+    assert llm_calls() == {}
+
+
+def test_generate_then_stages_are_all_usable(tmp_path: Path) -> None:
+    m = Memory(home=tmp_path / "x", embedders={"hash": HashEmbedder()}, page_size=4)
+    try:
+        m.add("u", "s", "user", "hello there, I adopted a cat named Sesame")
+        # No bookmarks yet: every stage still answers from the turn layers.
+        for options in STAGES.values():
+            assert Pager(m, options).retrieve("u", "cat name").candidates
+        generate_bookmarks(m, "u")
+        for options in STAGES.values():
+            assert Pager(m, options).retrieve("u", "cat name").candidates
+    finally:
+        m.close()

@@ -1,0 +1,438 @@
+"""The scheduler's P0 path: ordering, the P1 barrier, consistency commands, traces, LLM failures.
+
+Real SQLite in tmp_path, the fake OpenAI server on loopback, the hashing embedder. No timing
+assertions: concurrency is proven with events and barriers.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import threading
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from memsched import Config, LLMError, Memory
+from memsched.embed.hashing import HashEmbedder
+from memsched.jobs.worker import Worker
+from memsched.llm.client import OpenAIChatClient, llm_calls
+from memsched.model import content_hash
+from memsched.profile import PREFERRED_NAME
+from memsched.scheduler import ReplyError, Scheduler
+from memsched.testing import Delay, Fail, FakeOpenAI
+
+
+@pytest.fixture(autouse=True)
+def _env(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    for key in list(os.environ):
+        if key.startswith("MEMSCHED_"):
+            monkeypatch.delenv(key)
+    monkeypatch.setenv("MEMSCHED_HOME", str(tmp_path))
+
+
+@pytest.fixture
+def fake() -> Iterator[FakeOpenAI]:
+    with FakeOpenAI() as server:
+        yield server
+
+
+Factory = Callable[..., tuple[Memory, Scheduler]]
+
+
+@pytest.fixture
+def make(tmp_path: Path, fake: FakeOpenAI) -> Iterator[Factory]:
+    opened: list[tuple[Memory, Scheduler, OpenAIChatClient]] = []
+
+    def factory(*, retries: int = 0, timeout: float = 10.0, **kwargs: Any) -> tuple[Memory, Scheduler]:
+        cfg_keys = {"recent_max_turns", "budget", "model_context", "overflow_threshold"}
+        cfg = {k: kwargs.pop(k) for k in list(kwargs) if k in cfg_keys}
+        memory = Memory(Config.load(home=tmp_path, **cfg), embedders={"hash": HashEmbedder()})
+        llm = OpenAIChatClient(
+            fake.base_url, "key", "fake-model", timeout=timeout, retries=retries, backoff=0.01
+        )
+        kwargs.setdefault("summary_llm", None)
+        scheduler = Scheduler(memory, llm=llm, **kwargs)
+        opened.append((memory, scheduler, llm))
+        return memory, scheduler
+
+    yield factory
+    for memory, scheduler, llm in opened:
+        scheduler.close()
+        llm.close()
+        memory.close()
+
+
+def system_text(request: dict[str, Any]) -> str:
+    return str(request["messages"][0]["content"])
+
+
+def all_text(request: dict[str, Any]) -> str:
+    return "\n".join(str(m["content"]) for m in request["messages"])
+
+
+# -- the basic turn ---------------------------------------------------------------------------------------
+
+
+def test_turn_records_both_sides_and_makes_only_the_reply_call(make: Factory, fake: FakeOpenAI) -> None:
+    memory, sched = make()
+    before = llm_calls()
+    result = sched.turn("u", "s", "My cat is called Sesame")
+    after = llm_calls()
+    assert result.reply == "ok: My cat is called Sesame"
+    assert {k: after.get(k, 0) - before.get(k, 0) for k in after if after.get(k, 0) != before.get(k, 0)} == {
+        "reply": 1
+    }
+    turns = memory.store.session_turns("u", "s")
+    assert [(t.role, t.content) for t in turns] == [
+        ("user", "My cat is called Sesame"),
+        ("assistant", "ok: My cat is called Sesame"),
+    ]
+    assert result.turn_ids == [t.id for t in turns]
+    assert fake.chat_requests[-1]["messages"] == result.messages
+    second = sched.turn("u", "s", "what is my cat called?")
+    assert "Sesame" in all_text(fake.chat_requests[-1])
+    assert second.trace["recent"] == result.turn_ids
+
+
+def test_prepare_records_the_message_and_record_adds_the_reply(make: Factory, fake: FakeOpenAI) -> None:
+    memory, sched = make()
+    prepared = sched.prepare("u", "s", "我出门了")
+    assert prepared.reply is None
+    assert prepared.messages[-1] == {"role": "user", "content": "我出门了"}
+    assert fake.chat_requests == []  # prepare() never calls an LLM
+    sched.record("u", "s", "assistant", "路上小心")
+    nxt = sched.prepare("u", "s", "啊忘了带钥匙")
+    contents = [m["content"] for m in nxt.messages]
+    assert contents[-3:] == ["我出门了", "路上小心", "啊忘了带钥匙"]
+    assert [t.content for t in memory.store.session_turns("u", "s")] == [
+        "我出门了",
+        "路上小心",
+        "啊忘了带钥匙",
+    ]
+
+
+# -- ordering ---------------------------------------------------------------------------------------------
+
+
+def test_one_session_is_served_in_arrival_order(make: Factory, fake: FakeOpenAI) -> None:
+    memory, sched = make(recent_max_turns=100, budget=8000)
+    entered = threading.Event()
+    release = threading.Event()
+    first = {"seen": False}
+    lock = threading.Lock()
+
+    def responder(body: dict[str, Any]) -> str:
+        with lock:
+            is_first = not first["seen"]
+            first["seen"] = True
+        if is_first:
+            entered.set()
+            assert release.wait(30)
+        return "re: " + str(body["messages"][-1]["content"])
+
+    fake.responder = responder
+    n = 20
+    errors: list[BaseException] = []
+
+    def send(i: int) -> None:
+        try:
+            sched.turn("u", "s", f"message number {i}")
+        except BaseException as exc:
+            errors.append(exc)
+
+    threads = [threading.Thread(target=send, args=(i,)) for i in range(n)]
+    threads[0].start()
+    assert entered.wait(30)  # message 0 is inside its LLM call, holding the session
+    for i in range(1, n):
+        threads[i].start()
+        # Wait until message i has taken its place in line before sending the next one, so the
+        # arrival order is known.
+        for _ in range(3000):
+            if sched.queued("u", "s") >= i + 1:
+                break
+            threading.Event().wait(0.01)
+        assert sched.queued("u", "s") >= i + 1
+    release.set()
+    for t in threads:
+        t.join(60)
+    assert not errors
+
+    turns = memory.store.session_turns("u", "s")
+    assert len(turns) == 2 * n  # none lost
+    assert [t.role for t in turns] == ["user", "assistant"] * n
+    assert [t.content for t in turns[0::2]] == [f"message number {i}" for i in range(n)]
+    assert [t.content for t in turns[1::2]] == [f"re: message number {i}" for i in range(n)]
+    requests = fake.chat_requests
+    assert len(requests) == n
+    for i, req in enumerate(requests):
+        sent = [m["content"] for m in req["messages"][1:]]
+        expected: list[str] = []
+        for j in range(i):
+            expected += [f"message number {j}", f"re: message number {j}"]
+        assert sent == [*expected, f"message number {i}"]
+
+
+def test_different_sessions_run_in_parallel(make: Factory, fake: FakeOpenAI) -> None:
+    _, sched = make()
+    # Both LLM calls must be in flight at once for the barrier to open; one at a time would break it.
+    meet = threading.Barrier(2, timeout=20)
+
+    def responder(body: dict[str, Any]) -> str:
+        try:
+            meet.wait()
+        except threading.BrokenBarrierError:
+            return "serialised"
+        return "overlapped"
+
+    fake.responder = responder
+    replies: dict[str, str | None] = {}
+
+    def send(session: str) -> None:
+        replies[session] = sched.turn("u", session, "hello").reply
+
+    threads = [threading.Thread(target=send, args=(s,)) for s in ("a", "b")]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(60)
+    assert replies == {"a": "overlapped", "b": "overlapped"}
+
+
+def test_aturn_keeps_the_order_coroutines_arrived_in(make: Factory) -> None:
+    memory, sched = make(recent_max_turns=50)
+
+    async def main() -> list[str | None]:
+        results = await asyncio.gather(*(sched.aturn("u", "s", f"m{i}") for i in range(6)))
+        return [r.reply for r in results]
+
+    replies = asyncio.run(main())
+    assert replies == [f"ok: m{i}" for i in range(6)]
+    assert [t.content for t in memory.store.session_turns("u", "s")][0::2] == [f"m{i}" for i in range(6)]
+
+
+# -- P1: the barrier and consistency commands ----------------------------------------------------------------
+
+
+def test_p1_job_from_record_is_applied_before_the_next_turn(make: Factory, fake: FakeOpenAI) -> None:
+    memory, sched = make(start_workers=False, barrier_timeout=30)
+    sched.turn("u", "s", "hi, I'm new here")
+    rec = sched.record("u", "s", "user", "以后叫我大王")
+    assert rec.commands and rec.commands[0]["kind"] == "rename"
+    assert len(rec.jobs) == 1 and sched.queue.pending("u", "s") == 1
+    assert sched.profile.get("u", PREFERRED_NAME) is None  # queued, not applied yet
+
+    result: dict[str, Any] = {}
+    t = threading.Thread(target=lambda: result.update(r=sched.turn("u", "s", "早上好")))
+    t.start()
+    # The turn holds the session lease once it is at the barrier; only then does a worker start.
+    for _ in range(3000):
+        if sched.locks.holder("u", "s") is not None:
+            break
+        threading.Event().wait(0.01)
+    assert len(fake.chat_requests) == 1  # the new turn has not called the LLM: it is waiting
+    worker = Worker(memory, llm=None).start()
+    try:
+        t.join(60)
+    finally:
+        worker.stop()
+    turn = result["r"]
+    barrier = [e for e in turn.trace["blocking"] if e["kind"] == "barrier"]
+    assert barrier and barrier[0]["ok"] and barrier[0]["jobs"] == 1
+    assert "大王" in system_text(fake.chat_requests[-1])
+    fact = sched.profile.get("u", PREFERRED_NAME)
+    assert fact is not None and fact.value == "大王" and fact.source_turn_ids == (rec.turn.id,)
+
+
+def test_rename_in_a_turn_is_in_that_turns_context(make: Factory, fake: FakeOpenAI) -> None:
+    _, sched = make()
+    sched.turn("u", "s", "以后叫我小王")
+    result = sched.turn("u", "s", "别叫我小王了，叫我大王")
+    system = system_text(fake.chat_requests[-1])
+    assert "preferred name (call the user this): 大王" in system
+    assert ": 小王 (" not in system  # the old name is history, never the current value
+    event = next(e for e in result.trace["blocking"] if e["kind"] == "consistency")
+    assert event["command"] == "rename" and event["changed"] == {PREFERRED_NAME: "大王"}
+    fact = sched.profile.get("u", PREFERRED_NAME)
+    assert fact is not None and fact.source_turn_ids == (result.turn_ids[0],)
+    # And it lasts: a later turn in another session still uses it.
+    sched.turn("u", "other", "你还记得我叫什么吗？")
+    assert "preferred name (call the user this): 大王" in system_text(fake.chat_requests[-1])
+
+
+def _vector_rows(memory: Memory, user_id: str, text: str) -> int:
+    row = memory.store.db.execute(
+        "SELECT count(*) FROM embeddings WHERE user_id = ? AND content_hash = ?",
+        (user_id, content_hash(text)),
+    ).fetchone()
+    return int(row[0])
+
+
+def test_forget_last_hard_deletes_before_the_reply(make: Factory, fake: FakeOpenAI) -> None:
+    memory, sched = make()
+    sched.turn("u", "s", "hello there")
+    secret = sched.turn("u", "s", "my bank pin is pineapple4242")
+    secret_user_id, secret_reply_id = secret.turn_ids
+    sched.turn("u", "s", "what a day")  # lets the post-reply embedding of the secret's reply finish
+    assert memory.store.search_bm25("u", "pineapple4242")
+    assert _vector_rows(memory, "u", "user: my bank pin is pineapple4242") == 1
+
+    # "what a day" is now the last message: forget it, then check the secret survives that...
+    sched.turn("u", "s", "forget what I just said")
+    assert "what a day" not in [t.content for t in memory.store.session_turns("u", "s")]
+    # ...and forget a message right after the secret: set it up again.
+    sched.turn("u", "s", "my bank pin is pineapple4242 really")
+    result = sched.turn("u", "s", "忘掉刚才那句话")
+    event = next(e for e in result.trace["blocking"] if e["kind"] == "consistency")
+    assert event["command"] == "forget_last" and len(event["deleted_turn_ids"]) == 2
+    contents = [t.content for t in memory.store.session_turns("u", "s")]
+    assert "my bank pin is pineapple4242 really" not in contents
+    assert "忘掉刚才那句话" in contents  # the request itself is kept, without what it removed
+    assert _vector_rows(memory, "u", "user: my bank pin is pineapple4242 really") == 0
+    assert "pineapple4242 really" not in all_text(fake.chat_requests[-1])
+    sched.turn("u", "s", "ok what next")
+    assert "pineapple4242 really" not in all_text(fake.chat_requests[-1])
+    # The first secret was never asked to be forgotten.
+    assert {t.id for t in memory.store.get_turns("u", [secret_user_id, secret_reply_id])} == {
+        secret_user_id,
+        secret_reply_id,
+    }
+    hits = memory.store.search_bm25("u", "really pineapple4242")
+    assert all("really" not in t.content for t in memory.store.get_turns("u", [h.turn_id for h in hits]))
+
+
+def test_forget_removes_derived_facts_and_traces(make: Factory) -> None:
+    _, sched = make()
+    sched.turn("u", "s", "以后叫我小王")
+    renamed = sched.turn("u", "s", "叫我大王吧")
+    assert sched.profile.get("u", PREFERRED_NAME).value == "大王"  # type: ignore[union-attr]
+    sched.turn("u", "s", "忘掉刚才那句话")
+    # The fact came from the forgotten turn: it goes, and the name it had replaced is back.
+    fact = sched.profile.get("u", PREFERRED_NAME)
+    assert fact is not None and fact.value == "小王"
+    assert sched.trace(renamed.trace_id) is None  # the trace quoted the forgotten message
+
+
+def test_forget_via_record_is_a_p1_job_the_next_turn_waits_for(make: Factory, fake: FakeOpenAI) -> None:
+    memory, sched = make()
+    sched.turn("u", "s", "my locker code is mango777")
+    rec = sched.record("u", "s", "user", "delete my last message")
+    assert len(rec.jobs) == 1
+    sched.turn("u", "s", "anyway")
+    assert "mango777" not in all_text(fake.chat_requests[-1])
+    assert not any("mango777" in t.content for t in memory.store.session_turns("u", "s"))
+    assert memory.store.search_bm25("u", "mango777") == []
+
+
+# -- traces, metrics, failures ---------------------------------------------------------------------------------
+
+
+def test_trace_is_stored_and_retrievable_by_id(make: Factory, fake: FakeOpenAI) -> None:
+    _, sched = make()
+    sched.turn("u", "s", "I love hiking in the Alps")
+    result = sched.turn("u", "s", "call me Dave from now on", timezone="Asia/Shanghai")
+    stored = sched.trace(result.trace_id)
+    assert stored is not None
+    assert stored["id"] == result.trace_id and stored["turn_ids"] == result.turn_ids
+    assert stored["route"]["signals"]["command"] is True
+    assert stored["route"]["local_time"] is not None
+    blocking = stored["blocking"]
+    assert blocking[0]["kind"] == "consistency" and blocking[0]["command"] == "rename"
+    assert isinstance(blocking[0]["ms"], float)
+    for stage in ("lock_wait", "barrier_wait", "commands", "embed_query", "route", "context", "llm"):
+        assert stage in stored["timings_ms"], stage
+    assert {"system", "memory", "recent", "total"} <= set(stored["tokens"])
+    assert "candidates" in stored["retrieval"]
+    assert stored["llm"]["model"] == "fake-model"
+    assert sched.trace("no-such-trace") is None
+    assert sched.traces("u", "s")[0]["id"] == result.trace_id
+
+    metrics = sched.metrics.render().decode()
+    assert 'memsched_turns_total{entry="turn",outcome="ok"} 2.0' in metrics
+    assert 'memsched_commands_total{kind="rename"} 1.0' in metrics
+    assert "memsched_p0_overhead_seconds_count 2.0" in metrics
+    assert 'memsched_queue_depth{priority="P1"}' in metrics
+    assert 'memsched_llm_calls_total{purpose="reply"}' in metrics
+
+
+def test_llm_500_raises_and_keeps_the_message(make: Factory, fake: FakeOpenAI) -> None:
+    memory, sched = make(retries=0)
+    fake.script(Fail(500))
+    with pytest.raises(ReplyError) as info:
+        sched.turn("u", "s", "are you there?")
+    err = info.value
+    assert isinstance(err, LLMError)
+    assert "HTTP 500" in str(err) and "recorded" in str(err)
+    turns = memory.store.session_turns("u", "s")
+    assert [(t.role, t.content, t.meta.get("reply_failed")) for t in turns] == [
+        ("user", "are you there?", True)
+    ]
+    assert err.turn_id == turns[0].id
+    trace = sched.trace(err.trace_id)
+    assert trace is not None and "HTTP 500" in trace["error"]
+    assert 'memsched_turns_total{entry="turn",outcome="error"} 1.0' in sched.metrics.render().decode()
+
+    # Retrying the same message replaces the failed turn: no duplicate, and the reply follows it.
+    result = sched.turn("u", "s", "are you there?")
+    assert result.reply == "ok: are you there?"
+    turns = memory.store.session_turns("u", "s")
+    assert [(t.role, t.content) for t in turns] == [
+        ("user", "are you there?"),
+        ("assistant", "ok: are you there?"),
+    ]
+    assert [m["content"] for m in fake.chat_requests[-1]["messages"][1:]] == ["are you there?"]
+
+
+def test_llm_timeout_raises_a_clear_error(make: Factory, fake: FakeOpenAI) -> None:
+    memory, sched = make(retries=0, timeout=0.2)
+    fake.script(Delay(3.0, then="too late"))
+    with pytest.raises(ReplyError, match="timed out"):
+        sched.turn("u", "s", "hello?")
+    assert [t.content for t in memory.store.session_turns("u", "s")] == ["hello?"]
+
+
+def test_retry_does_not_apply_forget_twice(make: Factory, fake: FakeOpenAI) -> None:
+    memory, sched = make(retries=0)
+    sched.turn("u", "s", "keep this one")
+    sched.turn("u", "s", "drop this one")
+    fake.script(Fail(503))
+    with pytest.raises(ReplyError):
+        sched.turn("u", "s", "forget that")
+    sched.turn("u", "s", "forget that")
+    contents = [t.content for t in memory.store.session_turns("u", "s")]
+    assert contents == ["keep this one", "ok: keep this one", "forget that", "ok: forget that"]
+
+
+def test_turn_needs_an_llm_and_valid_ids(tmp_path: Path) -> None:
+    from memsched.errors import ConfigError, InputError
+
+    memory = Memory(Config.load(home=tmp_path), embedders={"hash": HashEmbedder()})
+    sched = Scheduler(memory, start_workers=False)
+    try:
+        with pytest.raises(ConfigError, match="reply LLM"):
+            sched.turn("u", "s", "hi")
+        with pytest.raises(InputError):
+            sched.prepare("", "s", "hi")
+        with pytest.raises(InputError):
+            sched.prepare("u", "s", "   ")
+        assert sched.prepare("u", "s", "hi").messages[-1]["content"] == "hi"
+    finally:
+        sched.close()
+        memory.close()
+
+
+def test_turns_stored_outside_the_scheduler_are_embedded_before_retrieval(make: Factory) -> None:
+    from memsched.model import Turn
+
+    memory, sched = make()
+    sched.turn("u", "s", "hello")
+    memory.add_many(
+        [Turn(user_id="u", session_id="import", role="user", content="I grew up in Lanzhou")], index=False
+    )
+    assert memory.store.turns_missing_vectors("u", "hash-256")
+    result = sched.turn("u", "s", "where did I grow up, Lanzhou?")
+    assert "backfill" in result.trace["timings_ms"]
+    assert _vector_rows(memory, "u", "user: I grew up in Lanzhou") == 1
+    assert "I grew up in Lanzhou" in result.messages[0]["content"]
