@@ -592,7 +592,10 @@ def extract_keywords(
         text, kind = kw.text, kw.kind
         if kind == "term" and low in phrase_of:
             phrase, ptf = phrase_of[low]
-            if ptf * 2 >= bag.words.get(low, 1) and ptf >= 1 and (ptf >= 2 or has_cjk(phrase)):
+            # A phrase said once stands in for its word only when it is a two-word Chinese compound
+            # ("番茄炒蛋"); longer one-off runs are more often a clause than a name.
+            once_ok = has_cjk(phrase) and len(bag.parts.get(phrase, ())) == 2
+            if ptf * 2 >= bag.words.get(low, 1) and (ptf >= 2 or once_ok):
                 text, kind = bag.surface.get(phrase, phrase), "phrase"
                 low = phrase
         if low in covered:

@@ -493,6 +493,12 @@ class Pager:
         for c in ranked:
             if not c.reason:
                 c.reason = "fused: " + ", ".join(f"{layer}#{rank}" for layer, rank in sorted(c.ranks.items()))
+        if self.llm is not None:
+            from memsched.llm.client import llm_calls
+
+            # Process-wide counts per purpose (what /metrics exports), and this pager's rerank record.
+            info["llm_calls"] = llm_calls()
+            info["rerank_stats"] = dict(self.stats)
         timings["paging_total"] = _ms(t_start)
         return Paging(candidates=ranked, layers=layers, timings_ms=timings, pages=pages, info=info)
 

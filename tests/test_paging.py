@@ -283,3 +283,37 @@ def test_generate_then_stages_are_all_usable(tmp_path: Path) -> None:
             assert Pager(m, options).retrieve("u", "cat name").candidates
     finally:
         m.close()
+
+
+def test_chinese_question_reaches_its_page_through_bookmark_keywords(tmp_path: Path) -> None:
+    m = Memory(home=tmp_path / "zh", embedders={"hash": HashEmbedder()}, page_size=4)
+    talks = [
+        [
+            "我们决定采用OT算法来解决实时协同编辑的冲突。",
+            "OT算法需要一个中央服务器。",
+            "前端考虑使用Yjs库。",
+            "中央服务器交给小王部署。",
+        ],
+        ["晚上我做了番茄炒蛋。", "番茄炒蛋要先炒鸡蛋。", "周末想学红烧肉。", "红烧肉需要冰糖上色。"],
+        ["下周去杭州出差。", "记得去西湖看看。", "顺便吃一次东坡肉。", "好的，我会带伞。"],
+    ]
+    try:
+        for day, talk in enumerate(talks):
+            m.add_many(
+                [
+                    Turn("u", f"s{day}", "user", t, created_at=T0 + timedelta(days=day, minutes=i))
+                    for i, t in enumerate(talk)
+                ]
+            )
+        generate_bookmarks(m, "u")
+        ot_page = page_of(m, "s0")
+        paging = Pager(m).retrieve("u", "之前我们为协同编辑选的冲突解决方案，对网络延迟的要求高吗？")
+        assert paging.trace()["scores"]["bookmarks:keywords"][0][0] in {
+            b.id for b in m.store.bookmarks("u", page_id=ot_page)
+        }
+        top = m.store.get_turns("u", [c.turn_id for c in paging.candidates[:3]])
+        assert all(t.page_id == ot_page for t in top)
+        result = m.context("u", "OT算法需要什么服务器？", budget=300)
+        assert "中央服务器" in result.messages[0]["content"]
+    finally:
+        m.close()
