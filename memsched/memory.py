@@ -215,6 +215,8 @@ class Memory:
         recent = (
             self.store.session_turns(user_id, session_id, last=cfg.recent_max_turns) if session_id else []
         )
+        if recent_after_seq is not None:  # the turns up to there are covered by `summaries`
+            recent = [t for t in recent if t.seq is not None and t.seq > recent_after_seq]
         timings["recent"] = _ms(t0)
         if backfill:
             t0 = time.perf_counter()

@@ -102,7 +102,9 @@ class Retriever:
                 texts = [text for _, text in missing]
                 vectors = embedder.embed(texts)
                 self.store.put_vectors(
-                    user_id, embedder.model_id, [(content_hash(t), v) for t, v in zip(texts, vectors, strict=True)]
+                    user_id,
+                    embedder.model_id,
+                    [(content_hash(t), v) for t, v in zip(texts, vectors, strict=True)],
                 )
                 done += len(missing)
                 if progress is not None:

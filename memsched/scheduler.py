@@ -31,7 +31,6 @@ Decisions (see docs/design.md):
 from __future__ import annotations
 
 import asyncio
-import inspect
 import logging
 import threading
 import time
@@ -39,12 +38,11 @@ import uuid
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
-from datetime import datetime
-from typing import TYPE_CHECKING, Any, cast
+from datetime import datetime, timedelta
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from memsched.assemble import assemble
 from memsched.commands import (
     COUNTS_RESET,
     Applied,
@@ -69,6 +67,8 @@ if TYPE_CHECKING:
 
 log = logging.getLogger("memsched.scheduler")
 
+# Bookmark maintenance (merging, alias updates) waits for a quiet moment after a page fills.
+MAINTENANCE_DELAY = timedelta(minutes=10)
 DEFAULT_BARRIER_TIMEOUT = 10.0  # seconds a turn waits for the session's P1 jobs before going on
 DEFAULT_LOCK_TIMEOUT = 120.0  # seconds a turn waits for another process's lease on the session
 TOPIC_WINDOW = 6  # turns of the current segment the new message is compared with
@@ -195,6 +195,7 @@ class _TurnState:
     entry: str
     sw: Stopwatch
     hold: _Hold
+    persona: str = ""  # the system prompt: the client's own, or the configured default
     trace_id: str = field(default_factory=lambda: uuid.uuid4().hex)
     blocking: list[dict[str, Any]] = field(default_factory=list)
     commands: list[Command] = field(default_factory=list)
@@ -271,15 +272,6 @@ class Scheduler:
         self._gates = _Gates()
         self._post = ThreadPoolExecutor(max_workers=max(1, post_threads), thread_name_prefix="memsched-post")
         self._owner = default_owner("turn")
-        params = set(inspect.signature(memory.context).parameters)
-        # A Memory.context without `recent_after_seq`/`query_vectors` (or one that ignores the first,
-        # see `_context`) is replaced by `build_context`, made of the same pieces.
-        self._native_context = {"recent_after_seq", "query_vectors"} <= params
-        self._warned_native = False
-        # Per user, the highest turn id known to have its vectors: below it a context needs no
-        # backfill, which on a 10k-turn user costs a full scan per embedder (~7 ms each).
-        self._embedded: dict[str, int] = {}
-        self._embedded_lock = threading.Lock()
         self.topic_embedder = next((n for n in TOPIC_EMBEDDER_PREFERENCE if n in memory.embedders), None)
         if self.topic_embedder is None and memory.embedders:
             self.topic_embedder = next(iter(memory.embedders))
@@ -321,6 +313,7 @@ class Scheduler:
         *,
         now: datetime | None = None,
         timezone: str | None = None,
+        system_prompt: str | None = None,
     ) -> TurnResult:
         """Answer `message` with the reply LLM and record both sides.
 
@@ -334,7 +327,14 @@ class Scheduler:
             )
         _check(user_id, session_id, message)
         return self._run(
-            self._gates.take((user_id, session_id)), user_id, session_id, message, now, timezone, True
+            self._gates.take((user_id, session_id)),
+            user_id,
+            session_id,
+            message,
+            now,
+            timezone,
+            True,
+            system_prompt,
         )
 
     def prepare(
@@ -345,6 +345,7 @@ class Scheduler:
         *,
         now: datetime | None = None,
         timezone: str | None = None,
+        system_prompt: str | None = None,
     ) -> TurnResult:
         """Everything `turn()` does except the LLM call: returns the messages to send and records `message`.
 
@@ -352,7 +353,14 @@ class Scheduler:
         """
         _check(user_id, session_id, message)
         return self._run(
-            self._gates.take((user_id, session_id)), user_id, session_id, message, now, timezone, False
+            self._gates.take((user_id, session_id)),
+            user_id,
+            session_id,
+            message,
+            now,
+            timezone,
+            False,
+            system_prompt,
         )
 
     async def aturn(
@@ -363,6 +371,7 @@ class Scheduler:
         *,
         now: datetime | None = None,
         timezone: str | None = None,
+        system_prompt: str | None = None,
     ) -> TurnResult:
         """`turn()` in a worker thread. The session's place in line is taken before the first await,
         so coroutines of one session are answered in the order they called `aturn`."""
@@ -370,7 +379,7 @@ class Scheduler:
             raise ConfigError("aturn() needs a reply LLM: pass Scheduler(memory, llm=...)")
         _check(user_id, session_id, message)
         ticket = self._gates.take((user_id, session_id))
-        return await self._in_thread(ticket, user_id, session_id, message, now, timezone, True)
+        return await self._in_thread(ticket, user_id, session_id, message, now, timezone, True, system_prompt)
 
     async def aprepare(
         self,
@@ -380,11 +389,14 @@ class Scheduler:
         *,
         now: datetime | None = None,
         timezone: str | None = None,
+        system_prompt: str | None = None,
     ) -> TurnResult:
         """`prepare()` in a worker thread, keeping the session's arrival order like `aturn`."""
         _check(user_id, session_id, message)
         ticket = self._gates.take((user_id, session_id))
-        return await self._in_thread(ticket, user_id, session_id, message, now, timezone, False)
+        return await self._in_thread(
+            ticket, user_id, session_id, message, now, timezone, False, system_prompt
+        )
 
     async def _in_thread(self, ticket: _Ticket, *args: Any) -> TurnResult:
         started = threading.Event()
@@ -436,6 +448,7 @@ class Scheduler:
                     elif cmd.kind == "forget_last" and forget_ids:
                         payload = {"turn_ids": forget_ids, "command_turn_id": turn.id}
                         jobs.append(_p1("forget_last", user_id, session_id, payload, turn.id))
+                jobs.extend(page_jobs([turn], self.store.page_size))
                 job_ids = self.queue.enqueue(jobs, tx=tx) if jobs else []
             # Embedding here keeps the next turn's P0 path free of it; the user is not waiting on record().
             self._index(user_id)
@@ -512,13 +525,16 @@ class Scheduler:
         now: datetime | None,
         timezone: str | None,
         call_llm: bool,
+        system_prompt: str | None = None,
     ) -> TurnResult:
         sw = Stopwatch()
         hold = self._acquire(ticket, user_id, session_id)
         sw.add("lock_wait", hold.wait_ms)
         handed_off = False
         try:
-            result, post = self._turn_locked(sw, hold, user_id, session_id, message, now, timezone, call_llm)
+            result, post = self._turn_locked(
+                sw, hold, user_id, session_id, message, now, timezone, call_llm, system_prompt
+            )
             if post:
                 # The reply's vectors are computed after the caller has the reply; the session stays
                 # held until they are stored, so the next turn of the session finds them.
@@ -533,16 +549,8 @@ class Scheduler:
                 self._release(hold)
 
     def _index(self, user_id: str) -> None:
-        """Embed the user's turns that lack vectors and move the user's watermark up."""
-        upto = self.store.max_turn_id(user_id)
+        """Embed the user's turns that lack vectors (cheap when none do: the retriever keeps a watermark)."""
         self.memory.retriever.index_user(user_id)
-        with self._embedded_lock:
-            self._embedded[user_id] = max(self._embedded.get(user_id, 0), upto)
-
-    def _needs_backfill(self, user_id: str) -> bool:
-        with self._embedded_lock:
-            known = self._embedded.get(user_id, -1)
-        return self.store.max_turn_id(user_id) > known
 
     def _post_turn(self, hold: _Hold, user_id: str) -> None:
         try:
@@ -562,6 +570,7 @@ class Scheduler:
         now: datetime | None,
         timezone: str | None,
         call_llm: bool,
+        system_prompt: str | None = None,
     ) -> tuple[TurnResult, bool]:
         t = _TurnState(
             user_id=user_id,
@@ -571,6 +580,7 @@ class Scheduler:
             entry="turn" if call_llm else "prepare",
             sw=sw,
             hold=hold,
+            persona=system_prompt or self.config.system_prompt,
         )
         self._barrier(t)
         with sw.stage("retry_check"):
@@ -584,8 +594,7 @@ class Scheduler:
         with sw.stage("backfill"):
             # Only turns stored outside the scheduler lack vectors here (an import, another client):
             # the check is one indexed query, the embedding runs only when there is work.
-            if self._needs_backfill(user_id):
-                self._index(user_id)
+            self._index(user_id)
         with sw.stage("context"):
             ctx = self._context(t)
         trace = self._trace(t, ctx)
@@ -676,7 +685,7 @@ class Scheduler:
             state = self.store.session_state(t.user_id, t.session_id)
             t.summaries = self.store.session_summaries(t.user_id, t.session_id)
             t.counts = self._counts(t.user_id, t.session_id, state, covered_seq(t.summaries))
-            system = "\n\n".join([self.config.system_prompt, *t.sections])
+            system = "\n\n".join([t.persona, *t.sections])
             fixed = counter.messages_tokens(
                 [{"role": "system", "content": system}, {"role": "user", "content": t.message}]
             )
@@ -819,6 +828,7 @@ class Scheduler:
                             )
                         )
                     state["segment_start"] = user_turn.seq
+                jobs.extend(page_jobs(turns, self.store.page_size))
                 t.job_ids = self.queue.enqueue(jobs, tx=tx) if jobs else []
                 self.store.session_state_update(tx, t.user_id, t.session_id, state, now=utcnow().timestamp())
                 trace["jobs"] = [
@@ -937,24 +947,13 @@ class Scheduler:
             "backfill": False,
             "session_id": t.session_id,
             "now": t.at,
+            "system_prompt": t.persona,
             "system_sections": t.sections,
             "summaries": [render(s) for s in t.summaries],
             "recent_after_seq": t.covered,
             "query_vectors": t.qvecs,
         }
-        if self._native_context:
-            context: Any = self.memory.context
-            ctx = cast(ContextResult, context(t.user_id, t.message, **kwargs))
-            covered_ids = {i for s in t.summaries for i in s["source_turn_ids"]}
-            if not covered_ids & set(ctx.trace.get("recent", [])):
-                return ctx
-            # Memory.context takes recent_after_seq but (as of a3c89f8) does not apply it: the
-            # summarised turns came back in the recent window. Build the context here instead.
-            if not self._warned_native:
-                self._warned_native = True
-                log.warning("Memory.context ignored recent_after_seq; the scheduler builds contexts itself")
-            self._native_context = False
-        return build_context(self.memory, t.user_id, t.message, **kwargs)
+        return self.memory.context(t.user_id, t.message, **kwargs)
 
     def _log(self, trace: dict[str, Any], t: _TurnState) -> None:
         assert t.route is not None
@@ -979,94 +978,6 @@ class Scheduler:
         )
 
 
-# -- context without Memory.context's missing parameters ----------------------------------------------
-
-
-def build_context(
-    memory: Memory,
-    user_id: str,
-    message: str,
-    *,
-    session_id: str,
-    now: datetime,
-    system_sections: Sequence[str],
-    summaries: Sequence[str],
-    recent_after_seq: int,
-    query_vectors: dict[str, np.ndarray],
-    backfill: bool = True,
-) -> ContextResult:
-    """`Memory.context` with two more inputs: the recent window starts after `recent_after_seq` (the
-    summarised range) and the query vectors are the ones the router already computed.
-
-    To be replaced by `Memory.context(recent_after_seq=..., query_vectors=...)`; the trace has the
-    same shape.
-    """
-    cfg = memory.config
-    timings: dict[str, float] = {}
-    t_start = time.perf_counter()
-    t0 = time.perf_counter()
-    recent = [
-        t
-        for t in memory.store.session_turns(user_id, session_id, last=cfg.recent_max_turns)
-        if t.seq is not None and t.seq > recent_after_seq
-    ]
-    timings["recent"] = _ms(t0)
-    if backfill:
-        t0 = time.perf_counter()
-        memory.retriever.index_user(user_id)
-        timings["backfill"] = _ms(t0)
-    retrieval = memory.retriever.retrieve(
-        user_id, message, exclude={t.id for t in recent if t.id is not None}, query_vectors=query_vectors
-    )
-    timings.update(retrieval.timings_ms)
-    t0 = time.perf_counter()
-    top = retrieval.candidates[:200]
-    by_id = {t.id: t for t in memory.store.get_turns(user_id, [c.turn_id for c in top])}
-    ranked = [by_id[c.turn_id] for c in top if c.turn_id in by_id]
-    timings["load"] = _ms(t0)
-    t0 = time.perf_counter()
-    result = assemble(
-        counter=memory.counter,
-        budget=cfg.budget,
-        system_prompt=cfg.system_prompt,
-        new_message=message,
-        recalled=ranked,
-        recent=recent,
-        recent_share=cfg.recent_share,
-        recent_max_turns=cfg.recent_max_turns,
-        system_sections=system_sections,
-        summaries=summaries,
-    )
-    timings["assemble"] = _ms(t0)
-    timings["total"] = _ms(t_start)
-    reasons = {c.turn_id: c for c in top}
-    trace = {
-        "user_id": user_id,
-        "session_id": session_id,
-        "at": now.isoformat(),
-        "query": message,
-        "budget": cfg.budget,
-        "retrieval": retrieval.trace(),
-        "selected": [
-            {
-                "turn_id": t.id,
-                "session_id": t.session_id,
-                "reason": reasons[t.id].reason if t.id in reasons else "",
-                "fused": round(reasons[t.id].fused, 6) if t.id in reasons else None,
-            }
-            for t in sorted(result.recalled, key=lambda t: (t.created_at, t.id or 0))
-        ],
-        "recent": [t.id for t in result.recent],
-        "dropped": result.dropped,
-        "tokens": result.tokens,
-        "timings_ms": timings,
-    }
-    return ContextResult(messages=result.messages, trace=trace, assembly=result)
-
-
-# -- helpers ---------------------------------------------------------------------------------------------
-
-
 def _p1(kind: str, user_id: str, session_id: str, payload: dict[str, Any], turn_id: int) -> Job:
     return Job(
         kind=kind,
@@ -1077,6 +988,37 @@ def _p1(kind: str, user_id: str, session_id: str, payload: dict[str, Any], turn_
         ordered=True,
         dedupe_key=f"{kind}:{turn_id}",
     )
+
+
+def page_jobs(turns: list[Turn], page_size: int) -> list[Job]:
+    """P2 jobs for pages these turns completed: bookmark the page, and (later, once per user) tidy
+    the user's bookmarks. Deduplicated, so a page is bookmarked once however it is reached."""
+    jobs: list[Job] = []
+    for turn in turns:
+        if turn.seq is None or turn.page_id is None or (turn.seq + 1) % page_size:
+            continue
+        jobs.append(
+            Job(
+                kind="bookmark",
+                user_id=turn.user_id,
+                session_id=turn.session_id,
+                payload={"page_id": turn.page_id},
+                priority=Priority.P2,
+                dedupe_key=f"page:{turn.page_id}",
+            )
+        )
+        jobs.append(
+            Job(
+                kind="bookmark_maintenance",
+                user_id=turn.user_id,
+                session_id=None,
+                payload={},
+                priority=Priority.P2,
+                dedupe_key="maintenance",
+                run_after=utcnow() + MAINTENANCE_DELAY,
+            )
+        )
+    return jobs
 
 
 def _check(user_id: str, session_id: str, message: str) -> None:

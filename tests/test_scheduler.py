@@ -436,3 +436,24 @@ def test_turns_stored_outside_the_scheduler_are_embedded_before_retrieval(make: 
     assert "backfill" in result.trace["timings_ms"]
     assert _vector_rows(memory, "u", "user: I grew up in Lanzhou") == 1
     assert "I grew up in Lanzhou" in result.messages[0]["content"]
+
+
+def test_a_filled_page_queues_its_bookmark_job(tmp_path: Path) -> None:
+    """Bookmarks are P2 work: each completed page queues one bookmark job, written with the turn."""
+    memory = Memory(Config.load(home=tmp_path / "pages", page_size=4), embedders={"hash": HashEmbedder()})
+    sched = Scheduler(memory, start_workers=False)
+    try:
+        for i in range(9):
+            sched.record("u", "s", "user" if i % 2 == 0 else "assistant", f"message {i} about Kyoto")
+        jobs = sched.queue.list(None, 100)
+        pages = sorted(j.payload["page_id"] for j in jobs if j.kind == "bookmark")
+        assert pages == [p.id for p in memory.store.pages("u")][:2]  # pages 1 and 2 are full, 3 is not
+        assert sum(1 for j in jobs if j.kind == "bookmark_maintenance") == 1  # deduplicated per user
+        from memsched.jobs.worker import Worker
+
+        worker = Worker(memory, queue=sched.queue, kinds=["bookmark"])
+        worker.drain(timeout=30)
+        assert memory.store.bookmark_count("u") >= 2
+    finally:
+        sched.close()
+        memory.close()

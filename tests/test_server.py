@@ -78,6 +78,7 @@ def test_chat_proxy_records_and_recalls(server: str, fake: FakeOpenAI) -> None:
     assert second.status_code == 200
     sent = fake.chat_requests[-1]["messages"]
     assert any("Sesame" in str(m["content"]) for m in sent)  # the first exchange reached the upstream context
+    assert sent[0]["role"] == "system" and sent[0]["content"].startswith("be nice")  # the client's persona
 
     hits = httpx.get(f"{server}/v1/users/alice/search", params={"q": "Sesame"}).json()
     assert hits and "Sesame" in hits[0]["content"]

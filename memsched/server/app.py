@@ -15,7 +15,7 @@ import time
 import uuid
 from collections.abc import AsyncIterator
 from datetime import datetime
-from typing import Any
+from typing import Any, cast
 
 from pydantic import BaseModel, Field, ValidationError
 from starlette.applications import Starlette
@@ -35,6 +35,7 @@ from memsched.errors import (
 )
 from memsched.importers import parse_timestamp
 from memsched.memory import Memory
+from memsched.model import Role
 
 log = logging.getLogger("memsched.server")
 TRACE_HEADER = "X-Memsched-Trace-Id"
@@ -195,8 +196,11 @@ def create_app(
     async def turns(request: Request) -> Response:
         body: TurnRequest = await _body(request, TurnRequest)
         s = svc()
+        if body.role not in ("user", "assistant", "system"):
+            raise InputError(f"role must be user, assistant or system, got {body.role!r}")
+        role = cast(Role, body.role)
         rec = await asyncio.to_thread(
-            s.scheduler.record, body.user, body.session_id, body.role, body.content, now=_when(body.timestamp)
+            s.scheduler.record, body.user, body.session_id, role, body.content, now=_when(body.timestamp)
         )
         return JSONResponse(
             {"turn_id": rec.turn.id, "jobs": rec.jobs, "commands": rec.commands}, status_code=201
@@ -216,8 +220,15 @@ def create_app(
             raise InputError("messages must contain a user message")
         message = _text_of(last_user.get("content"))
         session_id = str(meta.get("session_id") or "default")
+        # The client's system message is the persona; the rest of its history is replaced by ours.
+        persona = "\n\n".join(_text_of(m.get("content")) for m in body.messages if m.get("role") == "system")
         result = await s.scheduler.aturn(
-            str(user), session_id, message, now=_when(meta.get("timestamp")), timezone=meta.get("timezone")
+            str(user),
+            session_id,
+            message,
+            now=_when(meta.get("timestamp")),
+            timezone=meta.get("timezone"),
+            system_prompt=persona or None,
         )
         created = int(time.time())
         completion_id = f"chatcmpl-{uuid.uuid4().hex[:24]}"

@@ -17,8 +17,9 @@ from typing import Any
 
 _CJK = r"\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\u3040-\u30ff\uac00-\ud7af"
 _CJK_RE = re.compile(f"[{_CJK}]")
-# A run of CJK characters, or a run of letters/digits (with inner apostrophes/dots, e.g. "don't", "3.5").
-_TOKEN_RE = re.compile(rf"[{_CJK}]+|[^\W_]+(?:['’.][^\W_]+)*", re.UNICODE)
+# A run of CJK characters, or a run of other letters/digits (inner apostrophes/dots: "don't", "3.5"), so
+# "OT算法" splits into "OT" and "算法".
+_TOKEN_RE = re.compile(rf"[{_CJK}]+|[^\W_{_CJK}]+(?:['’.][^\W_{_CJK}]+)*", re.UNICODE)
 
 
 def _load_words(name: str) -> frozenset[str]:
