@@ -71,6 +71,9 @@ class Config:
     embed_api_key: str | None = None
     embed_model: str | None = None
     paging_mode: str = "retrieve"  # retrieve | tools | both
+    # The cooperative layer (LLM rerank, LLM decomposition of compound questions) runs on the P0
+    # path, so it is opt-in: by default a turn makes no LLM call but the reply.
+    rerank: bool = False
     # One thread per MiniLM call: a single query takes ~9 ms on one core but 50+ ms with two when
     # background jobs hold the other core (BENCHMARKS.md). Raise it for bulk imports on idle machines.
     torch_threads: int = 1

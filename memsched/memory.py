@@ -92,12 +92,14 @@ class Memory:
 
     @property
     def pager(self) -> Pager:
-        """The paging scheduler `context` uses (created on first use, with the helper LLM if any)."""
+        """The paging scheduler `context` uses (created on first use). It gets the helper LLM only
+        when `config.rerank` is on: otherwise the cooperative layer uses its rule fallbacks."""
         if self._pager is None:
             from memsched.llm.client import client_from_config
             from memsched.paging import Pager
 
-            self._pager = Pager(self, llm=client_from_config(self.config, "helper"))
+            llm = client_from_config(self.config, "helper") if self.config.rerank else None
+            self._pager = Pager(self, llm=llm)
         return self._pager
 
     @property

@@ -415,7 +415,7 @@ class Pager:
 
     def _speaker_names(self, user_id: str) -> dict[str, str]:
         """lower-cased speaker name (and first name) -> label."""
-        count = self.store.turn_count(user_id)
+        count = self.store.max_turn_id(user_id)  # new turns may bring new speakers
         with self._lock:
             cached = self._speakers.get(user_id)
         if cached is not None and cached[0] == count:
@@ -516,20 +516,26 @@ class Pager:
             t0 = time.perf_counter()
             qvecs = self.retriever.embed_query(query)
             timings["embed_subquery"] = _ms(t0)
-        base = self.retriever.retrieve(
-            user_id, query, k=opts.turn_k, exclude=exclude, query_vectors=qvecs, expand=False
+        # One search at the deeper k; the base ranking is the same hits cut at turn_k, fused again.
+        wide = self.retriever.retrieve(
+            user_id,
+            query,
+            k=max(opts.deep_k, opts.turn_k),
+            exclude=exclude,
+            query_vectors=qvecs,
+            expand=False,
         )
-        timings.update(base.timings_ms)
+        timings.update(wide.timings_ms)
+        t0 = time.perf_counter()
+        base = self.retriever.retrieve(
+            user_id, query, k=opts.turn_k, exclude=exclude, expand=False, hits=wide.layers
+        )
         layers: dict[str, list[Hit]] = dict(base.layers)
         scores = {c.turn_id: c for c in base.candidates}
         deep: dict[int, float] = {}
         if opts.expand or opts.bookmarks:
-            t0 = time.perf_counter()
-            wide = self.retriever.retrieve(
-                user_id, query, k=opts.deep_k, exclude=exclude, query_vectors=qvecs, expand=False
-            )
             deep = {c.turn_id: c.fused for c in wide.candidates}
-            timings["deep"] = _ms(t0)
+        timings["deep"] = _ms(t0)
         meta = (
             self.store.turn_meta(user_id, list(set(scores) | set(deep)))
             if (deep or opts.entity_focus)

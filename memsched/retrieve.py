@@ -175,20 +175,26 @@ class Retriever:
         query_vectors: dict[str, np.ndarray] | None = None,
         expand: bool = True,
         plain_rrf: bool = False,
+        hits: dict[str, list[Hit]] | None = None,
     ) -> Retrieval:
         """Ranked candidates for `query`.
 
         `layers` picks among "bm25" and the embedder names (default: all). `plain_rrf` gives equal
-        weights and k=60 with no expansion: the textbook baseline the eval compares against.
+        weights and k=60 with no expansion: the textbook baseline the eval compares against. `hits`
+        fuses layer results the caller already has (e.g. a deeper search cut to rank <= k) instead
+        of searching again.
         """
         timings: dict[str, float] = {}
         cjk = cjk_ratio(query)
         w = self.weights
-        if layers is not None:
+        if hits is not None:
+            wanted = []
+            hits = {layer: [h for h in layer_hits if h.rank <= k] for layer, layer_hits in hits.items()}
+        elif layers is not None:
             wanted = list(layers)
         else:
             wanted = ["bm25", *(n for n in self.embedders if w.dense_weight(n, cjk) > 0)]
-        hits: dict[str, list[Hit]] = {}
+        hits = hits if hits is not None else {}
 
         if "bm25" in wanted:
             t0 = time.perf_counter()

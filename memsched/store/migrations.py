@@ -82,6 +82,8 @@ def m001_core(db: sqlite3.Connection) -> None:
         -- range scan. This is how in-memory indexes notice vectors embedded late or elsewhere.
         CREATE INDEX embeddings_by_model ON embeddings(user_id, model);
         CREATE INDEX turns_by_hash ON turns(user_id, content_hash);
+        -- (user_id) alone, so max(id) of a user, asked on every turn, is one index lookup.
+        CREATE INDEX turns_user ON turns(user_id);
         """,
     )
 
