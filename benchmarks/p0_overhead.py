@@ -73,6 +73,8 @@ def seed_user(memory: Memory, data: dict[str, Any], n_turns: int) -> None:
 def seed_backlog(memory: Memory, data: dict[str, Any], jobs: int, users: int) -> list[Job]:
     """Other users with unindexed turns, and `jobs` P2 jobs for them: one embed job per user, the
     rest summaries of distinct sessions (so each one has real work)."""
+    if jobs <= 0:
+        return []
     lines = [t["content"] for lang in ("zh", "en") for t in data["languages"][lang]["turns"]]
     sessions_per_user = max(1, (jobs - users) // users + 1)
     turns: list[Turn] = []
@@ -118,6 +120,11 @@ def main() -> None:
     ap.add_argument("--backlog", type=int, default=1000)
     ap.add_argument("--other-users", type=int, default=100)
     ap.add_argument("--workers", type=int, default=1)
+    ap.add_argument(
+        "--worker-process",
+        action="store_true",
+        help="run the P2 workers as a separate `memsched worker` process instead of threads in this one",
+    )
     ap.add_argument("--embedders", default=None, help="default: the configured default (minilm,wordllama)")
     ap.add_argument("--torch-threads", type=int, default=None, help="torch.set_num_threads before the run")
     args = ap.parse_args()
@@ -145,7 +152,19 @@ def main() -> None:
         sched.queue.enqueue(backlog)
         from memsched.jobs.worker import Worker
 
-        worker = Worker(memory, threads=args.workers, queue=sched.queue, llm=None).start()
+        worker: Any
+        if args.worker_process:
+            import subprocess
+            import sys
+
+            cmd = [sys.executable, "-c", "from memsched.cli import main; main()", "worker"]
+            cmd += ["--threads", str(args.workers), "--home", tmp, "--db", str(memory.config.db_path)]
+            if args.embedders:
+                cmd += ["--embedders", args.embedders]
+            worker = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+            time.sleep(8)  # let it load its models and start on the backlog
+        else:
+            worker = Worker(memory, threads=args.workers, queue=sched.queue, llm=None).start()
         depth_start = sched.queue.depth()[int(Priority.P2)]
 
         overhead: list[float] = []
@@ -163,7 +182,11 @@ def main() -> None:
                 stages.setdefault(f"context.{name}", []).append(float(ms))
             _idle(sched)
         depth_end = sched.queue.depth()[int(Priority.P2)]
-        worker.stop(timeout=60)
+        if args.worker_process:
+            worker.terminate()
+            worker.wait(timeout=60)
+        else:
+            worker.stop(timeout=60)
         sched.close()
         llm.close()
         memory.close()
@@ -185,6 +208,7 @@ def main() -> None:
         "stage_ms_p99": {k: _pct(v, 0.99) for k, v in sorted(stages.items())},
         "backlog": {"jobs": args.backlog, "p2_queued_at_start": depth_start, "p2_queued_at_end": depth_end},
         "workers": args.workers,
+        "worker_process": args.worker_process,
         "seed_seconds": round(seed_s, 1),
     }
     print(json.dumps(result, indent=2, ensure_ascii=False))
