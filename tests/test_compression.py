@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -24,14 +23,6 @@ WORDS = [
     *("jasmine", "kale", "lemon", "mango", "nectarine", "olive", "papaya", "quince", "radish"),
     *("spinach", "tomato", "ugli", "vanilla", "walnut", "xigua", "yam", "zucchini"),
 ]
-
-
-@pytest.fixture(autouse=True)
-def _env(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
-    for key in list(os.environ):
-        if key.startswith("MEMSCHED_"):
-            monkeypatch.delenv(key)
-    monkeypatch.setenv("MEMSCHED_HOME", str(tmp_path))
 
 
 @pytest.fixture

@@ -58,3 +58,12 @@ def test_minilm_loads_offline_and_ranks_sensibly(no_network: None) -> None:
     )
     assert e.model_id == "all-MiniLM-L6-v2" and q.shape == (384,)
     assert float(q @ good) > float(q @ bad) + 0.1
+
+
+def test_loading_wordllama_leaves_the_apps_logging_alone() -> None:
+    import logging
+
+    root = logging.getLogger()
+    before = (list(root.handlers), root.level)
+    base.create("wordllama", Config.load()).embed(["hi"])
+    assert (list(root.handlers), root.level) == before

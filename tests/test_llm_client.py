@@ -55,7 +55,7 @@ def test_complete_returns_content_usage_and_raw(client: OpenAIChatClient, fake: 
     assert result.model == "test-model"
     assert result.usage["completion_tokens"] == 2
     assert result.raw["choices"][0]["message"]["content"] == "hi back"
-    assert result.elapsed_ms > 0
+    assert result.elapsed_ms != 0.0  # it was measured (no bound: timing belongs in benchmarks)
     (req,) = fake.requests
     assert req.path == "/v1/chat/completions"
     assert req.body == {"model": "test-model", "messages": USER, "max_tokens": 50, "temperature": 0.2}

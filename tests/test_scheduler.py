@@ -7,7 +7,6 @@ assertions: concurrency is proven with events and barriers.
 from __future__ import annotations
 
 import asyncio
-import os
 import threading
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -23,14 +22,6 @@ from memsched.model import content_hash
 from memsched.profile import PREFERRED_NAME
 from memsched.scheduler import ReplyError, Scheduler
 from memsched.testing import Delay, Fail, FakeOpenAI
-
-
-@pytest.fixture(autouse=True)
-def _env(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
-    for key in list(os.environ):
-        if key.startswith("MEMSCHED_"):
-            monkeypatch.delenv(key)
-    monkeypatch.setenv("MEMSCHED_HOME", str(tmp_path))
 
 
 @pytest.fixture

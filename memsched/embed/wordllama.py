@@ -6,8 +6,10 @@ so it carries Chinese. Its tokenizer file is only found when `cache_dir` points 
 
 from __future__ import annotations
 
+import logging
 import threading
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -30,8 +32,9 @@ class WordLlamaEmbedder:
         with self._lock:
             if self._model is None:
                 try:
-                    import wordllama
-                    from wordllama import WordLlama
+                    with _keep_root_logging():
+                        import wordllama
+                        from wordllama import WordLlama
                 except ImportError as exc:
                     raise EmbedderError("the wordllama embedder needs the wordllama package") from exc
                 package_dir = Path(wordllama.__file__).parent
@@ -46,6 +49,21 @@ class WordLlamaEmbedder:
             return np.zeros((0, self.dim), dtype=np.float32)
         vectors = self._load().embed(list(texts), norm=True, batch_size=self.batch_size)
         return normalize(vectors)
+
+
+@contextmanager
+def _keep_root_logging() -> Iterator[None]:
+    """wordllama calls `logging.basicConfig(level=INFO)` on import, which would take over the logging
+    of whatever app embeds memsched; undo that."""
+    root = logging.getLogger()
+    handlers, level = list(root.handlers), root.level
+    try:
+        yield
+    finally:
+        for handler in root.handlers[:]:
+            if handler not in handlers:
+                root.removeHandler(handler)
+        root.setLevel(level)
 
 
 register("wordllama", lambda cfg: WordLlamaEmbedder())
