@@ -164,7 +164,9 @@ def main() -> None:
             worker = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
             time.sleep(8)  # let it load its models and start on the backlog
         else:
-            worker = Worker(memory, threads=args.workers, queue=sched.queue, llm=None).start()
+            worker = Worker(
+                memory, threads=args.workers, queue=sched.queue, llm=None, gate=sched.gate
+            ).start()
         depth_start = sched.queue.depth()[int(Priority.P2)]
 
         overhead: list[float] = []

@@ -151,10 +151,18 @@ class Memory:
                 self.retriever.index_user(user_id)
         return stored
 
-    def index(self, user_id: str | None = None, progress: Callable[[int], None] | None = None) -> int:
-        """Embed every turn that has no vector yet for the configured embedders."""
+    def index(
+        self,
+        user_id: str | None = None,
+        progress: Callable[[int], None] | None = None,
+        *,
+        chunk: int | None = None,
+        pause: Callable[[], None] | None = None,
+    ) -> int:
+        """Embed every turn that has no vector yet for the configured embedders (`chunk` texts at a
+        time, calling `pause()` before each chunk)."""
         users = [user_id] if user_id is not None else self.store.users()
-        return sum(self.retriever.index_user(u, progress=progress) for u in users)
+        return sum(self.retriever.index_user(u, progress=progress, chunk=chunk, pause=pause) for u in users)
 
     def delete_turns(self, user_id: str, turn_ids: Iterable[int]) -> int:
         ids = list(turn_ids)

@@ -81,10 +81,14 @@ class Retriever:
 
     # -- indexing -----------------------------------------------------------------------------------
 
-    def index_user(self, user_id: str, progress: Any = None) -> int:
+    def index_user(
+        self, user_id: str, progress: Any = None, chunk: int | None = None, pause: Any = None
+    ) -> int:
         """Embed every turn of the user that has no vector yet for each embedder. Returns how many.
 
         Cheap when nothing is new: a per-(user, model) watermark skips turns already checked.
+        `chunk` texts are embedded at a time (default: eight model batches); `pause()` is called
+        before each chunk, which lets background work step aside for a turn in flight.
         """
         done = 0
         top = self.store.max_turn_id(user_id)
@@ -94,8 +98,10 @@ class Retriever:
             if after >= top:
                 continue
             while True:
+                if pause is not None:
+                    pause()
                 missing = self.store.turns_missing_vectors(
-                    user_id, embedder.model_id, limit=embedder.batch_size * 8, after_id=after
+                    user_id, embedder.model_id, limit=chunk or embedder.batch_size * 8, after_id=after
                 )
                 if not missing:
                     break

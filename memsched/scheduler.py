@@ -54,6 +54,7 @@ from memsched.commands import (
 )
 from memsched.errors import ConfigError, InputError, LLMError, StoreError
 from memsched.jobs.queue import Job, JobQueue, Priority, SessionLock, default_owner
+from memsched.jobs.worker import ForegroundGate
 from memsched.memory import UNSET, ContextResult, Memory
 from memsched.model import Role, Turn, as_utc, content_hash, utcnow
 from memsched.profile import PREFERRED_NAME, Profile
@@ -270,6 +271,7 @@ class Scheduler:
         # Long enough for the reply call with its retries; renewed after the call.
         self.lease_seconds = max(60.0, 4.0 * self.config.llm_timeout)
         self._gates = _Gates()
+        self.gate = ForegroundGate()  # P2 workers of this process wait while a turn is in flight
         self._post = ThreadPoolExecutor(max_workers=max(1, post_threads), thread_name_prefix="memsched-post")
         self._owner = default_owner("turn")
         self.topic_embedder = next((n for n in TOPIC_EMBEDDER_PREFERENCE if n in memory.embedders), None)
@@ -282,7 +284,12 @@ class Scheduler:
             # The workers summarise with the same LLM as overflow compression (None: extractive).
             window = parse_window(self.config.p2_window) if self.config.p2_window else None
             self.worker = Worker(
-                memory, threads=workers, queue=self.queue, llm=self.summary_llm, p2_window=window
+                memory,
+                threads=workers,
+                queue=self.queue,
+                llm=self.summary_llm,
+                p2_window=window,
+                gate=self.gate,
             ).start()
         self._closed = False
 
@@ -526,6 +533,22 @@ class Scheduler:
         timezone: str | None,
         call_llm: bool,
         system_prompt: str | None = None,
+    ) -> TurnResult:
+        with self.gate.turn():  # background work in this process steps aside meanwhile
+            return self._run_gated(
+                ticket, user_id, session_id, message, now, timezone, call_llm, system_prompt
+            )
+
+    def _run_gated(
+        self,
+        ticket: _Ticket,
+        user_id: str,
+        session_id: str,
+        message: str,
+        now: datetime | None,
+        timezone: str | None,
+        call_llm: bool,
+        system_prompt: str | None,
     ) -> TurnResult:
         sw = Stopwatch()
         hold = self._acquire(ticket, user_id, session_id)

@@ -316,3 +316,25 @@ def test_every_jobs_command_and_option_has_help() -> None:
         for param in cmd.params:
             text = getattr(param, "help", None)
             assert text, f"{cmd.name} {param.name} has no help"
+
+
+def test_p2_work_steps_aside_while_a_turn_is_in_flight(memory: Memory, queue: JobQueue) -> None:
+    """With a turn in flight, a worker still runs P1 jobs (the turn may wait on them) but holds P2
+    work until the turn is done."""
+    from memsched.jobs.worker import ForegroundGate
+
+    gate = ForegroundGate(max_wait=30.0)
+    queue.enqueue([Job("test.append", "u", "s2", {"n": 2}, priority=Priority.P2)])
+    queue.enqueue([Job("test.append", "u", "s1", {"n": 1}, priority=Priority.P1)])
+    worker = make_worker(memory, queue, gate=gate)
+    with gate.turn():
+        assert worker.run_once()  # the P1 job runs at once
+        assert EFFECTS == [("s1", 1)]
+        waiting = threading.Thread(target=worker.run_once)
+        waiting.start()
+        waiting.join(timeout=0.3)
+        assert waiting.is_alive()  # parked at the gate, the P2 job untouched
+        assert EFFECTS == [("s1", 1)]
+    waiting.join(timeout=10)
+    assert not waiting.is_alive()
+    assert EFFECTS == [("s1", 1), ("s2", 2)]

@@ -53,6 +53,8 @@ class TaskContext:
     config: Config
     queue: JobQueue
     llm: ChatClient | None = None
+    # Called between chunks of long background work: blocks while a P0 turn is in flight here.
+    pause: Callable[[], None] = lambda: None
 
 
 TaskFn = Callable[[TaskContext, "Job"], None]
@@ -176,4 +178,4 @@ def registered() -> list[str]:
 def embed(ctx: TaskContext, job: Job) -> None:
     """Embed the user's turns that have no vector yet. Idempotent: vectors are keyed by content hash
     and model, so a second run finds nothing missing."""
-    ctx.memory.index(job.user_id)
+    ctx.memory.index(job.user_id, chunk=32, pause=ctx.pause)

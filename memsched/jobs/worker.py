@@ -10,7 +10,8 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from datetime import datetime
 from datetime import time as dtime
 from typing import TYPE_CHECKING, Any
@@ -51,6 +52,40 @@ def in_window(window: Window, at: dtime) -> bool:
     return at >= start or at < end
 
 
+class ForegroundGate:
+    """Counts the P0 turns in flight in one process; background (P2) work waits while there are any.
+
+    Waits are bounded (`max_wait` seconds), so a steady stream of turns slows P2 work but never
+    starves it.
+    """
+
+    def __init__(self, max_wait: float = 2.0) -> None:
+        self.max_wait = max_wait
+        self._active = 0
+        self._lock = threading.Lock()
+        self._idle = threading.Event()
+        self._idle.set()
+
+    def busy(self) -> bool:
+        return not self._idle.is_set()
+
+    @contextmanager
+    def turn(self) -> Iterator[None]:
+        with self._lock:
+            self._active += 1
+            self._idle.clear()
+        try:
+            yield
+        finally:
+            with self._lock:
+                self._active -= 1
+                if self._active == 0:
+                    self._idle.set()
+
+    def wait_idle(self) -> None:
+        self._idle.wait(self.max_wait)
+
+
 class Worker:
     """Runs queued jobs for `memory`'s store.
 
@@ -74,6 +109,7 @@ class Worker:
         queue: JobQueue | None = None,
         llm: ChatClient | None = _FROM_CONFIG,
         local_now: Callable[[], datetime] = datetime.now,
+        gate: ForegroundGate | None = None,
     ) -> None:
         if threads < 1:
             raise ConfigError(f"a worker needs at least 1 thread, got {threads}")
@@ -93,8 +129,14 @@ class Worker:
             from memsched.llm.client import client_from_config
 
             llm = client_from_config(memory.config)
+        self.gate = gate
         self.context = TaskContext(
-            memory=memory, store=memory.store, config=memory.config, queue=self.queue, llm=llm
+            memory=memory,
+            store=memory.store,
+            config=memory.config,
+            queue=self.queue,
+            llm=llm,
+            pause=gate.wait_idle if gate is not None else (lambda: None),
         )
         # Fail at start, not on the first job, when MEMSCHED_TASK_MODULES names a missing module.
         load_task_modules()
@@ -120,12 +162,24 @@ class Worker:
     def run_once(self) -> bool:
         """Claim one job and run it; True when a job was run (whatever its outcome), False when none
         was runnable. A task's exception fails the job (with the error text) and is not raised."""
-        job = self.queue.claim(
-            self._owner(),
-            lease_seconds=self.lease_seconds,
-            kinds=self.kinds,
-            max_priority=self._max_priority(),
-        )
+        max_priority = self._max_priority()
+        if self.gate is not None and self.gate.busy():
+            # A turn is in flight in this process: P1 jobs still run (the turn may be waiting on
+            # them), P2 work waits until the turn is done so it does not slow it down.
+            job = self.queue.claim(
+                self._owner(),
+                lease_seconds=self.lease_seconds,
+                kinds=self.kinds,
+                max_priority=int(Priority.P1),
+            )
+            if job is None:
+                self.gate.wait_idle()
+        else:
+            job = None
+        if job is None:
+            job = self.queue.claim(
+                self._owner(), lease_seconds=self.lease_seconds, kinds=self.kinds, max_priority=max_priority
+            )
         if job is None:
             return False
         assert job.id is not None
