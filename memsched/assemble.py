@@ -28,7 +28,7 @@ class Assembly:
 
 
 def format_date(turn: Turn) -> str:
-    return turn.created_at.strftime("%Y-%m-%d")
+    return turn.created_at.date().isoformat()  # YYYY-MM-DD; several times faster than strftime
 
 
 def format_memory(turns: Sequence[Turn]) -> str:

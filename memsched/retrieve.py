@@ -238,7 +238,7 @@ class Retriever:
                 cand.ranks[layer] = hit.rank
                 cand.fused += weight / (rrf_k + hit.rank)
         ranked = sorted(by_id.values(), key=lambda c: (-c.fused, c.turn_id))
-        for c in ranked:
+        for c in ranked[:200]:  # past that a candidate never reaches a context or a trace
             c.reason = "fused: " + ", ".join(f"{layer}#{rank}" for layer, rank in sorted(c.ranks.items()))
         timings["fuse"] = _ms(t0)
 

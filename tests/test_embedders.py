@@ -67,3 +67,17 @@ def test_loading_wordllama_leaves_the_apps_logging_alone() -> None:
     before = (list(root.handlers), root.level)
     base.create("wordllama", Config.load()).embed(["hi"])
     assert (list(root.handlers), root.level) == before
+
+
+@pytest.mark.slow
+def test_minilm_int8_is_its_own_model_and_still_ranks(no_network: None) -> None:
+    e = base.create("minilm", Config.load(minilm_int8=True))
+    assert e.model_id == "all-MiniLM-L6-v2-int8"  # stored fp32 vectors are not mixed with these
+    q, good, bad = e.embed(
+        [
+            "Where did we go on our first date?",
+            "Our first date was at a jazz bar downtown",
+            "The quarterly tax report is due",
+        ]
+    )
+    assert float(q @ good) > float(q @ bad) + 0.1
