@@ -104,6 +104,12 @@ class Metrics:
         self.commands = Counter(
             "memsched_commands", "Consistency commands applied", ["kind"], registry=self.registry
         )
+        self.rerank = Counter(
+            "memsched_rerank",
+            "Paging decisions of the cooperative layer: called, failed, or skipped and why",
+            ["outcome"],
+            registry=self.registry,
+        )
         self.registry.register(_LiveCollector(depth))
 
     def observe_turn(self, trace: dict[str, Any], entry: str, outcome: str) -> None:
@@ -122,6 +128,10 @@ class Metrics:
         saved = tokens.get("saved_vs_full_history")
         if isinstance(saved, int | float) and saved > 0:
             self.tokens_saved.inc(saved)
+        coop = (trace.get("retrieval") or {}).get("paging", {}).get("cooperative") or {}
+        if coop:
+            outcome = "called" if coop.get("called") else f"skipped:{coop.get('skipped') or 'off'}"
+            self.rerank.labels(outcome="failed" if coop.get("fallback") else outcome).inc()
         by_summaries = tokens.get("saved_by_summaries")
         if isinstance(by_summaries, int | float) and by_summaries > 0:
             self.summary_tokens_saved.inc(by_summaries)

@@ -448,3 +448,15 @@ def test_a_filled_page_queues_its_bookmark_job(tmp_path: Path) -> None:
     finally:
         sched.close()
         memory.close()
+
+
+def test_rerank_outcomes_are_counted_in_metrics() -> None:
+    from memsched.trace import Metrics
+
+    metrics = Metrics()
+    for coop in ({"called": True}, {"skipped": "confident"}, {"called": True, "fallback": "fused order"}):
+        metrics.observe_turn({"retrieval": {"paging": {"cooperative": coop}}, "tokens": {}}, "turn", "ok")
+    text = metrics.render().decode()
+    assert 'memsched_rerank_total{outcome="called"} 1.0' in text
+    assert 'memsched_rerank_total{outcome="skipped:confident"} 1.0' in text
+    assert 'memsched_rerank_total{outcome="failed"} 1.0' in text
