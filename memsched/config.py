@@ -77,7 +77,8 @@ class Config:
     # One thread per MiniLM call: a single query takes ~9 ms on one core but 50+ ms with two when
     # background jobs hold the other core (BENCHMARKS.md). Raise it for bulk imports on idle machines.
     torch_threads: int = 1
-    minilm_int8: bool = False  # dynamic int8 MiniLM: faster, slightly different vectors    p2_window: str | None = None  # "HH:MM-HH:MM" local time: P2 jobs run only inside it
+    minilm_int8: bool = False  # dynamic int8 MiniLM: faster, slightly different vectors
+    p2_window: str | None = None  # "HH:MM-HH:MM" local time: P2 jobs run only inside it
     host: str = DEFAULT_HOST
     port: int = DEFAULT_PORT
     workers: int = 1
