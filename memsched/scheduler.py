@@ -561,11 +561,13 @@ class Scheduler:
             if post:
                 # The reply's vectors are computed after the caller has the reply; the session stays
                 # held until they are stored, so the next turn of the session finds them.
+                # Entered before the hand-off so background work gets no gap to start in.
+                self.gate.enter()
                 try:
                     self._post.submit(self._post_turn, hold, user_id)
                     handed_off = True
                 except RuntimeError:  # closing: the next turn's backfill embeds the reply instead
-                    pass
+                    self.gate.leave()
             return result
         finally:
             if not handed_off:
@@ -582,6 +584,7 @@ class Scheduler:
             log.exception("embedding the reply of %s/%s failed; the next turn will", user_id, hold.session_id)
         finally:
             self._release(hold)
+            self.gate.leave()
 
     def _turn_locked(
         self,

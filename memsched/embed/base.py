@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+import threading
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from typing import TYPE_CHECKING, Protocol, runtime_checkable
 
 import numpy as np
@@ -31,6 +33,27 @@ class Embedder(Protocol):
 
 
 EmbedderFactory = Callable[["Config"], Embedder]
+
+_thread = threading.local()
+
+
+@contextmanager
+def background(pause: Callable[[], None] | None) -> Iterator[None]:
+    """Mark this thread's embedding work as background: heavy embedders call `pause()` between
+    small chunks, so a turn in flight is not slowed by a long batch (see `ForegroundGate`)."""
+    previous = getattr(_thread, "pause", None)
+    _thread.pause = pause
+    try:
+        yield
+    finally:
+        _thread.pause = previous
+
+
+def background_pause() -> Callable[[], None] | None:
+    """The pause hook of this thread's background work, or None in the foreground."""
+    return getattr(_thread, "pause", None)
+
+
 _REGISTRY: dict[str, EmbedderFactory] = {}
 
 

@@ -13,8 +13,11 @@ from typing import Any
 
 import numpy as np
 
-from memsched.embed.base import normalize, register
+from memsched.embed.base import background_pause, normalize, register
 from memsched.errors import EmbedderError
+
+# Texts per model call in background work: a turn that arrives waits for at most one such call.
+BACKGROUND_CHUNK = 2
 
 
 class MiniLMEmbedder:
@@ -66,14 +69,24 @@ class MiniLMEmbedder:
         if not texts:
             return np.zeros((0, self.dim), dtype=np.float32)
         model = self._load()
-        vectors = model.encode(
-            list(texts),
-            batch_size=self.batch_size,
-            normalize_embeddings=True,
-            show_progress_bar=False,
-            convert_to_numpy=True,
-        )
-        return normalize(vectors)
+        pause = background_pause()
+        # In background work, small chunks with a pause before each: a turn arriving mid-batch then
+        # waits for at most one chunk instead of sharing the CPU with the whole batch.
+        step = BACKGROUND_CHUNK if pause is not None else len(texts)
+        parts = []
+        for start in range(0, len(texts), step):
+            if pause is not None:
+                pause()
+            parts.append(
+                model.encode(
+                    list(texts[start : start + step]),
+                    batch_size=self.batch_size,
+                    normalize_embeddings=True,
+                    show_progress_bar=False,
+                    convert_to_numpy=True,
+                )
+            )
+        return normalize(np.vstack(parts))
 
 
 def _quantized(model: Any) -> Any:

@@ -69,18 +69,24 @@ class ForegroundGate:
     def busy(self) -> bool:
         return not self._idle.is_set()
 
-    @contextmanager
-    def turn(self) -> Iterator[None]:
+    def enter(self) -> None:
         with self._lock:
             self._active += 1
             self._idle.clear()
+
+    def leave(self) -> None:
+        with self._lock:
+            self._active -= 1
+            if self._active == 0:
+                self._idle.set()
+
+    @contextmanager
+    def turn(self) -> Iterator[None]:
+        self.enter()
         try:
             yield
         finally:
-            with self._lock:
-                self._active -= 1
-                if self._active == 0:
-                    self._idle.set()
+            self.leave()
 
     def wait_idle(self) -> None:
         self._idle.wait(self.max_wait)
@@ -300,6 +306,12 @@ class Worker:
         return self
 
     def _loop(self) -> None:
+        from memsched.embed.base import background
+
+        with background(self.gate.wait_idle if self.gate is not None else None):
+            self._run_until_stopped()
+
+    def _run_until_stopped(self) -> None:
         while not self._stop.is_set():
             try:
                 ran = self.run_once()
