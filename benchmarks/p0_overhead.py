@@ -121,6 +121,9 @@ def main() -> None:
     ap.add_argument("--other-users", type=int, default=100)
     ap.add_argument("--workers", type=int, default=1)
     ap.add_argument(
+        "--no-workers", action="store_true", help="queue the backlog but run no worker (a control)"
+    )
+    ap.add_argument(
         "--worker-process",
         action="store_true",
         help="run the P2 workers as a separate `memsched worker` process instead of threads in this one",
@@ -152,8 +155,10 @@ def main() -> None:
         sched.queue.enqueue(backlog)
         from memsched.jobs.worker import Worker
 
-        worker: Any
-        if args.worker_process:
+        worker: Any = None
+        if args.no_workers:
+            pass
+        elif args.worker_process:
             import subprocess
             import sys
 
@@ -187,7 +192,7 @@ def main() -> None:
         if args.worker_process:
             worker.terminate()
             worker.wait(timeout=60)
-        else:
+        elif worker is not None:
             worker.stop(timeout=60)
         sched.close()
         llm.close()
