@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -12,6 +13,7 @@ import pytest
 from memsched.embed.hashing import HashEmbedder
 from memsched.memory import Memory
 from memsched.store.sqlite import SQLiteStore
+from memsched.testing import FakeOpenAI
 
 
 @pytest.fixture(autouse=True)
@@ -23,6 +25,13 @@ def isolated_env(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     monkeypatch.setenv("MEMSCHED_HOME", str(home))
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
     return home
+
+
+@pytest.fixture
+def fake() -> Iterator[FakeOpenAI]:
+    """A fake OpenAI-compatible server on loopback (scripted replies; see memsched.testing)."""
+    with FakeOpenAI() as server:
+        yield server
 
 
 @pytest.fixture

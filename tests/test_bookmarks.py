@@ -76,12 +76,6 @@ def mem(tmp_path: Path) -> Iterator[Memory]:
     m.close()
 
 
-@pytest.fixture
-def fake() -> Iterator[FakeOpenAI]:
-    with FakeOpenAI() as server:
-        yield server
-
-
 def client(fake: FakeOpenAI, timeout: float = 5.0) -> OpenAIChatClient:
     return OpenAIChatClient(fake.base_url, None, "m", timeout=timeout, retries=0, backoff=0.01)
 

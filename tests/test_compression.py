@@ -25,12 +25,6 @@ WORDS = [
 ]
 
 
-@pytest.fixture
-def fake() -> Iterator[FakeOpenAI]:
-    with FakeOpenAI() as server:
-        yield server
-
-
 Factory = Callable[..., tuple[Memory, Scheduler]]
 
 

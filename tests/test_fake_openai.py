@@ -5,7 +5,6 @@ from __future__ import annotations
 import json
 import socket
 import time
-from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 
 import httpx
@@ -13,12 +12,6 @@ import numpy as np
 import pytest
 
 from memsched.testing import Delay, Fail, FakeOpenAI, Malformed, fake_embedding
-
-
-@pytest.fixture
-def fake() -> Iterator[FakeOpenAI]:
-    with FakeOpenAI() as server:
-        yield server
 
 
 def chat(fake: FakeOpenAI, text: str, **extra: object) -> httpx.Response:

@@ -28,12 +28,6 @@ USER = [{"role": "user", "content": "hello there"}]
 
 
 @pytest.fixture
-def fake() -> Iterator[FakeOpenAI]:
-    with FakeOpenAI() as server:
-        yield server
-
-
-@pytest.fixture
 def client(fake: FakeOpenAI) -> Iterator[OpenAIChatClient]:
     with OpenAIChatClient(fake.base_url, KEY, "test-model", timeout=5.0, backoff=0.01) as c:
         yield c

@@ -78,12 +78,6 @@ def mem(tmp_path: Path) -> Iterator[Memory]:
     m.close()
 
 
-@pytest.fixture
-def fake() -> Iterator[FakeOpenAI]:
-    with FakeOpenAI() as server:
-        yield server
-
-
 def page_of(mem: Memory, session: str) -> int:
     return next(p.id for p in mem.store.pages("u") if p.session_id == session)
 

@@ -23,13 +23,6 @@ from memsched.profile import PREFERRED_NAME
 from memsched.scheduler import ReplyError, Scheduler
 from memsched.testing import Delay, Fail, FakeOpenAI
 
-
-@pytest.fixture
-def fake() -> Iterator[FakeOpenAI]:
-    with FakeOpenAI() as server:
-        yield server
-
-
 Factory = Callable[..., tuple[Memory, Scheduler]]
 
 

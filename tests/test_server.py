@@ -25,12 +25,6 @@ def _free_port() -> int:
 
 
 @pytest.fixture
-def fake() -> Iterator[FakeOpenAI]:
-    with FakeOpenAI() as f:
-        yield f
-
-
-@pytest.fixture
 def server(tmp_path: Path, fake: FakeOpenAI) -> Iterator[str]:
     cfg = Config.load(
         home=tmp_path / "srv",
