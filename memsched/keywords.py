@@ -494,7 +494,10 @@ def _chinese(text: str, bag: _Bag) -> None:
             prev_ascii_adjacent = False
             continue
         bag.see(w)
-        bag.words[low] += 1
+        # A Chinese word stands as a keyword on its own only when it is a noun-like word, an unknown
+        # word (names, new terms) or a rare "verb" (dishes, jargon): 一般, 希望, 几次 are not topics.
+        if is_ascii or joinable(w):
+            bag.words[low] += 1
         if is_ascii and (w[0].isupper() or w.isupper() or any(c.isupper() for c in w[1:])):
             bag.entities[w] += 1
         if (

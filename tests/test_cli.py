@@ -122,6 +122,7 @@ def test_demo_runs_offline() -> None:
     found = sum(len(q["memsched_found"]) for q in data["questions"])
     window = sum(len(q["window_found"]) for q in data["questions"])
     assert found > window
+    assert data["bookmark_index"].count("\n") >= 3  # bookmarks were written and indexed
 
 
 def _commands(group: Any, prefix: str = "") -> list[tuple[str, Any]]:

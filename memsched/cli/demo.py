@@ -14,9 +14,11 @@ from rich.table import Table
 from rich.text import Text
 
 from memsched.assemble import assemble
+from memsched.bookmarks import generate_bookmarks
 from memsched.cli.common import EmbeddersOption, app, console, load_config, reports_errors
 from memsched.importers import read_jsonl
 from memsched.memory import Memory
+from memsched.tools import render_index
 
 DEMO_USER = "li-wei"
 DEMO_SESSION = "demo-today"
@@ -61,6 +63,9 @@ def demo(
             for batch in read_jsonl(conversation, DEMO_USER):
                 mem.add_many(batch, index=False)
             mem.index(DEMO_USER)
+            # What the background P2 jobs would have written: keyword bookmarks per page (rules, no LLM).
+            generate_bookmarks(mem, DEMO_USER)
+            index = render_index(mem, DEMO_USER, max_tokens=400)
             n_turns = mem.store.turn_count(DEMO_USER)
             window_turns = mem.store.recent_turns(DEMO_USER, 400)
             rows = []
@@ -93,7 +98,12 @@ def demo(
                     }
                 )
     if as_json:
-        print(json.dumps({"turns": n_turns, "budget": budget, "questions": rows}, ensure_ascii=False))
+        print(
+            json.dumps(
+                {"turns": n_turns, "budget": budget, "bookmark_index": index, "questions": rows},
+                ensure_ascii=False,
+            )
+        )
         return
     console.print(
         Panel.fit(
@@ -103,6 +113,14 @@ def demo(
             title="memsched demo",
         )
     )
+    if index:
+        console.print(
+            Panel(
+                Text(index),
+                title="keyword bookmarks memsched wrote for the 6 weeks (rule-based, no LLM; most important pages)",
+                title_align="left",
+            )
+        )
     table = Table(show_lines=True)
     table.add_column("question", max_width=34)
     table.add_column("memsched paged in", ratio=3)
