@@ -104,6 +104,8 @@ def run(
         mem = Memory(config.replace(db=path))
         try:
             for si, sample in enumerate(samples):
+                if limit is not None and n_questions >= limit:
+                    break  # the rest would be imported and indexed for nothing
                 if progress:
                     progress(f"importing {sample.sample_id}", si, len(samples))
                 if not mem.store.has_user(sample.sample_id):
