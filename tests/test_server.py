@@ -126,3 +126,23 @@ def test_metrics_exposed(server: str, fake: FakeOpenAI) -> None:
     _chat(server, "hello")
     text = httpx.get(f"{server}/metrics").text
     assert "memsched_turns" in text
+
+
+@pytest.mark.parametrize(
+    ("path", "body", "needle"),
+    [
+        ("/v1/turns", {"user": "b", "session_id": "s", "role": "robot", "content": "x"}, "role"),
+        ("/v1/turns", {"user": "b", "session_id": "s", "content": "x", "timestamp": "not a date"}, "timestamp"),
+        ("/v1/context", {"user": "b", "message": "hi", "budget": 0}, "budget"),
+        ("/v1/context", {"user": "b", "message": "hi", "budget": 5}, "budget"),
+        ("/v1/context", {"user": "b", "message": "hi", "record": True}, "session_id"),
+        ("/v1/chat/completions", {"user": "b", "messages": []}, "messages"),
+        ("/v1/chat/completions", {"user": "b", "messages": [{"role": "user", "content": 5}]}, "content"),
+    ],
+)
+def test_bad_requests_name_the_problem(server: str, path: str, body: dict, needle: str) -> None:
+    before = httpx.get(f"{server}/v1/jobs").json()
+    r = httpx.post(f"{server}{path}", json=body, timeout=30)
+    assert r.status_code == 400, r.text
+    assert needle in r.json()["error"]["message"]
+    assert httpx.get(f"{server}/v1/jobs").json() == before  # nothing was queued by a rejected request
