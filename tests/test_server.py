@@ -132,7 +132,11 @@ def test_metrics_exposed(server: str, fake: FakeOpenAI) -> None:
     ("path", "body", "needle"),
     [
         ("/v1/turns", {"user": "b", "session_id": "s", "role": "robot", "content": "x"}, "role"),
-        ("/v1/turns", {"user": "b", "session_id": "s", "content": "x", "timestamp": "not a date"}, "timestamp"),
+        (
+            "/v1/turns",
+            {"user": "b", "session_id": "s", "content": "x", "timestamp": "not a date"},
+            "timestamp",
+        ),
         ("/v1/context", {"user": "b", "message": "hi", "budget": 0}, "budget"),
         ("/v1/context", {"user": "b", "message": "hi", "budget": 5}, "budget"),
         ("/v1/context", {"user": "b", "message": "hi", "record": True}, "session_id"),
