@@ -88,9 +88,7 @@ def run(budget: int) -> dict[str, dict[str, float]]:
                     retrieval = mem.retriever.retrieve(
                         lang, q["question"], layers=setup.layers, expand=setup.expand
                     )
-                    top = retrieval.candidates[:200]
-                    by_id = {t.id: t for t in mem.store.get_turns(lang, [c.turn_id for c in top])}
-                    ranked = [by_id[c.turn_id] for c in top if c.turn_id in by_id]
+                    ranked = mem.ranked_turns(lang, retrieval.candidates)
                     result = assemble(
                         counter=mem.counter,
                         budget=budget,

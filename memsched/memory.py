@@ -177,6 +177,12 @@ class Memory:
 
     # -- reading -------------------------------------------------------------------------------------
 
+    def ranked_turns(self, user_id: str, candidates: Sequence[Candidate], limit: int = 200) -> list[Turn]:
+        """The turns of the first `limit` candidates, in rank order (deleted ones left out)."""
+        top = candidates[:limit]
+        by_id = {t.id: t for t in self.store.get_turns(user_id, [c.turn_id for c in top])}
+        return [by_id[c.turn_id] for c in top if c.turn_id in by_id]
+
     def require_user(self, user_id: str) -> None:
         if not self.store.has_user(user_id):
             raise UnknownUserError(user_id)
@@ -185,10 +191,11 @@ class Memory:
         """The user's turns most relevant to `query`, best first, with per-layer scores."""
         self.retriever.index_user(user_id)
         result = self.retriever.retrieve(user_id, query, expand=False)
-        top = result.candidates[:limit]
-        turns = {t.id: t for t in self.store.get_turns(user_id, [c.turn_id for c in top])}
+        by_id = {c.turn_id: c for c in result.candidates[:limit]}
         return [
-            SearchHit(turn=turns[c.turn_id], score=c.fused, candidate=c) for c in top if c.turn_id in turns
+            SearchHit(turn=t, score=by_id[t.id].fused, candidate=by_id[t.id])
+            for t in self.ranked_turns(user_id, result.candidates, limit)
+            if t.id is not None
         ]
 
     def context(
@@ -251,8 +258,7 @@ class Memory:
 
         t0 = time.perf_counter()
         top = retrieval.candidates[:200]
-        by_id = {t.id: t for t in self.store.get_turns(user_id, [c.turn_id for c in top])}
-        ranked_turns = [by_id[c.turn_id] for c in top if c.turn_id in by_id]
+        ranked_turns = self.ranked_turns(user_id, top)
         timings["load"] = _ms(t0)
 
         t0 = time.perf_counter()

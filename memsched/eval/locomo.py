@@ -177,18 +177,14 @@ def _context(
         from memsched.paging import STAGES
 
         pager = mem.pager.with_options(**asdict(STAGES[_ABLATION_STAGE[system]]))
-        top = pager.retrieve(user_id, question).candidates[:200]
-        by_id = {t.id: t for t in mem.store.get_turns(user_id, [c.turn_id for c in top])}
-        recalled = [by_id[c.turn_id] for c in top if c.turn_id in by_id]
+        recalled = mem.ranked_turns(user_id, pager.retrieve(user_id, question).candidates)
     elif system == "window":
         recent = mem.store.recent_turns(user_id, 400)
     else:
         first_dense = next(iter(mem.embedders))
         layers = {"bm25": ["bm25"], "dense": [first_dense], "hybrid": ["bm25", first_dense]}[system]
         retrieval = mem.retriever.retrieve(user_id, question, layers=layers, plain_rrf=True, expand=False)
-        top = retrieval.candidates[:200]
-        by_id = {t.id: t for t in mem.store.get_turns(user_id, [c.turn_id for c in top])}
-        recalled = [by_id[c.turn_id] for c in top if c.turn_id in by_id]
+        recalled = mem.ranked_turns(user_id, retrieval.candidates)
     return assemble(
         counter=mem.counter,
         budget=budget,
