@@ -91,10 +91,20 @@ def m001_core(db: sqlite3.Connection) -> None:
 def _later() -> list[Migration]:
     # Feature migrations live beside the SQL they serve; imported here to keep one ordered list.
     from memsched.store.sqlite_bookmarks import m003_bookmarks
+    from memsched.store.sqlite_ids import m005_ids_never_reused
     from memsched.store.sqlite_jobs import m002_jobs
     from memsched.store.sqlite_state import m004_state
 
-    return [("002_jobs", m002_jobs), ("003_bookmarks", m003_bookmarks), ("004_state", m004_state)]
+    return [
+        ("002_jobs", m002_jobs),
+        ("003_bookmarks", m003_bookmarks),
+        ("004_state", m004_state),
+        ("005_ids_never_reused", m005_ids_never_reused),
+    ]
 
 
 MIGRATIONS: list[Migration] = [("001_core", m001_core), *_later()]
+
+# Migrations that rebuild tables run with foreign keys off (dropping a parent table with them on
+# would cascade into its children); the runner checks the keys before it commits.
+FOREIGN_KEYS_OFF: set[str] = {"005_ids_never_reused"}

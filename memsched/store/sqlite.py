@@ -17,7 +17,7 @@ import numpy as np
 from memsched.config import DEFAULT_PAGE_SIZE
 from memsched.errors import InputError, StoreError
 from memsched.model import ROLES, Hit, Page, Session, Turn, utcnow
-from memsched.store.migrations import MIGRATIONS
+from memsched.store.migrations import FOREIGN_KEYS_OFF, MIGRATIONS
 from memsched.store.sqlite_bookmarks import BookmarksMixin
 from memsched.store.sqlite_jobs import JobsMixin
 from memsched.store.sqlite_state import StateMixin
@@ -133,11 +133,20 @@ class SQLiteStore(JobsMixin, BookmarksMixin, StateMixin):
         for name, apply in MIGRATIONS:
             if name in applied:
                 continue
-            with self.transaction() as tx:
-                if tx.execute("SELECT 1 FROM migrations WHERE name = ?", (name,)).fetchone():
-                    continue  # another process applied it while we waited for the lock
-                apply(tx)
-                tx.execute("INSERT INTO migrations VALUES (?, ?)", (name, _ts(utcnow())))
+            fk_off = name in FOREIGN_KEYS_OFF
+            if fk_off:
+                db.execute("PRAGMA foreign_keys = OFF")  # a no-op inside a transaction: set it before
+            try:
+                with self.transaction() as tx:
+                    if tx.execute("SELECT 1 FROM migrations WHERE name = ?", (name,)).fetchone():
+                        continue  # another process applied it while we waited for the lock
+                    apply(tx)
+                    if fk_off and (bad := tx.execute("PRAGMA foreign_key_check").fetchall()):
+                        raise StoreError(f"migration {name} broke foreign keys: {bad[:3]}")
+                    tx.execute("INSERT INTO migrations VALUES (?, ?)", (name, _ts(utcnow())))
+            finally:
+                if fk_off:
+                    db.execute("PRAGMA foreign_keys = ON")
 
     def migrations(self) -> list[str]:
         return [r[0] for r in self.db.execute("SELECT name FROM migrations ORDER BY name")]
