@@ -31,6 +31,9 @@ DEFAULT_SYSTEM_PROMPT = (
 )
 DEFAULT_LLM_TIMEOUT = 20.0
 DEFAULT_RERANK_TIMEOUT = 2.0
+# The service's limits: bigger bodies / messages are a 413 (nothing is stored).
+DEFAULT_MAX_BODY_BYTES = 4 * 1024 * 1024
+DEFAULT_MAX_MESSAGE_TOKENS = 32_000
 DEFAULT_HOST = "127.0.0.1"
 DEFAULT_PORT = 8377
 
@@ -82,6 +85,8 @@ class Config:
     host: str = DEFAULT_HOST
     port: int = DEFAULT_PORT
     workers: int = 1
+    max_body_bytes: int = DEFAULT_MAX_BODY_BYTES  # 0: no limit
+    max_message_tokens: int = DEFAULT_MAX_MESSAGE_TOKENS  # 0: no limit
 
     @classmethod
     def load(cls, env: dict[str, str] | None = None, **overrides: Any) -> Config:

@@ -12,14 +12,17 @@ from memsched.testing.fake_openai import (
     echo_responder,
     fake_embedding,
 )
+from memsched.testing.live_server import LiveServer, free_port
 
 __all__ = [
     "Delay",
     "Fail",
     "FakeOpenAI",
+    "LiveServer",
     "Malformed",
     "RecordedRequest",
     "Reply",
     "echo_responder",
     "fake_embedding",
+    "free_port",
 ]

@@ -1,0 +1,145 @@
+"""Every 4xx/5xx the service sends is an OpenAI-format error: `{"error": {"message", "type", "code"}}`.
+
+Routes raise memsched's exceptions (`InputError` -> 400, `UnknownUserError` -> 404, `LimitError` -> 413,
+`ConfigError` -> 503, `LLMError` -> 502) or `ApiError` for anything else; the handlers installed by
+`install_error_handlers` turn them, FastAPI's validation errors and Starlette's HTTP errors into this
+shape. `error_response` builds one directly (e.g. inside a middleware).
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+from fastapi import FastAPI, Request
+from fastapi.exceptions import RequestValidationError
+from pydantic import BaseModel, ValidationError
+from starlette.exceptions import HTTPException as StarletteHTTPException
+from starlette.responses import JSONResponse, Response
+
+from memsched.errors import (
+    BudgetError,
+    ConfigError,
+    InputError,
+    LLMError,
+    MemschedError,
+    UnknownUserError,
+)
+
+log = logging.getLogger("memsched.server")
+
+
+class ErrorBody(BaseModel):
+    message: str
+    type: str
+    code: str | None = None
+
+
+class ErrorResponse(BaseModel):
+    """The OpenAI error format."""
+
+    error: ErrorBody
+
+
+class ApiError(MemschedError):
+    """An HTTP error with its own status, type and code (e.g. 413 `request_too_large`)."""
+
+    def __init__(self, status: int, message: str, kind: str, code: str | None = None) -> None:
+        super().__init__(message)
+        self.status = status
+        self.kind = kind
+        self.code = code
+
+
+class LimitError(ApiError):
+    """A request over one of the service's size limits (413)."""
+
+    def __init__(self, message: str, code: str) -> None:
+        super().__init__(413, message, "invalid_request_error", code)
+
+
+# The `responses=` of a route: documents the error shape in the OpenAPI schema.
+ERRORS: dict[int | str, dict[str, Any]] = {
+    code: {"model": ErrorResponse, "description": text}
+    for code, text in (
+        (400, "Bad request: the message names the field"),
+        (404, "Unknown user, session or id"),
+        (413, "Over MEMSCHED_MAX_BODY_BYTES or MEMSCHED_MAX_MESSAGE_TOKENS"),
+        (500, "Internal error"),
+    )
+}
+UPSTREAM_ERRORS: dict[int | str, dict[str, Any]] = {
+    **ERRORS,
+    502: {"model": ErrorResponse, "description": "The upstream LLM failed"},
+    503: {"model": ErrorResponse, "description": "No upstream LLM configured"},
+}
+
+
+def error_response(
+    status: int, message: str, kind: str, code: str | None = None, headers: dict[str, str] | None = None
+) -> JSONResponse:
+    body = {"error": {"message": message, "type": kind, "code": code}}
+    return JSONResponse(body, status_code=status, headers=headers)
+
+
+def classify(exc: BaseException) -> tuple[int, str, str | None]:
+    """(HTTP status, OpenAI error type, code) of an exception."""
+    if isinstance(exc, ApiError):
+        return exc.status, exc.kind, exc.code
+    if isinstance(exc, UnknownUserError):
+        return 404, "not_found_error", "user_not_found"
+    if isinstance(exc, BudgetError | InputError | ValidationError):
+        return 400, "invalid_request_error", None
+    if isinstance(exc, ConfigError):
+        return 503, "not_configured", "no_upstream"
+    if isinstance(exc, LLMError):
+        return 502, "upstream_error", None
+    return 500, "internal_error", None
+
+
+def validation_message(errors: list[Any]) -> str:
+    """'messages.0.content: Input should be a valid string' from pydantic/FastAPI errors (the first)."""
+    if not errors:
+        return "invalid request"
+    first = errors[0]
+    if first.get("type") == "json_invalid":
+        return f"request body is not valid JSON: {first.get('ctx', {}).get('error', first.get('msg'))}"
+    loc = [str(p) for p in first.get("loc", ())]
+    if loc and loc[0] in ("body", "query", "path"):
+        where = ".".join(loc[1:]) or ("body" if loc[0] == "body" else loc[0])
+        if loc[0] != "body":
+            where = f"{loc[0]} parameter {where}"
+    else:
+        where = ".".join(loc) or "body"
+    msg = first.get("msg", "invalid")
+    if first.get("type") == "missing":
+        msg = "field required"
+    return f"{where}: {msg}"
+
+
+def install_error_handlers(app: FastAPI) -> None:
+    async def on_validation(request: Request, exc: RequestValidationError) -> Response:
+        return error_response(400, validation_message(list(exc.errors())), "invalid_request_error")
+
+    async def on_http(request: Request, exc: StarletteHTTPException) -> Response:
+        kind = "not_found_error" if exc.status_code == 404 else "invalid_request_error"
+        if exc.status_code >= 500:
+            kind = "internal_error"
+        return error_response(
+            exc.status_code, str(exc.detail), kind, headers=dict(exc.headers) if exc.headers else None
+        )
+
+    async def on_error(request: Request, exc: Exception) -> Response:
+        status, kind, code = classify(exc)
+        if status >= 500 and not isinstance(exc, MemschedError):
+            log.exception("unhandled error on %s", request.url.path)
+            return error_response(status, "internal error; see the server log", kind, code)
+        if isinstance(exc, ValidationError):
+            return error_response(status, validation_message(list(exc.errors())), kind, code)
+        return error_response(status, str(exc), kind, code)
+
+    app.add_exception_handler(RequestValidationError, on_validation)  # type: ignore[arg-type]
+    app.add_exception_handler(StarletteHTTPException, on_http)  # type: ignore[arg-type]
+    app.add_exception_handler(MemschedError, on_error)
+    app.add_exception_handler(ValidationError, on_error)
+    app.add_exception_handler(Exception, on_error)

@@ -1,0 +1,22 @@
+"""One module per resource; each defines `router` (a FastAPI `APIRouter`). `ROUTERS` is what the app mounts.
+
+To add a resource: write `memsched/server/routes/<name>.py` with a `router`, take the user through
+`memsched.server.identity.user_id`, raise memsched errors (they become OpenAI-format errors), declare
+`responses=ERRORS` and a response model so /openapi.json describes it, and add it to `ROUTERS`.
+"""
+
+from __future__ import annotations
+
+from fastapi import APIRouter
+
+from memsched.server.routes import chat, context, jobs, memories, meta, traces, users
+
+ROUTERS: list[APIRouter] = [
+    meta.router,
+    chat.router,
+    context.router,
+    memories.router,
+    users.router,
+    traces.router,
+    jobs.router,
+]

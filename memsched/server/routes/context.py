@@ -1,0 +1,65 @@
+"""POST /v1/context (the scheduled context for a message, for apps that call their own LLM) and
+POST /v1/turns (record a turn, e.g. that app's reply)."""
+
+from __future__ import annotations
+
+import asyncio
+from datetime import datetime
+from typing import Any, cast
+
+from fastapi import APIRouter, Depends, Request
+from starlette.responses import JSONResponse
+
+from memsched.errors import InputError
+from memsched.importers import parse_timestamp
+from memsched.model import Role
+from memsched.server.errors import ERRORS
+from memsched.server.identity import user_id
+from memsched.server.limits import check_message_tokens
+from memsched.server.schemas import ContextRequest, ContextResponse, TurnCreated, TurnRequest
+from memsched.server.service import TRACE_HEADER, Service, get_service
+
+router = APIRouter(tags=["context"])
+
+
+def when(value: str | None, field: str = "timestamp") -> datetime | None:
+    return parse_timestamp(value, field) if value else None
+
+
+@router.post("/v1/context", response_model=ContextResponse, responses=ERRORS, summary="Build a context")
+async def context(
+    body: ContextRequest, request: Request, svc: Service = Depends(get_service)
+) -> JSONResponse:
+    user = user_id(request, body.user)
+    now = when(body.timestamp)
+    check_message_tokens(svc.memory.counter, [body.message], svc.config.max_message_tokens)
+    if body.record:
+        if not body.session_id:
+            raise InputError("session_id: record needs session_id: a recorded message belongs to a session")
+        result = await svc.scheduler.aprepare(
+            user, body.session_id, body.message, now=now, timezone=body.timezone
+        )
+        messages, trace = result.messages, result.trace
+    else:
+        kwargs: dict[str, Any] = {"session_id": body.session_id, "now": now}
+        if body.budget is not None:
+            kwargs["budget"] = body.budget
+        ctx = await asyncio.to_thread(svc.memory.context, user, body.message, **kwargs)
+        messages, trace = ctx.messages, ctx.trace
+    return JSONResponse({"messages": messages, "trace": trace}, headers={TRACE_HEADER: str(trace["id"])})
+
+
+@router.post(
+    "/v1/turns", response_model=TurnCreated, status_code=201, responses=ERRORS, summary="Record a turn"
+)
+async def turns(body: TurnRequest, request: Request, svc: Service = Depends(get_service)) -> TurnCreated:
+    user = user_id(request, body.user)
+    if body.role not in ("user", "assistant", "system"):
+        raise InputError(f"role must be user, assistant or system, got {body.role!r}")
+    check_message_tokens(svc.memory.counter, [body.content], svc.config.max_message_tokens)
+    at = when(body.timestamp)
+    rec = await asyncio.to_thread(
+        svc.scheduler.record, user, body.session_id, cast(Role, body.role), body.content, now=at
+    )
+    assert rec.turn.id is not None
+    return TurnCreated(turn_id=rec.turn.id, jobs=rec.jobs, commands=rec.commands)

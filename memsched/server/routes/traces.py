@@ -1,0 +1,45 @@
+"""Traces: what one turn did (route, candidates, what was paged in, tokens, jobs, upstream calls)."""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+from fastapi import APIRouter, Depends, Query, Request
+
+from memsched.server.errors import ERRORS, ApiError
+from memsched.server.identity import user_id
+from memsched.server.service import Service, get_service
+
+router = APIRouter(tags=["traces"])
+
+
+@router.get(
+    "/v1/traces/{trace_id}",
+    response_model=dict[str, Any],
+    responses=ERRORS,
+    summary="One turn's trace (the X-Memsched-Trace-Id of its response)",
+)
+async def trace(trace_id: str, svc: Service = Depends(get_service)) -> dict[str, Any]:
+    found = await asyncio.to_thread(svc.scheduler.trace, trace_id)
+    if found is None:
+        raise ApiError(404, f"no trace {trace_id!r}", "not_found_error", "no_trace")
+    return found
+
+
+@router.get(
+    "/v1/users/{user}/traces",
+    response_model=list[dict[str, Any]],
+    responses=ERRORS,
+    summary="A user's (or one session's) latest traces, newest first",
+)
+async def traces(
+    request: Request,
+    user: str,
+    session_id: str | None = None,
+    limit: int = Query(default=50, ge=1, le=500),
+    svc: Service = Depends(get_service),
+) -> list[dict[str, Any]]:
+    uid = user_id(request, user)
+    svc.memory.require_user(uid)
+    return await asyncio.to_thread(svc.scheduler.traces, uid, session_id, limit)

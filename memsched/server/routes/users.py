@@ -1,0 +1,78 @@
+"""A user's sessions and the turns of one session (paged, newest page first)."""
+
+from __future__ import annotations
+
+import asyncio
+
+from fastapi import APIRouter, Depends, Query, Request
+
+from memsched.errors import UnknownUserError
+from memsched.model import Turn
+from memsched.server.errors import ERRORS, ApiError
+from memsched.server.identity import user_id
+from memsched.server.schemas import SessionOut, TurnOut, TurnPage
+from memsched.server.service import Service, get_service
+
+router = APIRouter(tags=["sessions"])
+
+
+def turn_out(t: Turn) -> TurnOut:
+    return TurnOut(
+        id=t.id,
+        session_id=t.session_id,
+        seq=t.seq,
+        page_id=t.page_id,
+        role=t.role,
+        speaker=t.speaker,
+        content=t.content,
+        created_at=t.created_at.isoformat(),
+        meta=dict(t.meta),
+    )
+
+
+@router.get(
+    "/v1/users/{user}/sessions",
+    response_model=list[SessionOut],
+    responses=ERRORS,
+    summary="A user's sessions",
+)
+async def sessions(request: Request, user: str, svc: Service = Depends(get_service)) -> list[SessionOut]:
+    uid = user_id(request, user)
+    svc.memory.require_user(uid)
+    found = await asyncio.to_thread(svc.memory.store.sessions, uid)
+    return [SessionOut(id=x.id, created_at=x.created_at.isoformat(), turns=x.turn_count) for x in found]
+
+
+@router.get(
+    "/v1/users/{user}/sessions/{session_id}/turns",
+    response_model=TurnPage,
+    responses=ERRORS,
+    summary="A session's turns: the latest `limit`, or the `limit` before seq `before`; oldest first",
+)
+async def session_turns(
+    request: Request,
+    user: str,
+    session_id: str,
+    limit: int = Query(default=50, ge=1, le=500),
+    before: int | None = Query(default=None, ge=0, description="Only turns with seq < before"),
+    svc: Service = Depends(get_service),
+) -> TurnPage:
+    uid = user_id(request, user)
+    store = svc.memory.store
+
+    def load() -> list[Turn]:
+        if not store.has_user(uid):
+            raise UnknownUserError(uid)
+        if not any(s.id == session_id for s in store.sessions(uid)):
+            raise ApiError(
+                404, f"user {user!r} has no session {session_id!r}", "not_found_error", "no_session"
+            )
+        if before is None:
+            return store.session_turns(uid, session_id, last=limit)
+        if before == 0:
+            return []
+        return store.session_turns_between(uid, session_id, max(0, before - limit), before - 1)
+
+    turns = await asyncio.to_thread(load)
+    first = turns[0].seq if turns else None
+    return TurnPage(turns=[turn_out(t) for t in turns], next_before=first if first else None)

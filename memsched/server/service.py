@@ -1,0 +1,43 @@
+"""What the routes share: one `Memory`, one `Scheduler`, the config; and how a route reaches it."""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+from fastapi import Request
+
+from memsched.config import Config
+from memsched.memory import Memory
+
+TRACE_HEADER = "X-Memsched-Trace-Id"  # every turn's response names its trace (GET /v1/traces/{id})
+
+
+class Service:
+    """The memory, the scheduler and the config behind one running app."""
+
+    def __init__(self, config: Config, memory: Memory | None = None, scheduler: Any = None) -> None:
+        from memsched.llm.client import client_from_config
+        from memsched.scheduler import Scheduler
+
+        self.config = config
+        self.memory = memory or Memory(config)
+        self.scheduler = scheduler or Scheduler(
+            self.memory, llm=client_from_config(config, "upstream"), workers=max(1, config.workers)
+        )
+        self.started = time.time()
+
+    def warm_up(self) -> None:
+        """Load the tokenizer and embedders now, so the first request does not pay for it."""
+        self.memory.counter.count("warm up")
+        self.memory.retriever.embed_query("warm up", only_weighted=False)
+
+    def close(self) -> None:
+        self.scheduler.close()
+        self.memory.close()
+
+
+def get_service(request: Request) -> Service:
+    """The app's `Service` (a FastAPI dependency: `svc: Service = Depends(get_service)`)."""
+    service: Service = request.app.state.service
+    return service

@@ -1,0 +1,223 @@
+"""The REST surface of the service, against a real uvicorn server on loopback: every resource endpoint,
+the OpenAI error format (400/404/413/503), the limits, and /openapi.json + /docs."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+
+from memsched.config import Config
+from memsched.server.app import create_app
+from memsched.testing import FakeOpenAI, LiveServer
+
+
+def _start(tmp_path: Path, **overrides: Any) -> LiveServer:
+    cfg = Config.load(home=tmp_path / "srv", embedders="hash", page_size=4, llm_timeout=5.0, **overrides)
+    return LiveServer(create_app(cfg))
+
+
+@pytest.fixture
+def server(tmp_path: Path, fake: FakeOpenAI) -> Iterator[str]:
+    with _start(tmp_path, upstream_base_url=fake.base_url, upstream_model="fake-model") as base:
+        yield base
+
+
+@pytest.fixture
+def offline(tmp_path: Path) -> Iterator[str]:
+    """A server without an upstream LLM, with small limits."""
+    with _start(tmp_path, max_body_bytes=50_000, max_message_tokens=1000) as base:
+        yield base
+
+
+def _error(r: httpx.Response, status: int) -> dict[str, Any]:
+    assert r.status_code == status, r.text
+    err = r.json()["error"]
+    assert set(err) == {"message", "type", "code"} and err["message"]
+    return dict(err)
+
+
+TURNS = [
+    ("user", "My cat is called Sesame and she loves tuna."),
+    ("assistant", "Sesame sounds adorable!"),
+    ("user", "我下周三要去杭州出差，住在西湖边。"),
+    ("assistant", "杭州很美，祝出差顺利。"),
+    ("user", "I started learning the cello last month."),
+    ("assistant", "How are the lessons going?"),
+]
+
+
+def _seed(base: str, user: str = "alice", session: str = "s1") -> None:
+    for role, content in TURNS:
+        r = httpx.post(
+            f"{base}/v1/turns", json={"user": user, "session_id": session, "role": role, "content": content}
+        )
+        assert r.status_code == 201, r.text
+
+
+def test_memories_search_in_both_languages(server: str) -> None:
+    _seed(server)
+    hits = httpx.get(f"{server}/v1/users/alice/memories", params={"q": "Sesame cat", "limit": 3}).json()
+    assert hits and "Sesame" in hits[0]["content"] and len(hits) <= 3
+    first = hits[0]
+    assert first["role"] == "user" and first["session_id"] == "s1" and first["created_at"]
+    assert first["layers"]["scores"] and first["layers"]["ranks"] and "bm25" in first["scores"]
+    zh = httpx.get(f"{server}/v1/users/alice/memories", params={"q": "杭州出差"}).json()
+    assert zh and "杭州" in zh[0]["content"]
+    # the older path answers the same
+    assert (
+        httpx.get(f"{server}/v1/users/alice/search", params={"q": "Sesame cat", "limit": 3}).json()[0][
+            "turn_id"
+        ]
+        == (first["turn_id"])
+    )
+
+
+def test_sessions_and_paged_turns(server: str) -> None:
+    _seed(server)
+    _seed(server, session="s2")
+    sessions = httpx.get(f"{server}/v1/users/alice/sessions").json()
+    assert {s["id"]: s["turns"] for s in sessions} == {"s1": 6, "s2": 6}
+    page = httpx.get(f"{server}/v1/users/alice/sessions/s1/turns", params={"limit": 4}).json()
+    assert [t["content"] for t in page["turns"]] == [c for _, c in TURNS[2:]]
+    assert page["next_before"] == 2
+    older = httpx.get(
+        f"{server}/v1/users/alice/sessions/s1/turns", params={"limit": 4, "before": page["next_before"]}
+    ).json()
+    assert [t["content"] for t in older["turns"]] == [c for _, c in TURNS[:2]]
+    assert older["next_before"] is None
+    assert _error(httpx.get(f"{server}/v1/users/alice/sessions/nope/turns"), 404)["code"] == "no_session"
+    assert (
+        "before" in _error(httpx.get(f"{server}/v1/users/alice/sessions/s1/turns?before=-1"), 400)["message"]
+    )
+
+
+def test_bookmarks_jobs_and_traces(server: str, fake: FakeOpenAI) -> None:
+    _seed(server)  # page_size 4: the first page is full, so a bookmark job is queued
+    jobs = httpx.get(f"{server}/v1/jobs", params={"user": "alice"}).json()
+    assert any(j["kind"] == "bookmark" for j in jobs)
+    assert all(j["user_id"] == "alice" for j in jobs)
+    marks: list[Any] = []
+    for _ in range(400):  # the in-process worker writes the bookmark (bounded wait, no timing asserted)
+        marks = httpx.get(f"{server}/v1/users/alice/bookmarks").json()
+        if marks:
+            break
+        time.sleep(0.05)
+    assert marks and marks[0]["page_ids"] and marks[0]["turn_ids"] and marks[0]["keywords"]
+    assert httpx.get(f"{server}/v1/users/alice/bookmarks", params={"session_id": "other"}).json() == []
+    done = httpx.get(f"{server}/v1/jobs", params={"status": "done"}).json()
+    assert any(j["kind"] == "bookmark" and j["finished_at"] for j in done)
+    assert "status" in _error(httpx.get(f"{server}/v1/jobs", params={"status": "weird"}), 400)["message"]
+
+    fake.script("Noted!")
+    r = httpx.post(
+        f"{server}/v1/chat/completions",
+        json={"user": "alice", "messages": [{"role": "user", "content": "hello"}]},
+        timeout=30,
+    )
+    trace_id = r.headers["X-Memsched-Trace-Id"]
+    trace = httpx.get(f"{server}/v1/traces/{trace_id}").json()
+    assert trace["id"] == trace_id and trace["user_id"] == "alice"
+    listed = httpx.get(f"{server}/v1/users/alice/traces", params={"session_id": "default"}).json()
+    assert [t["id"] for t in listed] == [trace_id]
+    assert _error(httpx.get(f"{server}/v1/traces/nope"), 404)["code"] == "no_trace"
+
+
+@pytest.mark.parametrize(
+    "path",
+    [
+        "/v1/users/ghost/memories?q=x",
+        "/v1/users/ghost/bookmarks",
+        "/v1/users/ghost/sessions",
+        "/v1/users/ghost/sessions/s/turns",
+        "/v1/users/ghost/traces",
+    ],
+)
+def test_unknown_user_is_a_404(server: str, path: str) -> None:
+    assert _error(httpx.get(server + path), 404)["type"] == "not_found_error"
+
+
+def test_validation_comes_before_configuration(offline: str) -> None:
+    # No upstream: a request without `user` is still a 400 naming the field, not a 503.
+    r = httpx.post(f"{offline}/v1/chat/completions", json={"messages": [{"role": "user", "content": "hi"}]})
+    assert "user" in _error(r, 400)["message"]
+    r = httpx.post(f"{offline}/v1/chat/completions", json={"user": "a", "messages": []})
+    assert "messages" in _error(r, 400)["message"]
+    r = httpx.post(
+        f"{offline}/v1/chat/completions", json={"user": "a", "messages": [{"role": "user", "content": "hi"}]}
+    )
+    assert _error(r, 503)["type"] == "not_configured"
+    assert httpx.get(f"{offline}/v1/users/a/sessions").status_code == 404  # nothing was recorded
+
+
+def test_limits_are_413_and_store_nothing(offline: str) -> None:
+    big = "x" * 60_000
+    r = httpx.post(f"{offline}/v1/turns", json={"user": "a", "session_id": "s", "content": big})
+    assert "MEMSCHED_MAX_BODY_BYTES=50000" in _error(r, 413)["message"]
+
+    def chunks() -> Iterator[bytes]:  # no Content-Length: the limit is enforced while reading
+        yield b'{"user": "a", "session_id": "s", "content": "'
+        for _ in range(20):
+            yield b"y" * 5000
+        yield b'"}'
+
+    r = httpx.post(f"{offline}/v1/turns", content=chunks(), headers={"content-type": "application/json"})
+    assert _error(r, 413)["code"] == "body_too_large"
+
+    long_en = "word " * 2000  # 10 kB: under the body limit, over 1000 tokens
+    r = httpx.post(f"{offline}/v1/turns", json={"user": "a", "session_id": "s", "content": long_en})
+    assert "MEMSCHED_MAX_MESSAGE_TOKENS=1000" in _error(r, 413)["message"]
+    long_zh = "我们一起去看海吧。" * 400
+    r = httpx.post(
+        f"{offline}/v1/context", json={"user": "a", "message": long_zh, "session_id": "s", "record": True}
+    )
+    assert _error(r, 413)["code"] == "message_too_long"
+    r = httpx.post(
+        f"{offline}/v1/chat/completions",
+        json={"user": "a", "messages": [{"role": "user", "content": long_en}]},
+    )
+    assert _error(r, 413)["code"] == "message_too_long"
+    assert httpx.get(f"{offline}/v1/users/a/sessions").status_code == 404  # nothing stored half-way
+
+
+def test_a_huge_message_is_a_413_not_a_500(tmp_path: Path) -> None:
+    # Default body limit (4 MiB): 1.5 million characters pass it and must hit the token limit cheaply.
+    with _start(tmp_path) as base:
+        for text in ("a" * 1_500_000, "这是一段很长的话。" * 170_000):
+            r = httpx.post(
+                f"{base}/v1/turns", json={"user": "a", "session_id": "s", "content": text}, timeout=60
+            )
+            assert r.status_code == 413, r.text[:300]
+            assert "MEMSCHED_MAX" in r.json()["error"]["message"]
+
+
+def test_openapi_and_docs(server: str) -> None:
+    spec = httpx.get(f"{server}/openapi.json").json()
+    assert spec["openapi"].startswith("3.")
+    paths = spec["paths"]
+    for path in (
+        "/v1/chat/completions",
+        "/v1/context",
+        "/v1/turns",
+        "/v1/users/{user}/memories",
+        "/v1/users/{user}/bookmarks",
+        "/v1/users/{user}/sessions",
+        "/v1/users/{user}/sessions/{session_id}/turns",
+        "/v1/traces/{trace_id}",
+        "/v1/jobs",
+        "/healthz",
+    ):
+        assert path in paths, path
+    schemas = spec["components"]["schemas"]
+    assert {"ChatRequest", "ErrorResponse", "Memory", "BookmarkOut", "TurnPage", "JobOut"} <= set(schemas)
+    assert "temperature" in schemas["ChatRequest"]["properties"]
+    assert "413" in paths["/v1/turns"]["post"]["responses"]
+    docs = httpx.get(f"{server}/docs")
+    assert docs.status_code == 200 and "swagger-ui-bundle.js" in docs.text
+    assert "cdn" not in docs.text.lower() and "https://" not in docs.text.replace("https://swagger.io", "")
+    for src in __import__("re").findall(r'(?:src|href)="(/[^"]+)"', docs.text):
+        assert httpx.get(server + src).status_code == 200, src  # every asset is served by memsched
