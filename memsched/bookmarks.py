@@ -19,8 +19,7 @@ import logging
 import threading
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass, field
-from datetime import datetime
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, cast
 
 import numpy as np
@@ -28,12 +27,12 @@ from pydantic import BaseModel, Field, field_validator
 
 from memsched import keywords as kw
 from memsched.errors import LLMError
-from memsched.model import Page, Turn, content_hash, utcnow
+from memsched.model import Bookmark, Page, Turn, content_hash
 
 if TYPE_CHECKING:
     from memsched.llm.client import ChatClient
     from memsched.memory import Memory
-    from memsched.store.sqlite import SQLiteStore
+    from memsched.store import Store
 
 log = logging.getLogger(__name__)
 
@@ -44,75 +43,6 @@ SEGMENT_WINDOW = 3  # turns on each side of a gap when looking for a topic shift
 SEGMENT_MIN_TURNS = 5
 SHIFT_DEPTH = 1.0  # a shift is a gap whose depth exceeds the page's mean depth by this many std devs
 SHIFT_MIN_DEPTH = 0.3  # ... and is at least this deep (cosine units) in absolute terms
-
-
-@dataclass(slots=True)
-class Bookmark:
-    """A bookmark: what a page (or a topic segment of it) is about, and where it came from."""
-
-    user_id: str
-    session_id: str
-    keywords: list[str]
-    summary: str
-    page_ids: list[int]
-    turn_ids: list[int]
-    first_at: datetime
-    last_at: datetime
-    aliases: dict[str, list[str]] = field(default_factory=dict)
-    kind: str = "fact"
-    importance: float = 0.5
-    source: str = "rule"  # llm | rule | merged
-    created_at: datetime = field(default_factory=utcnow)
-    updated_at: datetime = field(default_factory=utcnow)
-    id: int | None = None
-
-    @property
-    def ref(self) -> str:
-        return f"b{self.id}"
-
-    @property
-    def names(self) -> list[str]:
-        """Keywords and all their aliases: what keyword matching looks for."""
-        out = list(self.keywords)
-        for alias_list in self.aliases.values():
-            out.extend(alias_list)
-        seen: dict[str, str] = {}
-        for name in out:
-            seen.setdefault(name.lower(), name)
-        return list(seen.values())
-
-    @property
-    def text(self) -> str:
-        """What is indexed and embedded: keywords (with aliases) and the summary."""
-        parts = []
-        for k in self.keywords:
-            alias = self.aliases.get(k)
-            parts.append(f"{k} ({', '.join(alias)})" if alias else k)
-        extra = [a for key, lst in self.aliases.items() if key not in self.keywords for a in [key, *lst]]
-        if extra:
-            parts.append(", ".join(extra))
-        return "; ".join(parts) + " — " + self.summary
-
-    @property
-    def hash(self) -> str:
-        return content_hash(self.text)
-
-    def as_dict(self) -> dict[str, Any]:
-        return {
-            "id": self.id,
-            "session_id": self.session_id,
-            "kind": self.kind,
-            "keywords": self.keywords,
-            "aliases": self.aliases,
-            "summary": self.summary,
-            "importance": self.importance,
-            "source": self.source,
-            "page_ids": self.page_ids,
-            "turn_ids": self.turn_ids,
-            "first_at": self.first_at.isoformat(),
-            "last_at": self.last_at.isoformat(),
-            "created_at": self.created_at.isoformat(),
-        }
 
 
 @dataclass(slots=True)
@@ -183,7 +113,7 @@ _stats_lock = threading.Lock()
 _stats_cache: dict[tuple[int, str], tuple[int, kw.TermStats]] = {}
 
 
-def user_stats(store: SQLiteStore, user_id: str) -> kw.TermStats:
+def user_stats(store: Store, user_id: str) -> kw.TermStats:
     """Page document frequencies of the user's terms, cached per process and refreshed when turns grow.
 
     Kept in memory only (never stored): counts of deleted turns vanish with the process.

@@ -26,7 +26,7 @@ from memsched.profile import PREFERRED_NAME, Profile
 if TYPE_CHECKING:
     from memsched.jobs.queue import Job
     from memsched.memory import Memory
-    from memsched.store.sqlite import SQLiteStore
+    from memsched.store import Store
 
 CommandKind = Literal["rename", "forget_last"]
 
@@ -299,9 +299,7 @@ def apply_rename(
     return Applied(command=command, changed={PREFERRED_NAME: command.value}, note=note, fact_id=fact_id)
 
 
-def last_message_ids(
-    store: SQLiteStore, user_id: str, session_id: str, before_seq: int | None = None
-) -> list[int]:
+def last_message_ids(store: Store, user_id: str, session_id: str, before_seq: int | None = None) -> list[int]:
     """Ids of the session's last user message before `before_seq` (default: the end of the session)
     and of the turns after it (the replies to it); [] when there is no earlier user message."""
     if before_seq is None:

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import dataclasses
 import os
+import re
 from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any, get_type_hints
@@ -50,6 +51,8 @@ class Config:
 
     home: Path = field(default_factory=default_home)
     db: Path | None = None  # default: <home>/memsched.db
+    # postgresql://user:pass@host/db: a shared PostgreSQL (with pgvector) instead of the SQLite file.
+    database_url: str | None = None
     page_size: int = DEFAULT_PAGE_SIZE
     tokenizer: str = DEFAULT_TOKENIZER
     embedders: str = DEFAULT_EMBEDDERS  # comma-separated names: minilm, wordllama, openai, hash
@@ -122,6 +125,13 @@ class Config:
     @property
     def db_path(self) -> Path:
         return self.db if self.db is not None else self.home / "memsched.db"
+
+    @property
+    def store_location(self) -> str:
+        """Where the data lives, for logs: the database URL without its password, or the SQLite file."""
+        if self.database_url:
+            return re.sub(r"//([^:/@]*):[^@]*@", r"//\1:***@", self.database_url)
+        return str(self.db_path)
 
     @property
     def embedder_names(self) -> list[str]:

@@ -17,7 +17,7 @@ from memsched.embed.base import Embedder
 from memsched.errors import UnknownUserError
 from memsched.model import Candidate, Role, Turn, as_utc, utcnow
 from memsched.retrieve import FusionWeights, Retriever
-from memsched.store.sqlite import SQLiteStore
+from memsched.store import Store, open_store
 from memsched.text.tokens import TokenCounter, get_counter
 from memsched.tools import DEFAULT_INDEX_SHARE, attach_index
 
@@ -68,7 +68,7 @@ class Memory:
         self,
         config: Config | None = None,
         *,
-        store: SQLiteStore | None = None,
+        store: Store | None = None,
         embedders: dict[str, Embedder] | str | None = None,
         weights: FusionWeights | None = None,
         **overrides: Any,
@@ -79,9 +79,7 @@ class Memory:
         self.config = config if config is not None else Config.load(**overrides)
         if config is not None and overrides:
             self.config = config.replace(**overrides)
-        self.store = (
-            store if store is not None else SQLiteStore(self.config.db_path, page_size=self.config.page_size)
-        )
+        self.store = store if store is not None else open_store(self.config)
         if embedders is None:
             embedders = {name: embed_base.create(name, self.config) for name in self.config.embedder_names}
         self.embedders = embedders

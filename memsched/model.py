@@ -118,3 +118,72 @@ class Candidate:
             "fused": round(self.fused, 6),
             "reason": self.reason,
         }
+
+
+@dataclass(slots=True)
+class Bookmark:
+    """A bookmark: what a page (or a topic segment of it) is about, and where it came from."""
+
+    user_id: str
+    session_id: str
+    keywords: list[str]
+    summary: str
+    page_ids: list[int]
+    turn_ids: list[int]
+    first_at: datetime
+    last_at: datetime
+    aliases: dict[str, list[str]] = field(default_factory=dict)
+    kind: str = "fact"
+    importance: float = 0.5
+    source: str = "rule"  # llm | rule | merged
+    created_at: datetime = field(default_factory=utcnow)
+    updated_at: datetime = field(default_factory=utcnow)
+    id: int | None = None
+
+    @property
+    def ref(self) -> str:
+        return f"b{self.id}"
+
+    @property
+    def names(self) -> list[str]:
+        """Keywords and all their aliases: what keyword matching looks for."""
+        out = list(self.keywords)
+        for alias_list in self.aliases.values():
+            out.extend(alias_list)
+        seen: dict[str, str] = {}
+        for name in out:
+            seen.setdefault(name.lower(), name)
+        return list(seen.values())
+
+    @property
+    def text(self) -> str:
+        """What is indexed and embedded: keywords (with aliases) and the summary."""
+        parts = []
+        for k in self.keywords:
+            alias = self.aliases.get(k)
+            parts.append(f"{k} ({', '.join(alias)})" if alias else k)
+        extra = [a for key, lst in self.aliases.items() if key not in self.keywords for a in [key, *lst]]
+        if extra:
+            parts.append(", ".join(extra))
+        return "; ".join(parts) + " — " + self.summary
+
+    @property
+    def hash(self) -> str:
+        return content_hash(self.text)
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "id": self.id,
+            "session_id": self.session_id,
+            "kind": self.kind,
+            "keywords": self.keywords,
+            "aliases": self.aliases,
+            "summary": self.summary,
+            "importance": self.importance,
+            "source": self.source,
+            "page_ids": self.page_ids,
+            "turn_ids": self.turn_ids,
+            "first_at": self.first_at.isoformat(),
+            "last_at": self.last_at.isoformat(),
+            "created_at": self.created_at.isoformat(),
+        }

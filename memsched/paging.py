@@ -28,7 +28,7 @@ import time
 from collections import Counter, OrderedDict
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 import numpy as np
 from pydantic import BaseModel, Field
@@ -38,9 +38,17 @@ from memsched.model import Candidate, Hit
 from memsched.text.segment import cjk_ratio, has_cjk, terms
 
 if TYPE_CHECKING:
-    from memsched.bookmarks import Bookmark
     from memsched.llm.client import ChatClient
-    from memsched.memory import Memory
+    from memsched.model import Bookmark
+    from memsched.retrieve import Retriever
+    from memsched.store import Store
+
+
+class Memory(Protocol):
+    """What the pager uses of a `memsched.Memory` (named here so this module does not import it)."""
+
+    store: Store
+    retriever: Retriever
 
 
 @dataclass(slots=True)

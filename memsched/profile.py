@@ -7,14 +7,13 @@ came from. The profile is rendered into the system prompt of every turn (`Profil
 
 from __future__ import annotations
 
-import sqlite3
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
 from memsched.model import as_utc, utcnow
-from memsched.store.sqlite import SQLiteStore
+from memsched.store import Store, Tx
 
 PREFERRED_NAME = "preferred_name"
 
@@ -69,7 +68,7 @@ def _fact(row: dict[str, Any]) -> Fact:
 class Profile:
     """The profile facts of the users of one store."""
 
-    def __init__(self, store: SQLiteStore) -> None:
+    def __init__(self, store: Store) -> None:
         self.store = store
 
     def set(
@@ -81,7 +80,7 @@ class Profile:
         at: datetime | None = None,
         source_turn_ids: Sequence[int] = (),
         meta: dict[str, Any] | None = None,
-        tx: sqlite3.Connection | None = None,
+        tx: Tx | None = None,
     ) -> int:
         """Make `value` the current `key` of the user from `at` on; returns the id of the fact in force.
 

@@ -12,15 +12,23 @@ from __future__ import annotations
 import json
 from collections.abc import Iterable, Sequence
 from datetime import datetime
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from memsched.errors import InputError
 
 if TYPE_CHECKING:
-    from memsched.bookmarks import Bookmark
-    from memsched.memory import Memory
-    from memsched.model import Turn
+    from memsched.model import Bookmark, Turn
+    from memsched.store import Store
     from memsched.text.tokens import TokenCounter
+
+
+class Memory(Protocol):
+    """What the tools use of a `memsched.Memory` (named here so this module does not import it)."""
+
+    store: Store
+
+    @property
+    def counter(self) -> TokenCounter: ...
 
 INDEX_HEADER = "Earlier pages not shown (recall(page_id) reads one):"
 DEFAULT_INDEX_SHARE = 0.1  # of the context budget, when paging_mode is "tools" or "both"

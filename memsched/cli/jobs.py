@@ -30,7 +30,7 @@ from memsched.cli.common import (
 from memsched.errors import InputError
 from memsched.jobs.queue import STATUSES, Job, JobQueue
 from memsched.jobs.worker import P2_WINDOW_ENV, Worker, parse_window
-from memsched.store.sqlite import SQLiteStore
+from memsched.store import Store, open_store
 
 jobs_app = typer.Typer(
     name="jobs",
@@ -99,12 +99,12 @@ def worker(
                 left = w.queue.stats()["status"]
                 console.print(f"ran {ran} jobs; {left['queued']} queued, {left['dead']} dead")
                 return
-            _run_until_signalled(w, cfg.db_path)
+            _run_until_signalled(w, cfg.store_location)
         finally:
             w.close()
 
 
-def _run_until_signalled(w: Worker, db_path: Path) -> None:
+def _run_until_signalled(w: Worker, db_path: str) -> None:
     stop = threading.Event()
 
     def on_signal(signum: int, frame: FrameType | None) -> None:
@@ -126,9 +126,9 @@ def _run_until_signalled(w: Worker, db_path: Path) -> None:
             signal.signal(s, handler)
 
 
-def _open_queue(home: Path | None, db: Path | None) -> tuple[SQLiteStore, JobQueue]:
+def _open_queue(home: Path | None, db: Path | None) -> tuple[Store, JobQueue]:
     cfg = load_config(home=home, db=db)
-    store = SQLiteStore(cfg.db_path, page_size=cfg.page_size)
+    store = open_store(cfg)
     return store, JobQueue(store)
 
 

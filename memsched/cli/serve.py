@@ -56,7 +56,7 @@ def serve(
     )
     logging.basicConfig(level=log_level.upper(), format="%(asctime)s %(levelname)s %(name)s %(message)s")
     console.print(
-        f"memsched serving [bold]{cfg.db_path}[/] on http://{cfg.host}:{cfg.port} "
+        f"memsched serving [bold]{cfg.store_location}[/] on http://{cfg.host}:{cfg.port} "
         f"(upstream: {cfg.upstream_base_url or 'none — /v1/context and /v1/turns only'})"
     )
     uvicorn.run(create_app(cfg), host=cfg.host, port=cfg.port, log_level=log_level.lower())

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib
 import threading
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
@@ -63,12 +64,12 @@ def register(name: str, factory: EmbedderFactory) -> None:
 
 
 def available() -> list[str]:
-    _load_builtin()
+    load_builtin()
     return sorted(_REGISTRY)
 
 
 def create(name: str, config: Config) -> Embedder:
-    _load_builtin()
+    load_builtin()
     try:
         factory = _REGISTRY[name]
     except KeyError:
@@ -85,6 +86,17 @@ def normalize(matrix: np.ndarray) -> np.ndarray:
     return (matrix / norms).astype(np.float32, copy=False)
 
 
-def _load_builtin() -> None:
-    # Importing the modules registers them; done lazily so `import memsched` stays fast.
-    from memsched.embed import hashing, minilm, openai, wordllama  # noqa: F401
+# The in-tree implementations. They register themselves the way a third party would (`register` at
+# import); this module names them instead of importing them, so the protocol does not depend on them.
+BUILTIN_MODULES = (
+    "memsched.embed.hashing",
+    "memsched.embed.minilm",
+    "memsched.embed.openai",
+    "memsched.embed.wordllama",
+)
+
+
+def load_builtin() -> None:
+    """Import (and so register) the in-tree embedders; lazy, so `import memsched` stays fast."""
+    for name in BUILTIN_MODULES:
+        importlib.import_module(name)

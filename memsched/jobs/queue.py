@@ -16,13 +16,15 @@ import threading
 import time
 import uuid
 from collections.abc import Callable, Iterator, Sequence
-from contextlib import AbstractContextManager, contextmanager
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from enum import IntEnum
 from typing import Any, Protocol
 
 from memsched.errors import InputError, StoreError
+from memsched.store import base
+from memsched.store.base import LockStore, TransactionStore
 
 STATUSES = ("queued", "running", "done", "dead")
 DEFAULT_MAX_ATTEMPTS = 5
@@ -74,48 +76,8 @@ class Job:
         return f"P{self.priority}"
 
 
-class JobStore(Protocol):
-    """What the queue needs from a store (SQLiteStore's JobsMixin; later a Postgres store)."""
-
-    def transaction(self) -> AbstractContextManager[Any]: ...
-    def jobs_enqueue(self, tx: Any, rows: Sequence[dict[str, Any]]) -> list[int]: ...
-    def jobs_claim(
-        self,
-        owner: str,
-        *,
-        now: float,
-        lease_until: float,
-        kinds: Sequence[str] | None = None,
-        max_priority: int | None = None,
-    ) -> dict[str, Any] | None: ...
-    def jobs_renew(self, job_id: int, owner: str, lease_until: float) -> bool: ...
-    def jobs_complete(self, job_id: int, *, now: float) -> dict[str, Any] | None: ...
-    def jobs_fail(
-        self,
-        job_id: int,
-        owner: str | None,
-        *,
-        now: float,
-        error: str,
-        backoff: Callable[[int], float],
-        permanent: bool = False,
-    ) -> dict[str, Any] | None: ...
-    def jobs_retry(self, job_id: int, *, now: float) -> bool: ...
-    def jobs_purge(self, *, before: float, statuses: Sequence[str] = ("done",)) -> int: ...
-    def jobs_get(self, job_id: int) -> dict[str, Any] | None: ...
-    def jobs_list(
-        self, *, status: str | None = None, user_id: str | None = None, limit: int = 100
-    ) -> list[dict[str, Any]]: ...
-    def jobs_pending(self, user_id: str, session_id: str | None = None, max_priority: int = 1) -> int: ...
-    def jobs_depth(self) -> dict[int, int]: ...
-    def jobs_counts(self) -> dict[str, int]: ...
-    def jobs_oldest_queued(self) -> float | None: ...
-    def lock_acquire(
-        self, user_id: str, session_id: str, owner: str, *, now: float, lease_until: float
-    ) -> bool: ...
-    def lock_renew(self, user_id: str, session_id: str, owner: str, *, lease_until: float) -> bool: ...
-    def lock_release(self, user_id: str, session_id: str, owner: str) -> bool: ...
-    def lock_holder(self, user_id: str, session_id: str) -> tuple[str, float] | None: ...
+class JobStore(TransactionStore, base.JobStore, LockStore, Protocol):
+    """What the queue and session locks need from a store: jobs, leases and units of work."""
 
 
 def _dt(value: float | None) -> datetime | None:

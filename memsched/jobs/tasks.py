@@ -25,7 +25,7 @@ if TYPE_CHECKING:
     from memsched.jobs.queue import Job, JobQueue
     from memsched.llm.client import ChatClient
     from memsched.memory import Memory
-    from memsched.store.sqlite import SQLiteStore
+    from memsched.store import Store
 
 log = logging.getLogger("memsched.jobs")
 
@@ -49,7 +49,7 @@ class TaskContext:
     follow-up jobs) and memsched's helper LLM (None when none is configured)."""
 
     memory: Memory
-    store: SQLiteStore
+    store: Store
     config: Config
     queue: JobQueue
     llm: ChatClient | None = None

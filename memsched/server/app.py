@@ -44,7 +44,7 @@ def create_app(
         app.state.service = svc
         if warm_up:
             await asyncio.to_thread(svc.warm_up)
-        log.info("memsched %s serving %s", __version__, svc.config.db_path)
+        log.info("memsched %s serving %s", __version__, svc.config.store_location)
         try:
             yield
         finally:

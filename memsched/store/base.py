@@ -1,34 +1,80 @@
-"""The `Store` protocol: everything the rest of memsched may ask of a storage backend.
+"""The storage seam: small protocols, one per concern, composed into `Store`.
 
-Every method is scoped by user; there is no unscoped query. Backends hide their SQL dialect.
+Everything the rest of memsched asks of storage is named here; nothing outside `memsched.store`
+knows which backend it runs on (build one with `memsched.store.open_store(config)`).
+
+- Every method is scoped by user; there is no unscoped query of user data (the job queue's
+  operator views - counts, depth, listing - are the exception, and say so).
+- Writes that must commit together go through a unit of work: `with store.transaction() as tx:`
+  yields an opaque `Tx`, which only the store that made it accepts (methods taking `tx` write
+  inside it; the others open and commit their own). A `Tx` is not a driver connection: callers
+  never execute anything on it.
+- Rows the store does not interpret (jobs, facts, summaries, traces) go in and out as plain dicts;
+  the domain values it does (turns, pages, bookmarks, hits) are the dataclasses of `memsched.model`.
+
+Adding storage for a feature: append a small `Protocol` at the end of this file, add it to `Store`'s
+bases, implement it in `sqlite_<feature>.py` (a mixin of `SQLiteStore`) and `postgres_<feature>.py`
+(a mixin of `PostgresStore`), with a named migration for each backend.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
-from typing import Protocol, runtime_checkable
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from contextlib import AbstractContextManager
+from datetime import datetime
+from typing import Any, Protocol, runtime_checkable
 
 import numpy as np
 
-from memsched.model import Hit, Page, Session, Turn
+from memsched.model import Bookmark, Hit, Page, Session, Turn
 
 
-@runtime_checkable
-class Store(Protocol):
+class Tx:
+    """An open unit of work, made by `Store.transaction()`.
+
+    Opaque on purpose: pass it to the same store's methods that take `tx`; nothing else may read it.
+    Each backend subclasses it privately.
+    """
+
+    __slots__ = ()
+
+
+class TransactionStore(Protocol):
+    def transaction(self) -> AbstractContextManager[Tx]:
+        """Begin a unit of work: commits when the block ends, rolls back on any exception.
+        Not re-entrant; do not call this store's self-committing methods inside the block."""
+        ...
+
+
+class TurnStore(Protocol):
+    """Users, sessions, turns and pages, and full-text search over turns."""
+
     page_size: int
 
-    # users and sessions
     def has_user(self, user_id: str) -> bool: ...
     def users(self) -> list[str]: ...
     def sessions(self, user_id: str) -> list[Session]: ...
 
-    # turns
-    def add_turns(self, turns: Sequence[Turn]) -> list[Turn]:
+    def add_turns(self, turns: Sequence[Turn], skip_duplicates: bool = False) -> list[Turn]:
         """Store turns in one transaction, in order; assigns id, seq and page. Returns them."""
         ...
 
-    def get_turns(self, user_id: str, ids: Sequence[int]) -> list[Turn]: ...
+    def insert_turns(self, tx: Tx, turns: Sequence[Turn], skip_duplicates: bool = False) -> list[Turn]:
+        """`add_turns` inside `tx`, so derived rows (jobs, state) commit with the turns.
+
+        With `skip_duplicates`, a turn whose session already holds the same speaker, text and time
+        is not stored again; it is left out of the result."""
+        ...
+
+    def get_turns(self, user_id: str, ids: Sequence[int]) -> list[Turn]:
+        """The user's turns with these ids, in id order (unknown or foreign ids are left out)."""
+        ...
+
     def session_turns(self, user_id: str, session_id: str, last: int | None = None) -> list[Turn]: ...
+    def session_turns_after(self, user_id: str, session_id: str, after_seq: int) -> list[Turn]: ...
+    def session_turns_between(
+        self, user_id: str, session_id: str, first_seq: int, last_seq: int
+    ) -> list[Turn]: ...
     def recent_turns(self, user_id: str, limit: int) -> list[Turn]: ...
     def iter_turns(self, user_id: str) -> Iterator[Turn]: ...
     def turn_count(self, user_id: str) -> int: ...
@@ -39,17 +85,39 @@ class Store(Protocol):
         """For each turn, (id, distance) of the turns up to `radius` positions away in its session."""
         ...
 
-    def delete_turns(self, user_id: str, ids: Sequence[int]) -> int: ...
-    def delete_user(self, user_id: str) -> int: ...
+    def turn_meta(self, user_id: str, turn_ids: Sequence[int]) -> dict[int, tuple[int, str, int, str]]:
+        """turn id -> (page id, session id, seq, speaker label) for the given turns of the user."""
+        ...
+
+    def turn_meta_update(self, tx: Tx, user_id: str, turn_id: int, meta: dict[str, Any]) -> None: ...
+    def speakers(self, user_id: str) -> dict[str, int]:
+        """Speaker label -> number of turns, for the user's named speakers (roles are not names)."""
+        ...
+
+    def delete_turns(self, user_id: str, ids: Sequence[int]) -> int:
+        """Physically delete turns, their index rows and vectors no other turn of the user uses."""
+        ...
+
+    def delete_user(self, user_id: str) -> int:
+        """Physically delete a user and everything stored for them. Returns the turns removed."""
+        ...
 
     # pages
     def pages(self, user_id: str, session_id: str | None = None) -> list[Page]: ...
     def page_turns(self, user_id: str, page_id: int) -> list[Turn]: ...
+    def page_turn_ids(self, user_id: str, page_ids: Sequence[int]) -> dict[int, list[int]]: ...
+    def turn_pages(self, user_id: str) -> dict[int, int]: ...
 
-    # search
-    def search_bm25(self, user_id: str, query: str, limit: int = 50) -> list[Hit]: ...
+    # full-text search
+    def search_bm25(self, user_id: str, query: str, limit: int = 50) -> list[Hit]:
+        """The user's turns matching `query` (segmented like the index), best first; score grows
+        with relevance."""
+        ...
 
-    # vectors
+
+class VectorStore(Protocol):
+    """Dense vectors, keyed by (user, model, content hash of the embedded text)."""
+
     def vectors(self, user_id: str, model_id: str, after_id: int = 0) -> tuple[np.ndarray, np.ndarray]:
         """(turn ids, float32 matrix) of the user's turns with a stored vector for `model_id`."""
         ...
@@ -72,6 +140,163 @@ class Store(Protocol):
 
     def put_vectors(self, user_id: str, model_id: str, items: Sequence[tuple[str, np.ndarray]]) -> None:
         """Store vectors keyed by (content hash of the embedded text, model id)."""
+        ...
+
+    def put_vectors_tx(
+        self, tx: Tx, user_id: str, model_id: str, items: Sequence[tuple[str, np.ndarray]]
+    ) -> None: ...
+    def vector_count(self, user_id: str, model_id: str) -> int: ...
+    def turn_vectors(self, user_id: str, model_id: str, turn_ids: Sequence[int]) -> dict[int, np.ndarray]:
+        """Stored vectors of the given turns for `model_id` (turns without one are left out)."""
+        ...
+
+
+class BookmarkStore(Protocol):
+    """Keyword bookmarks of pages (with lineage to their turns) and page-use bookkeeping."""
+
+    def add_bookmarks(
+        self, user_id: str, bookmarks: Sequence[Bookmark], *, replace_pages: bool = False
+    ) -> None: ...
+    def replace_bookmarks(self, user_id: str, old_ids: Sequence[int], new: Sequence[Bookmark]) -> None: ...
+    def update_bookmark(self, user_id: str, bookmark: Bookmark) -> None: ...
+    def delete_bookmarks(self, user_id: str, ids: Sequence[int] | None = None) -> int: ...
+    def bookmarks(
+        self, user_id: str, *, ids: Sequence[int] | None = None, page_id: int | None = None
+    ) -> list[Bookmark]: ...
+    def iter_bookmarks(self, user_id: str) -> Iterator[Bookmark]: ...
+    def bookmark_count(self, user_id: str) -> int: ...
+    def bookmark_signature(self, user_id: str) -> tuple[int, float, int]: ...
+    def bookmarked_page_ids(self, user_id: str) -> set[int]: ...
+    def search_bookmarks_bm25(self, user_id: str, query: str, limit: int = 20) -> list[Hit]:
+        """Full-text search over keywords, aliases and summaries. `Hit.turn_id` holds the bookmark id."""
+        ...
+
+    def bookmark_vectors(self, user_id: str, model_id: str) -> tuple[np.ndarray, np.ndarray]: ...
+    def bookmarks_missing_vectors(self, user_id: str, model_id: str) -> list[Bookmark]: ...
+    def touch_pages(self, user_id: str, page_ids: Sequence[int], at: datetime | None = None) -> None: ...
+    def page_use(self, user_id: str) -> dict[int, tuple[int, datetime]]: ...
+
+
+class StateStore(Protocol):
+    """Profile facts with history, session summaries, per-session scheduler state, traces, and the
+    lineage deletes that keep them in step with forgotten turns."""
+
+    def facts_current(self, user_id: str) -> list[dict[str, Any]]: ...
+    def facts_history(self, user_id: str, key: str | None = None) -> list[dict[str, Any]]: ...
+    def fact_set(
+        self,
+        tx: Tx,
+        user_id: str,
+        key: str,
+        value: str,
+        *,
+        valid_from: float,
+        source_turn_ids: Sequence[int] = (),
+        meta: dict[str, Any] | None = None,
+        now: float,
+    ) -> int: ...
+    def fact_add_sources(self, tx: Tx, fact_id: int, turn_ids: Iterable[int]) -> None: ...
+    def summary_add(self, tx: Tx, row: dict[str, Any]) -> int: ...
+    def summaries_delete(self, tx: Tx, user_id: str, ids: Sequence[int]) -> int: ...
+    def session_summaries(self, user_id: str, session_id: str) -> list[dict[str, Any]]: ...
+    def session_state(self, user_id: str, session_id: str) -> dict[str, Any]: ...
+    def session_state_update(
+        self, tx: Tx, user_id: str, session_id: str, values: dict[str, Any], *, now: float
+    ) -> dict[str, Any]: ...
+    def trace_put(
+        self,
+        tx: Tx,
+        trace_id: str,
+        user_id: str,
+        session_id: str | None,
+        *,
+        created_at: float,
+        turn_ids: Sequence[int],
+        data: dict[str, Any],
+    ) -> None: ...
+    def trace_get(self, trace_id: str, user_id: str | None = None) -> dict[str, Any] | None: ...
+    def traces_list(
+        self, user_id: str, session_id: str | None = None, limit: int = 50
+    ) -> list[dict[str, Any]]: ...
+    def state_forget_turns(self, tx: Tx, user_id: str, turn_ids: Sequence[int]) -> dict[str, int]: ...
+    def state_delete_user(self, tx: Tx, user_id: str) -> int: ...
+    def state_delete_session(self, tx: Tx, user_id: str, session_id: str) -> int: ...
+
+
+class JobStore(Protocol):
+    """The durable job queue. Rows are dicts keyed by the job columns; times are epoch seconds."""
+
+    def jobs_enqueue(self, tx: Tx, rows: Sequence[dict[str, Any]]) -> list[int]: ...
+    def jobs_claim(
+        self,
+        owner: str,
+        *,
+        now: float,
+        lease_until: float,
+        kinds: Sequence[str] | None = None,
+        max_priority: int | None = None,
+    ) -> dict[str, Any] | None: ...
+    def jobs_renew(self, job_id: int, owner: str, lease_until: float) -> bool: ...
+    def jobs_complete(self, job_id: int, *, now: float) -> dict[str, Any] | None: ...
+    def jobs_fail(
+        self,
+        job_id: int,
+        owner: str | None,
+        *,
+        now: float,
+        error: str,
+        backoff: Callable[[int], float],
+        permanent: bool = False,
+    ) -> dict[str, Any] | None: ...
+    def jobs_retry(self, job_id: int, *, now: float) -> bool: ...
+    def jobs_purge(self, *, before: float, statuses: Sequence[str] = ("done",)) -> int: ...
+    def jobs_delete_user(self, tx: Tx, user_id: str) -> int: ...
+    def jobs_get(self, job_id: int) -> dict[str, Any] | None: ...
+    # Operator views over every user's jobs (the CLI, metrics): not scoped by user on purpose.
+    def jobs_list(
+        self, *, status: str | None = None, user_id: str | None = None, limit: int = 100
+    ) -> list[dict[str, Any]]: ...
+    def jobs_pending(self, user_id: str, session_id: str | None = None, max_priority: int = 1) -> int: ...
+    def jobs_depth(self) -> dict[int, int]: ...
+    def jobs_counts(self) -> dict[str, int]: ...
+    def jobs_oldest_queued(self) -> float | None: ...
+
+
+class LockStore(Protocol):
+    """Per-(user, session) leases: one turn of a session at a time, across processes."""
+
+    def lock_acquire(
+        self, user_id: str, session_id: str, owner: str, *, now: float, lease_until: float
+    ) -> bool: ...
+    def lock_renew(self, user_id: str, session_id: str, owner: str, *, lease_until: float) -> bool: ...
+    def lock_release(self, user_id: str, session_id: str, owner: str) -> bool: ...
+    def lock_holder(self, user_id: str, session_id: str) -> tuple[str, float] | None: ...
+
+
+# -- feature protocols: append yours here, above `Store`, and add it to `Store`'s bases -------------------
+
+
+@runtime_checkable
+class Store(
+    TransactionStore,
+    TurnStore,
+    VectorStore,
+    BookmarkStore,
+    StateStore,
+    JobStore,
+    LockStore,
+    # feature protocols, one per line
+    Protocol,
+):
+    """Everything memsched asks of storage. Feature protocols join its bases."""
+
+    @property
+    def location(self) -> str:
+        """Where the data lives, for logs and `memsched info` (no password)."""
+        ...
+
+    def migrations(self) -> list[str]:
+        """Names of the migrations applied to this database."""
         ...
 
     def close(self) -> None: ...

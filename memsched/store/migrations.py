@@ -1,4 +1,4 @@
-"""SQLite schema migrations: named, ordered functions, each applied once in a transaction on open.
+"""SQLite schema migrations (Postgres has its own list in `postgres_migrations.py`): named, ordered functions, each applied once in a transaction on open.
 
 New databases and old ones go through the same path. Append new migrations; never edit an old one.
 """
@@ -8,21 +8,9 @@ from __future__ import annotations
 import sqlite3
 from collections.abc import Callable
 
+from memsched.store.sqlite_base import run_script
+
 Migration = tuple[str, Callable[[sqlite3.Connection], None]]
-
-
-def run_script(db: sqlite3.Connection, script: str) -> None:
-    """Execute statements one by one: `executescript` would COMMIT the migration's transaction."""
-    statement = ""
-    for line in script.splitlines(keepends=True):
-        if line.strip().startswith("--"):
-            continue
-        statement += line
-        if sqlite3.complete_statement(statement):
-            db.execute(statement)
-            statement = ""
-    if statement.strip():
-        raise ValueError(f"incomplete SQL statement in migration: {statement.strip()[:80]}")
 
 
 def m001_core(db: sqlite3.Connection) -> None:

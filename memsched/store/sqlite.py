@@ -8,7 +8,6 @@ import threading
 import uuid
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -17,38 +16,13 @@ import numpy as np
 from memsched.config import DEFAULT_PAGE_SIZE
 from memsched.errors import InputError, StoreError
 from memsched.model import ROLES, Hit, Page, Session, Turn, utcnow
+from memsched.store.base import Tx
 from memsched.store.migrations import FOREIGN_KEYS_OFF, MIGRATIONS
+from memsched.store.sqlite_base import TURN_COLUMNS, SQLiteTx, dt, row_to_turn, sqlite_tx, ts
 from memsched.store.sqlite_bookmarks import BookmarksMixin
 from memsched.store.sqlite_jobs import JobsMixin
 from memsched.store.sqlite_state import StateMixin
 from memsched.text.segment import fts_query, index_text
-
-_TURN_COLUMNS = "id, user_id, session_id, seq, page_id, role, speaker, content, created_at, external_id, meta"
-
-
-def _ts(dt: datetime) -> float:
-    return dt.timestamp()
-
-
-def _dt(value: float) -> datetime:
-    return datetime.fromtimestamp(value, UTC)
-
-
-def _row_to_turn(row: sqlite3.Row | tuple[Any, ...]) -> Turn:
-    (tid, user_id, session_id, seq, page_id, role, speaker, content, created_at, external_id, meta) = row
-    return Turn(
-        id=tid,
-        user_id=user_id,
-        session_id=session_id,
-        seq=seq,
-        page_id=page_id,
-        role=role,
-        speaker=speaker,
-        content=content,
-        created_at=_dt(created_at),
-        external_id=external_id,
-        meta=json.loads(meta) if meta and meta != "{}" else {},
-    )
 
 
 class SQLiteStore(JobsMixin, BookmarksMixin, StateMixin):
@@ -96,13 +70,17 @@ class SQLiteStore(JobsMixin, BookmarksMixin, StateMixin):
             conn = self._local.conn = self._connect()
         return conn
 
+    @property
+    def location(self) -> str:
+        return self.path
+
     @contextmanager
-    def transaction(self) -> Iterator[sqlite3.Connection]:
+    def transaction(self) -> Iterator[SQLiteTx]:
         """BEGIN IMMEDIATE ... COMMIT; rolls back on any exception. Not re-entrant."""
         db = self.db
         db.execute("BEGIN IMMEDIATE")
         try:
-            yield db
+            yield SQLiteTx(db)
         except BaseException:
             db.execute("ROLLBACK")
             raise
@@ -140,10 +118,10 @@ class SQLiteStore(JobsMixin, BookmarksMixin, StateMixin):
                 with self.transaction() as tx:
                     if tx.execute("SELECT 1 FROM migrations WHERE name = ?", (name,)).fetchone():
                         continue  # another process applied it while we waited for the lock
-                    apply(tx)
+                    apply(tx.conn)
                     if fk_off and (bad := tx.execute("PRAGMA foreign_key_check").fetchall()):
                         raise StoreError(f"migration {name} broke foreign keys: {bad[:3]}")
-                    tx.execute("INSERT INTO migrations VALUES (?, ?)", (name, _ts(utcnow())))
+                    tx.execute("INSERT INTO migrations VALUES (?, ?)", (name, ts(utcnow())))
             finally:
                 if fk_off:
                     db.execute("PRAGMA foreign_keys = ON")
@@ -173,7 +151,7 @@ class SQLiteStore(JobsMixin, BookmarksMixin, StateMixin):
             "SELECT s.id, s.created_at, s.next_seq FROM sessions s WHERE s.user_id = ? ORDER BY s.created_at, s.id",
             (user_id,),
         )
-        return [Session(user_id=user_id, id=r[0], created_at=_dt(r[1]), turn_count=r[2]) for r in rows]
+        return [Session(user_id=user_id, id=r[0], created_at=dt(r[1]), turn_count=r[2]) for r in rows]
 
     # -- turns ---------------------------------------------------------------------------------------
 
@@ -181,14 +159,13 @@ class SQLiteStore(JobsMixin, BookmarksMixin, StateMixin):
         with self.transaction() as tx:
             return self.insert_turns(tx, turns, skip_duplicates=skip_duplicates)
 
-    def insert_turns(
-        self, tx: sqlite3.Connection, turns: Sequence[Turn], skip_duplicates: bool = False
-    ) -> list[Turn]:
+    def insert_turns(self, tx: Tx, turns: Sequence[Turn], skip_duplicates: bool = False) -> list[Turn]:
         """Insert inside an open transaction, so callers can write derived rows (jobs) atomically.
 
         With `skip_duplicates`, a turn whose session already holds the same speaker, text and time
         is not stored again (re-importing a file adds nothing); it is left out of the result.
         """
+        tx = sqlite_tx(tx)
         for turn in turns:
             _validate(turn)
         stored: list[Turn] = []
@@ -198,12 +175,12 @@ class SQLiteStore(JobsMixin, BookmarksMixin, StateMixin):
                 and tx.execute(
                     "SELECT 1 FROM turns WHERE user_id = ? AND session_id = ? AND content_hash = ?"
                     " AND role = ? AND created_at = ? LIMIT 1",
-                    (turn.user_id, turn.session_id, turn.hash, turn.role, _ts(turn.created_at)),
+                    (turn.user_id, turn.session_id, turn.hash, turn.role, ts(turn.created_at)),
                 ).fetchone()
             ):
                 continue
             stored.append(turn)
-            now = _ts(turn.created_at)
+            now = ts(turn.created_at)
             tx.execute("INSERT OR IGNORE INTO users VALUES (?, ?)", (turn.user_id, now))
             tx.execute(
                 "INSERT OR IGNORE INTO sessions (user_id, id, created_at) VALUES (?, ?, ?)",
@@ -252,9 +229,9 @@ class SQLiteStore(JobsMixin, BookmarksMixin, StateMixin):
             chunk = ids[start : start + 500]
             marks = ",".join("?" * len(chunk))
             out.extend(
-                _row_to_turn(r)
+                row_to_turn(r)
                 for r in self.db.execute(
-                    f"SELECT {_TURN_COLUMNS} FROM turns WHERE user_id = ? AND id IN ({marks})",
+                    f"SELECT {TURN_COLUMNS} FROM turns WHERE user_id = ? AND id IN ({marks})",
                     (user_id, *chunk),
                 )
             )
@@ -264,30 +241,30 @@ class SQLiteStore(JobsMixin, BookmarksMixin, StateMixin):
     def session_turns(self, user_id: str, session_id: str, last: int | None = None) -> list[Turn]:
         if last is None:
             rows = self.db.execute(
-                f"SELECT {_TURN_COLUMNS} FROM turns WHERE user_id = ? AND session_id = ? ORDER BY seq",
+                f"SELECT {TURN_COLUMNS} FROM turns WHERE user_id = ? AND session_id = ? ORDER BY seq",
                 (user_id, session_id),
             ).fetchall()
         else:
             rows = self.db.execute(
-                f"SELECT {_TURN_COLUMNS} FROM turns WHERE user_id = ? AND session_id = ?"
+                f"SELECT {TURN_COLUMNS} FROM turns WHERE user_id = ? AND session_id = ?"
                 " ORDER BY seq DESC LIMIT ?",
                 (user_id, session_id, last),
             ).fetchall()[::-1]
-        return [_row_to_turn(r) for r in rows]
+        return [row_to_turn(r) for r in rows]
 
     def recent_turns(self, user_id: str, limit: int) -> list[Turn]:
         rows = self.db.execute(
-            f"SELECT {_TURN_COLUMNS} FROM turns WHERE user_id = ? ORDER BY created_at DESC, id DESC LIMIT ?",
+            f"SELECT {TURN_COLUMNS} FROM turns WHERE user_id = ? ORDER BY created_at DESC, id DESC LIMIT ?",
             (user_id, limit),
         ).fetchall()
-        return [_row_to_turn(r) for r in reversed(rows)]
+        return [row_to_turn(r) for r in reversed(rows)]
 
     def iter_turns(self, user_id: str) -> Iterator[Turn]:
         rows = self.db.execute(
-            f"SELECT {_TURN_COLUMNS} FROM turns WHERE user_id = ? ORDER BY created_at, id", (user_id,)
+            f"SELECT {TURN_COLUMNS} FROM turns WHERE user_id = ? ORDER BY created_at, id", (user_id,)
         )
         for r in rows:
-            yield _row_to_turn(r)
+            yield row_to_turn(r)
 
     def turn_count(self, user_id: str) -> int:
         return int(self.db.execute("SELECT count(*) FROM turns WHERE user_id = ?", (user_id,)).fetchone()[0])
@@ -380,7 +357,7 @@ class SQLiteStore(JobsMixin, BookmarksMixin, StateMixin):
                 user_id=user_id,
                 session_id=r[1],
                 page_no=r[2],
-                created_at=_dt(r[3]),
+                created_at=dt(r[3]),
                 first_seq=r[4],
                 last_seq=r[5],
                 turn_count=r[6],
@@ -390,10 +367,10 @@ class SQLiteStore(JobsMixin, BookmarksMixin, StateMixin):
 
     def page_turns(self, user_id: str, page_id: int) -> list[Turn]:
         rows = self.db.execute(
-            f"SELECT {_TURN_COLUMNS} FROM turns WHERE user_id = ? AND page_id = ? ORDER BY seq",
+            f"SELECT {TURN_COLUMNS} FROM turns WHERE user_id = ? AND page_id = ? ORDER BY seq",
             (user_id, page_id),
         )
-        return [_row_to_turn(r) for r in rows]
+        return [row_to_turn(r) for r in rows]
 
     # -- search --------------------------------------------------------------------------------------
 

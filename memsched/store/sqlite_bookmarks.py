@@ -15,18 +15,14 @@ from __future__ import annotations
 import json
 import sqlite3
 from collections.abc import Iterator, Sequence
-from contextlib import AbstractContextManager
 from datetime import UTC, datetime
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 
-from memsched.model import Hit, utcnow
-from memsched.store.migrations import run_script
+from memsched.model import Bookmark, Hit, utcnow
+from memsched.store.sqlite_base import SQLiteMixin, SQLiteTx, run_script
 from memsched.text.segment import fts_query, index_text
-
-if TYPE_CHECKING:
-    from memsched.bookmarks import Bookmark
 
 
 def m003_bookmarks(db: sqlite3.Connection) -> None:
@@ -103,15 +99,8 @@ _COLUMNS = (
 )
 
 
-class BookmarksMixin:
+class BookmarksMixin(SQLiteMixin):
     """Bookmark methods of SQLiteStore. Every query is scoped by user."""
-
-    if TYPE_CHECKING:
-
-        @property
-        def db(self) -> sqlite3.Connection: ...
-
-        def transaction(self) -> AbstractContextManager[sqlite3.Connection]: ...
 
     # -- writing -------------------------------------------------------------------------------------
 
@@ -184,7 +173,7 @@ class BookmarksMixin:
                 ).rowcount
             return n
 
-    def _delete_for_pages(self, tx: sqlite3.Connection, user_id: str, page_ids: Sequence[int]) -> None:
+    def _delete_for_pages(self, tx: SQLiteTx, user_id: str, page_ids: Sequence[int]) -> None:
         marks = ",".join("?" * len(page_ids))
         tx.execute(
             f"DELETE FROM bookmarks WHERE user_id = ? AND id IN"
@@ -192,7 +181,7 @@ class BookmarksMixin:
             (user_id, *page_ids),
         )
 
-    def _insert(self, tx: sqlite3.Connection, user_id: str, b: Bookmark) -> None:
+    def _insert(self, tx: SQLiteTx, user_id: str, b: Bookmark) -> None:
         if b.user_id != user_id:
             raise ValueError(f"bookmark of user {b.user_id!r} stored under {user_id!r}")
         cur = tx.execute(
@@ -239,8 +228,6 @@ class BookmarksMixin:
         return self._hydrate(rows)
 
     def _hydrate(self, rows: Sequence[tuple[Any, ...]]) -> list[Bookmark]:
-        from memsched.bookmarks import Bookmark
-
         if not rows:
             return []
         ids = [r[0] for r in rows]

@@ -11,10 +11,10 @@ from __future__ import annotations
 import json
 import sqlite3
 from collections.abc import Callable, Sequence
-from contextlib import AbstractContextManager
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-from memsched.store.migrations import run_script
+from memsched.store.base import Tx
+from memsched.store.sqlite_base import SQLiteMixin, SQLiteTx, run_script, sqlite_tx
 
 JOB_COLUMNS = (
     "id",
@@ -95,25 +95,19 @@ def _row(cur: sqlite3.Cursor, row: tuple[Any, ...] | None) -> dict[str, Any] | N
     return out
 
 
-class JobsMixin:
+class JobsMixin(SQLiteMixin):
     """Queue and lease methods of SQLiteStore. Rows go in and out as plain dicts keyed by `JOB_COLUMNS`."""
-
-    if TYPE_CHECKING:  # provided by SQLiteStore
-
-        @property
-        def db(self) -> sqlite3.Connection: ...
-
-        def transaction(self) -> AbstractContextManager[sqlite3.Connection]: ...
 
     # -- jobs: writing -------------------------------------------------------------------------------
 
-    def jobs_enqueue(self, tx: sqlite3.Connection, rows: Sequence[dict[str, Any]]) -> list[int]:
+    def jobs_enqueue(self, tx: Tx, rows: Sequence[dict[str, Any]]) -> list[int]:
         """Insert job rows inside the open transaction `tx`; returns one id per row, in order.
 
         A row with a `dedupe_key` is not inserted when a *queued* job with the same (kind, user_id,
         dedupe_key) exists; that job's id is returned instead. A running job does not count: it may
         already have read the state the new job is meant to see.
         """
+        tx = sqlite_tx(tx)
         ids: list[int] = []
         for r in rows:
             if r.get("dedupe_key") is not None:
@@ -192,7 +186,7 @@ class JobsMixin:
             )
             return _row(cur, cur.fetchone())
 
-    def _jobs_reap(self, tx: sqlite3.Connection, now: float) -> int:
+    def _jobs_reap(self, tx: SQLiteTx, now: float) -> int:
         cur = tx.execute(
             "UPDATE jobs SET"
             " status = CASE WHEN attempts + 1 >= max_attempts THEN 'dead' ELSE 'queued' END,"
@@ -288,8 +282,9 @@ class JobsMixin:
             )
             return cur.rowcount
 
-    def jobs_delete_user(self, tx: sqlite3.Connection, user_id: str) -> int:
+    def jobs_delete_user(self, tx: Tx, user_id: str) -> int:
         """Delete every job and session lock of a user inside `tx` (payloads may quote their words)."""
+        tx = sqlite_tx(tx)
         tx.execute("DELETE FROM session_locks WHERE user_id = ?", (user_id,))
         return tx.execute("DELETE FROM jobs WHERE user_id = ?", (user_id,)).rowcount
 

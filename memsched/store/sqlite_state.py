@@ -10,13 +10,13 @@ from __future__ import annotations
 import json
 import sqlite3
 from collections.abc import Iterable, Sequence
-from contextlib import AbstractContextManager
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 
 from memsched.model import Turn
-from memsched.store.migrations import run_script
+from memsched.store.base import Tx
+from memsched.store.sqlite_base import TURN_COLUMNS, SQLiteMixin, row_to_turn, run_script, sqlite_tx
 
 
 def m004_state(db: sqlite3.Connection) -> None:
@@ -115,19 +115,12 @@ def _marks(n: int) -> str:
     return ",".join("?" * n)
 
 
-class StateMixin:
+class StateMixin(SQLiteMixin):
     """Profile-fact, summary, session-state and trace methods of SQLiteStore.
 
     Methods taking `tx` write inside a transaction the caller opened with `transaction()`, so a turn
     and everything derived from it commit together.
     """
-
-    if TYPE_CHECKING:  # provided by SQLiteStore
-
-        @property
-        def db(self) -> sqlite3.Connection: ...
-
-        def transaction(self) -> AbstractContextManager[sqlite3.Connection]: ...
 
     # -- profile facts -------------------------------------------------------------------------------
 
@@ -152,7 +145,7 @@ class StateMixin:
 
     def fact_set(
         self,
-        tx: sqlite3.Connection,
+        tx: Tx,
         user_id: str,
         key: str,
         value: str,
@@ -167,6 +160,7 @@ class StateMixin:
         Setting the value already in force adds the sources to it instead of writing a new row (so
         repeating "call me 大王" does not grow the history). Returns the id of the fact in force.
         """
+        tx = sqlite_tx(tx)
         current = tx.execute(
             "SELECT id, value, source_turn_ids FROM profile_facts"
             " WHERE user_id = ? AND key = ? AND superseded_at IS NULL ORDER BY valid_from DESC, id DESC",
@@ -196,8 +190,9 @@ class StateMixin:
         )
         return int(cur.lastrowid or 0)
 
-    def fact_add_sources(self, tx: sqlite3.Connection, fact_id: int, turn_ids: Iterable[int]) -> None:
+    def fact_add_sources(self, tx: Tx, fact_id: int, turn_ids: Iterable[int]) -> None:
         """Append turn ids to a fact's lineage (e.g. once the command turn that set it is stored)."""
+        tx = sqlite_tx(tx)
         ids = list(turn_ids)
         if not ids:
             return
@@ -209,8 +204,9 @@ class StateMixin:
 
     # -- summaries -----------------------------------------------------------------------------------
 
-    def summary_add(self, tx: sqlite3.Connection, row: dict[str, Any]) -> int:
+    def summary_add(self, tx: Tx, row: dict[str, Any]) -> int:
         """Store a summary (keys as the `summaries` columns); an identical range is not stored twice."""
+        tx = sqlite_tx(tx)
         cur = tx.execute(
             "INSERT OR IGNORE INTO summaries (user_id, session_id, first_seq, last_seq, kind, method,"
             " content, tokens, source_tokens, source_turn_ids, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?,"
@@ -237,7 +233,8 @@ class StateMixin:
         ).fetchone()
         return int(sid)
 
-    def summaries_delete(self, tx: sqlite3.Connection, user_id: str, ids: Sequence[int]) -> int:
+    def summaries_delete(self, tx: Tx, user_id: str, ids: Sequence[int]) -> int:
+        tx = sqlite_tx(tx)
         if not ids:
             return 0
         cur = tx.execute(
@@ -258,31 +255,28 @@ class StateMixin:
 
     def session_turns_after(self, user_id: str, session_id: str, after_seq: int) -> list[Turn]:
         """The session's turns with seq > `after_seq`, in seq order."""
-        from memsched.store.sqlite import _TURN_COLUMNS, _row_to_turn
-
         rows = self.db.execute(
-            f"SELECT {_TURN_COLUMNS} FROM turns WHERE user_id = ? AND session_id = ? AND seq > ? ORDER BY seq",
+            f"SELECT {TURN_COLUMNS} FROM turns WHERE user_id = ? AND session_id = ? AND seq > ? ORDER BY seq",
             (user_id, session_id, after_seq),
         ).fetchall()
-        return [_row_to_turn(r) for r in rows]
+        return [row_to_turn(r) for r in rows]
 
     def session_turns_between(
         self, user_id: str, session_id: str, first_seq: int, last_seq: int
     ) -> list[Turn]:
         """The session's turns with first_seq <= seq <= last_seq, in seq order."""
-        from memsched.store.sqlite import _TURN_COLUMNS, _row_to_turn
-
         rows = self.db.execute(
-            f"SELECT {_TURN_COLUMNS} FROM turns WHERE user_id = ? AND session_id = ? AND seq BETWEEN ? AND ?"
+            f"SELECT {TURN_COLUMNS} FROM turns WHERE user_id = ? AND session_id = ? AND seq BETWEEN ? AND ?"
             " ORDER BY seq",
             (user_id, session_id, first_seq, last_seq),
         ).fetchall()
-        return [_row_to_turn(r) for r in rows]
+        return [row_to_turn(r) for r in rows]
 
     def put_vectors_tx(
-        self, tx: sqlite3.Connection, user_id: str, model_id: str, items: Sequence[tuple[str, np.ndarray]]
+        self, tx: Tx, user_id: str, model_id: str, items: Sequence[tuple[str, np.ndarray]]
     ) -> None:
         """`put_vectors` inside the caller's transaction, so a turn and its vectors commit together."""
+        tx = sqlite_tx(tx)
         tx.executemany(
             "INSERT OR REPLACE INTO embeddings (user_id, model, content_hash, dim, vector) VALUES (?, ?, ?, ?, ?)",
             [
@@ -291,10 +285,9 @@ class StateMixin:
             ],
         )
 
-    def turn_meta_update(
-        self, tx: sqlite3.Connection, user_id: str, turn_id: int, meta: dict[str, Any]
-    ) -> None:
+    def turn_meta_update(self, tx: Tx, user_id: str, turn_id: int, meta: dict[str, Any]) -> None:
         """Replace a turn's `meta` (JSON) — e.g. to clear the reply_failed mark once a retry succeeds."""
+        tx = sqlite_tx(tx)
         tx.execute(
             "UPDATE turns SET meta = ? WHERE user_id = ? AND id = ?",
             (json.dumps(meta, ensure_ascii=False) if meta else "{}", user_id, turn_id),
@@ -310,9 +303,10 @@ class StateMixin:
         return dict(json.loads(row[0])) if row else {}
 
     def session_state_update(
-        self, tx: sqlite3.Connection, user_id: str, session_id: str, values: dict[str, Any], *, now: float
+        self, tx: Tx, user_id: str, session_id: str, values: dict[str, Any], *, now: float
     ) -> dict[str, Any]:
         """Merge `values` into the session's state inside `tx`; returns the new state."""
+        tx = sqlite_tx(tx)
         row = tx.execute(
             "SELECT data FROM session_state WHERE user_id = ? AND session_id = ?", (user_id, session_id)
         ).fetchone()
@@ -329,7 +323,7 @@ class StateMixin:
 
     def trace_put(
         self,
-        tx: sqlite3.Connection,
+        tx: Tx,
         trace_id: str,
         user_id: str,
         session_id: str | None,
@@ -338,6 +332,7 @@ class StateMixin:
         turn_ids: Sequence[int],
         data: dict[str, Any],
     ) -> None:
+        tx = sqlite_tx(tx)
         tx.execute(
             "INSERT OR REPLACE INTO traces (id, user_id, session_id, created_at, turn_ids, data)"
             " VALUES (?, ?, ?, ?, ?, ?)",
@@ -376,14 +371,13 @@ class StateMixin:
 
     # -- lineage: deleting what was derived from turns ------------------------------------------------
 
-    def state_forget_turns(
-        self, tx: sqlite3.Connection, user_id: str, turn_ids: Sequence[int]
-    ) -> dict[str, int]:
+    def state_forget_turns(self, tx: Tx, user_id: str, turn_ids: Sequence[int]) -> dict[str, int]:
         """Delete every summary, fact and trace derived from any of `turn_ids`.
 
         A deleted fact that was in force hands over to the value it had superseded (forgetting
         "call me 大王" brings back the earlier name). Returns counts per artifact kind.
         """
+        tx = sqlite_tx(tx)
         if not turn_ids:
             return {"summaries": 0, "facts": 0, "traces": 0}
         ids = [int(t) for t in turn_ids]
@@ -426,15 +420,17 @@ class StateMixin:
             tx.execute(f"DELETE FROM traces WHERE id IN ({_marks(len(trace_ids))})", trace_ids)
         return {"summaries": len(summary_ids), "facts": facts, "traces": len(trace_ids)}
 
-    def state_delete_user(self, tx: sqlite3.Connection, user_id: str) -> int:
+    def state_delete_user(self, tx: Tx, user_id: str) -> int:
         """Delete all of the user's facts, summaries, session state and traces inside `tx`."""
+        tx = sqlite_tx(tx)
         n = 0
         for table in ("profile_facts", "summaries", "session_state", "traces"):
             n += tx.execute(f"DELETE FROM {table} WHERE user_id = ?", (user_id,)).rowcount
         return n
 
-    def state_delete_session(self, tx: sqlite3.Connection, user_id: str, session_id: str) -> int:
+    def state_delete_session(self, tx: Tx, user_id: str, session_id: str) -> int:
         """Delete the session's summaries, state and traces inside `tx` (facts are per user)."""
+        tx = sqlite_tx(tx)
         n = 0
         for table in ("summaries", "session_state", "traces"):
             n += tx.execute(

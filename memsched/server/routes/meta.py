@@ -19,7 +19,7 @@ async def health(svc: Service = Depends(get_service)) -> HealthResponse:
     return HealthResponse(
         status="ok",
         version=__version__,
-        db=str(svc.config.db_path),
+        db=svc.config.store_location,
         embedders=list(svc.memory.embedders),
         upstream=svc.scheduler.llm is not None,
         uptime_s=round(time.time() - svc.started, 1),
