@@ -30,6 +30,7 @@ class Memory(Protocol):
     @property
     def counter(self) -> TokenCounter: ...
 
+
 INDEX_HEADER = "Earlier pages not shown (recall(page_id) reads one):"
 DEFAULT_INDEX_SHARE = 0.1  # of the context budget, when paging_mode is "tools" or "both"
 
