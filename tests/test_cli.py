@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 from typing import Any
 
@@ -108,10 +109,17 @@ def test_import_locomo_and_eval_json_shape(locomo_file: Path) -> None:
     assert set(data["results"]) == {"200", "400"}
     systems = data["results"]["400"]
     assert set(systems) >= {"memsched", "window", "bm25", "dense", "hybrid"}
+    fields = {"evidence_recall", "answer_in_context", "avg_tokens", "p50_ms", "p95_ms"}
     for metrics in systems.values():
-        assert set(metrics) == {"evidence_recall", "answer_in_context", "avg_tokens", "p50_ms", "p95_ms"}
+        assert set(metrics) == fields | {"by_category"}
         assert metrics["avg_tokens"] <= 400
+        # the tiny file has one question each of categories 1, 2 and 4
+        assert set(metrics["by_category"]) == {"multi-hop", "temporal", "single-hop"}
+        for per_category in metrics["by_category"].values():
+            assert set(per_category) == fields
     assert systems["memsched"]["evidence_recall"] == 1.0  # the whole tiny conversation fits
+    assert systems["memsched"]["by_category"]["temporal"]["evidence_recall"] == 1.0
+    assert any((Path(os.environ["MEMSCHED_HOME"]) / "cache" / "eval").glob("vectors-*.npz"))
 
 
 def test_demo_runs_offline() -> None:

@@ -58,11 +58,17 @@ def eval_locomo(
         help="Compare memsched's paging stages instead: hybrid only, + bookmarks, + page expansion,"
         " + multi-hop, full memsched (offline).",
     ),
+    cache: bool = typer.Option(
+        True,
+        "--cache/--no-cache",
+        help="Keep the turns' vectors in <home>/cache/eval between runs (keyed by text hash and model id).",
+    ),
     home: Path | None = HomeOption,
     db: Path | None = DbOption,
     embedders: str | None = EmbeddersOption,
 ) -> None:
-    """Evidence recall per token budget for memsched and the window, bm25, dense and hybrid baselines."""
+    """Evidence recall per token budget for memsched and the window, bm25, dense and hybrid baselines,
+    overall and per question category."""
     systems = locomo.ABLATION if ablation else locomo.SYSTEMS
     budgets = _budgets(budget)
     cfg = load_config(home=home, embedders=embedders)
@@ -89,8 +95,11 @@ def eval_locomo(
             )
         scorer = Judge(answerer, grader)
 
+    cache_dir = cfg.home / "cache" / "eval" if cache else None
     if as_json:
-        result = locomo.run(data, budgets, cfg, db=db, limit=limit, judge=scorer, systems=systems)
+        result = locomo.run(
+            data, budgets, cfg, db=db, limit=limit, judge=scorer, systems=systems, cache_dir=cache_dir
+        )
         print(json.dumps(result))
         return
     with Progress(
@@ -102,7 +111,15 @@ def eval_locomo(
             progress.update(task, description=text, completed=done, total=total)
 
         result = locomo.run(
-            data, budgets, cfg, db=db, limit=limit, judge=scorer, systems=systems, progress=report
+            data,
+            budgets,
+            cfg,
+            db=db,
+            limit=limit,
+            judge=scorer,
+            systems=systems,
+            progress=report,
+            cache_dir=cache_dir,
         )
     table = Table(title=f"LoCoMo evidence recall — {result['questions']} questions, {data.name}")
     table.add_column("budget", justify="right")
@@ -122,6 +139,18 @@ def eval_locomo(
             )
         table.add_section()
     console.print(table)
+    cats = list(locomo.CATEGORIES.values())
+    by_cat = Table(title="evidence recall by question category")
+    by_cat.add_column("budget", justify="right")
+    by_cat.add_column("system")
+    for c in cats:
+        by_cat.add_column(c, justify="right")
+    for b, per in result["results"].items():
+        for system, m in per.items():
+            cells = [m["by_category"].get(c, {}).get("evidence_recall") for c in cats]
+            by_cat.add_row(b, system, *("-" if v is None else f"{v:.3f}" for v in cells))
+        by_cat.add_section()
+    console.print(by_cat)
     console.print(f"full context: {result['full_context_tokens']:.0f} tokens on average")
     if "judge" in result:
         console.print(

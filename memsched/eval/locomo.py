@@ -18,9 +18,12 @@ from typing import Any
 from memsched.assemble import assemble, format_memory
 from memsched.bookmarks import generate_bookmarks
 from memsched.config import Config
+from memsched.embed import base as embed_base
+from memsched.eval.vcache import CachedEmbedder
 from memsched.importers import read_locomo
 from memsched.memory import Memory
 from memsched.model import Turn
+from memsched.retrieve import FusionWeights
 
 SYSTEMS = ("memsched", "window", "bm25", "dense", "hybrid")
 # `--ablation`: the paging stages of memsched.paging.STAGES, each adding one part to the one before.
@@ -30,6 +33,20 @@ _ABLATION_STAGE = dict(
 )
 QUESTION_SESSION = "locomo-question"
 OFFICIAL_URL = "https://github.com/snap-research/locomo/raw/main/data/locomo10.json"
+# The question categories of locomo10.json (category 5, adversarial, has no answer and is skipped).
+CATEGORIES = {1: "multi-hop", 2: "temporal", 3: "open-domain", 4: "single-hop"}
+# Baselines search this many hits per layer and pack up to this many turns, so that every system
+# can fill the largest budget (like for like: compare avg_tokens).
+BASELINE_POOL = 400
+BASELINE_HEAD = 50  # the hits per layer the baselines fuse first (as the retriever's default)
+
+
+@dataclass(slots=True)
+class Variant:
+    """memsched with some paging options (and optionally other fusion weights): one eval system."""
+
+    options: dict[str, Any] = field(default_factory=dict)
+    weights: FusionWeights | None = None
 
 
 @dataclass(slots=True)
@@ -46,6 +63,12 @@ class Tally:
     answer_hits: list[float] = field(default_factory=list)
     tokens: list[int] = field(default_factory=list)
     ms: list[float] = field(default_factory=list)
+
+    def add(self, recall: float, answer_hit: float, tokens: int, ms: float) -> None:
+        self.recall.append(recall)
+        self.answer_hits.append(answer_hit)
+        self.tokens.append(tokens)
+        self.ms.append(ms)
 
     def summary(self) -> dict[str, float]:
         ms = sorted(self.ms) or [0.0]
@@ -92,27 +115,62 @@ def run(
     progress: Progress | None = None,
     limit: int | None = None,
     judge: Any = None,
+    variants: dict[str, Variant] | None = None,
+    cache_dir: Path | None = None,
+    cache_queries: bool = False,
+    records: list[dict[str, Any]] | None = None,
 ) -> dict[str, Any]:
-    """Evaluate and return `{"questions", "full_context_tokens", "results": {budget: {system: {...}}}}`."""
+    """Evaluate and return `{"questions", "full_context_tokens", "results": {budget: {system: {...}}}}`.
+
+    Each system's figures carry `by_category` (multi-hop, temporal, open-domain, single-hop) with the
+    same fields. `variants` adds systems that are memsched with other paging options or weights (the
+    leave-one-out sweep uses them). `cache_dir` keeps turn vectors across runs (and question vectors
+    too with `cache_queries`, which makes the latency columns meaningless). `records`, if given,
+    receives one row per (question, budget, system): sample, category, recall.
+    """
+    variants = dict(variants or {})
+    for name in systems:
+        if name in _ABLATION_STAGE and name not in variants:
+            from dataclasses import asdict
+
+            from memsched.paging import STAGES
+
+            variants[name] = Variant(options=asdict(STAGES[_ABLATION_STAGE[name]]))
+    systems = [*systems, *(v for v in variants if v not in systems)]
     samples = read_locomo(data)
     tallies = {str(b): {s: Tally() for s in systems} for b in budgets}
+    by_cat = {str(b): {s: {c: Tally() for c in CATEGORIES.values()} for s in systems} for b in budgets}
     full_tokens: list[int] = []
     n_questions = 0
     judged: dict[str, list[float]] = {str(b): [] for b in budgets}
+    cached: list[CachedEmbedder] = []
+    embedders = None
+    if cache_dir is not None:
+        cached = [
+            CachedEmbedder(embed_base.create(name, config), cache_dir) for name in config.embedder_names
+        ]
+        embedders = dict(zip(config.embedder_names, cached, strict=True))
     with tempfile.TemporaryDirectory(prefix="memsched-eval-") as tmp:
         path = db if db is not None else Path(tmp) / "eval.db"
-        mem = Memory(config.replace(db=path))
+        mem = Memory(config.replace(db=path), embedders=embedders)  # type: ignore[arg-type]
+        pagers = {name: mem.pager.with_options(**v.options) for name, v in variants.items()}
+        default_weights = mem.retriever.weights
         try:
             for si, sample in enumerate(samples):
                 if limit is not None and n_questions >= limit:
                     break  # the rest would be imported and indexed for nothing
                 if progress:
                     progress(f"importing {sample.sample_id}", si, len(samples))
+                for c in cached:
+                    c.active = True
                 if not mem.store.has_user(sample.sample_id):
                     mem.add_many(sample.turns, index=False)
                 mem.index(sample.sample_id)
                 # Bookmarks as the background job would make them (rule fallback: the figures are offline).
                 generate_bookmarks(mem, sample.sample_id)
+                for c in cached:
+                    c.save()
+                    c.active = cache_queries
                 stored = list(mem.store.iter_turns(sample.sample_id))
                 by_ext = {t.external_id: t for t in stored if t.external_id}
                 qs = questions_of(sample.qa, set(by_ext))
@@ -135,25 +193,53 @@ def run(
                         )
                     )
                     evidence = [by_ext[e] for e in q.evidence]
+                    category = CATEGORIES[q.category]
                     for budget in budgets:
                         for system in systems:
+                            variant = variants.get(system)
                             t0 = time.perf_counter()
-                            messages = _context(mem, system, sample.sample_id, q.text, budget, after)
+                            if variant is not None:
+                                mem._pager = pagers[system]
+                                mem.retriever.weights = variant.weights or default_weights
+                                messages = _context(mem, "memsched", sample.sample_id, q.text, budget, after)
+                                mem.retriever.weights = default_weights
+                                mem._pager = None
+                            else:
+                                messages = _context(mem, system, sample.sample_id, q.text, budget, after)
                             elapsed = (time.perf_counter() - t0) * 1000.0
                             text = "\n".join(str(m["content"]) for m in messages)
-                            tally = tallies[str(budget)][system]
-                            tally.recall.append(sum(1 for t in evidence if t.content in text) / len(evidence))
-                            tally.answer_hits.append(1.0 if q.answer.lower() in text.lower() else 0.0)
-                            tally.tokens.append(mem.counter.messages_tokens(messages))
-                            tally.ms.append(elapsed)
+                            recall = sum(1 for t in evidence if t.content in text) / len(evidence)
+                            hit = 1.0 if q.answer.lower() in text.lower() else 0.0
+                            tokens = mem.counter.messages_tokens(messages)
+                            tallies[str(budget)][system].add(recall, hit, tokens, elapsed)
+                            by_cat[str(budget)][system][category].add(recall, hit, tokens, elapsed)
+                            if records is not None:
+                                records.append(
+                                    {
+                                        "sample": sample.sample_id,
+                                        "category": category,
+                                        "budget": budget,
+                                        "system": system,
+                                        "recall": recall,
+                                    }
+                                )
                             if judge is not None and system == "memsched":
                                 judged[str(budget)].append(judge(q, messages))
         finally:
+            for c in cached:
+                c.save()
             mem.close()
+    results: dict[str, dict[str, Any]] = {}
+    for b, per in tallies.items():
+        results[b] = {}
+        for s, t in per.items():
+            summary: dict[str, Any] = t.summary()
+            summary["by_category"] = {c: ct.summary() for c, ct in by_cat[b][s].items() if ct.recall}
+            results[b][s] = summary
     result: dict[str, Any] = {
         "questions": n_questions,
         "full_context_tokens": round(statistics.fmean(full_tokens), 1) if full_tokens else 0.0,
-        "results": {b: {s: t.summary() for s, t in per.items()} for b, per in tallies.items()},
+        "results": results,
     }
     if judge is not None:
         result["judge"] = {b: round(statistics.fmean(v), 4) if v else 0.0 for b, v in judged.items()}
@@ -171,20 +257,22 @@ def _context(
         ).messages
     recalled: list[Turn] = []
     recent: list[Turn] = []
-    if system in _ABLATION_STAGE:
-        from dataclasses import asdict
-
-        from memsched.paging import STAGES
-
-        pager = mem.pager.with_options(**asdict(STAGES[_ABLATION_STAGE[system]]))
-        recalled = mem.ranked_turns(user_id, pager.retrieve(user_id, question).candidates)
-    elif system == "window":
+    if system == "window":
         recent = mem.store.recent_turns(user_id, 400)
     else:
         first_dense = next(iter(mem.embedders))
         layers = {"bm25": ["bm25"], "dense": [first_dense], "hybrid": ["bm25", first_dense]}[system]
-        retrieval = mem.retriever.retrieve(user_id, question, layers=layers, plain_rrf=True, expand=False)
-        recalled = mem.ranked_turns(user_id, retrieval.candidates)
+        # The usual 50 hits per layer fused first; the deeper pool only continues the list, so a
+        # baseline can fill a large budget without its head changing.
+        wide = mem.retriever.retrieve(
+            user_id, question, k=BASELINE_POOL, layers=layers, plain_rrf=True, expand=False
+        )
+        head = mem.retriever.retrieve(
+            user_id, question, k=BASELINE_HEAD, plain_rrf=True, expand=False, hits=wide.layers
+        ).candidates
+        seen = {c.turn_id for c in head}
+        pool = [*head, *(c for c in wide.candidates if c.turn_id not in seen)]
+        recalled = mem.ranked_turns(user_id, pool, limit=BASELINE_POOL)
     return assemble(
         counter=mem.counter,
         budget=budget,

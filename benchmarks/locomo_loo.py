@@ -1,0 +1,122 @@
+"""Leave-one-conversation-out sweeps of memsched's tuned constants on LoCoMo (issue 10).
+
+For each constant, a few values (the shipped one among them) are evaluated on every question; then
+for each conversation the value that does best on the other conversations is measured on it
+(memsched.eval.loo). Prints, per sweep: each value's in-sample recall, the leave-one-out figure,
+and which value each fold chose. Vectors (turns and questions) are cached in --cache between runs.
+
+    python benchmarks/locomo_loo.py --data D [--sweep rrf_k,page_weight] [--budget 1000,2000]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import time
+from dataclasses import asdict
+from pathlib import Path
+from typing import Any
+
+from memsched.config import Config
+from memsched.eval import locomo
+from memsched.eval.locomo import Variant
+from memsched.eval.loo import leave_one_out, spread
+from memsched.paging import STAGES
+from memsched.retrieve import FusionWeights
+
+DEFAULT = "default"
+
+
+def _opts(**changes: Any) -> Variant:
+    return Variant(options=changes)
+
+
+def _weights(**changes: Any) -> Variant:
+    w = FusionWeights()
+    for k, v in changes.items():
+        setattr(w, k, v)
+    return Variant(weights=w)
+
+
+def sweeps() -> dict[str, dict[str, Variant]]:
+    """name -> {value label -> variant}; the shipped configuration is always the variant "default"."""
+    out: dict[str, dict[str, Variant]] = {
+        "stages": {
+            **{name: Variant(options=asdict(STAGES[stage])) for name, stage in _STAGE_NAMES.items()},
+            DEFAULT: Variant(),
+        },
+        "rrf_k": {f"k={k:g}": _weights(rrf_k=float(k)) for k in (5, 20, 60)},
+        "bm25_weight": {f"bm25={v:g}": _weights(bm25=v) for v in (1.0, 2.0)},
+        "page_weight": {f"page={v:g}": _opts(page_weight=v) for v in (0.0, 1.0, 4.0)},
+        "bookmark_weight": {f"bookmark={v:g}": _opts(bookmark_weight=v) for v in (0.0, 0.5)},
+        "speaker_boost": {f"speaker={v:g}": _opts(speaker_boost=v) for v in (0.0, 0.5, 2.0)},
+        "neighbour_decay": {f"neighbour={v:g}": _opts(neighbour_decay=v) for v in (0.0, 0.6)},
+        "subquery_weight": {f"subquery={v:g}": _opts(subquery_weight=v) for v in (0.0, 1.0)},
+        "graph_weight": {f"graph={v:g}": _opts(graph_weight=v) for v in (0.0, 0.5)},
+    }
+    for grid in out.values():
+        grid.setdefault(DEFAULT, Variant())
+    return out
+
+
+_STAGE_NAMES = {
+    "hybrid only": "hybrid",
+    "+ bookmarks": "+bookmarks",
+    "+ page expansion": "+expansion",
+    "+ multi-hop": "+multihop",
+}
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--data", type=Path, required=True)
+    ap.add_argument("--budget", default="1000,2000")
+    ap.add_argument("--sweep", default="", help="comma-separated sweep names (default: all)")
+    ap.add_argument("--cache", type=Path, default=Path.home() / ".cache" / "memsched-eval")
+    ap.add_argument("--embedders", default=None)
+    ap.add_argument("--json", action="store_true", help="print one JSON object per sweep")
+    args = ap.parse_args()
+    budgets = [int(b) for b in args.budget.split(",")]
+    all_sweeps = sweeps()
+    names = [n for n in args.sweep.split(",") if n] or list(all_sweeps)
+    unknown = [n for n in names if n not in all_sweeps]
+    if unknown:
+        raise SystemExit(f"unknown sweep(s) {unknown}; choose from {', '.join(all_sweeps)}")
+    overrides = {"embedders": args.embedders} if args.embedders else {}
+    cfg = Config.load(**overrides)
+    for name in names:
+        grid = all_sweeps[name]
+        records: list[dict[str, Any]] = []
+        t0 = time.perf_counter()
+        locomo.run(
+            args.data,
+            budgets,
+            cfg,
+            systems=(),
+            variants=grid,
+            cache_dir=args.cache,
+            cache_queries=True,
+            records=records,
+        )
+        out = leave_one_out(records, budgets, default=DEFAULT)
+        out["sweep"] = name
+        out["seconds"] = round(time.perf_counter() - t0, 1)
+        out["spread"] = {str(b): spread([v[str(b)] for v in out["variants"].values()]) for b in budgets}
+        if args.json:
+            print(json.dumps(out), flush=True)
+            continue
+        print(f"== {name} ({out['seconds']} s)")
+        for variant, per in out["variants"].items():
+            print(f"  {variant:<18} " + "  ".join(f"{b}: {v:.4f}" for b, v in per.items()))
+        print(
+            "  in-sample best: "
+            + out["in_sample"]["chosen"]
+            + "  "
+            + "  ".join(f"{b}: {out['in_sample'][str(b)]:.4f}" for b in budgets)
+        )
+        print("  leave-one-out:  " + "  ".join(f"{b}: {v:.4f}" for b, v in out["loo"].items()))
+        print("  folds: " + ", ".join(f"{f['held_out']} -> {f['chosen']}" for f in out["folds"]), flush=True)
+
+
+if __name__ == "__main__":
+    main()
