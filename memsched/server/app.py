@@ -26,6 +26,7 @@ from memsched.server.identity import IdentityMiddleware
 from memsched.server.limits import BodyLimitMiddleware, JsonBodyMiddleware
 from memsched.server.routes import ROUTERS
 from memsched.server.service import TRACE_HEADER, Service
+from memsched.server.ui import ui_routes
 
 log = logging.getLogger("memsched.server")
 
@@ -65,6 +66,8 @@ def create_app(
     )
     for router in ROUTERS:
         app.include_router(router)
+    # The debug UI: HTML pages, not part of the API (left out of /openapi.json).
+    app.router.routes.extend(ui_routes(lambda: app.state.service))
     install_error_handlers(app)
     # Outermost first: the body limit applies before anything reads the body.
     app.add_middleware(IdentityMiddleware)
