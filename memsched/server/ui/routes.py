@@ -21,6 +21,7 @@ from starlette.routing import BaseRoute, Mount, Route
 from starlette.staticfiles import StaticFiles
 from starlette.templating import Jinja2Templates
 
+from memsched.server.identity import user_id
 from memsched.server.ui import i18n, views
 from memsched.server.ui.views import Backend
 
@@ -91,7 +92,7 @@ def ui_routes(backend: Callable[[], Backend]) -> list[BaseRoute]:
 
     async def user_page(request: Request) -> Response:
         b = backend()
-        user = request.path_params["user"]
+        user = user_id(request, request.path_params["user"])
         if not b.memory.store.has_user(user):
             return not_found(request, f"user {user!r}")
         found = await run_in_threadpool(views.sessions, b, user)
@@ -119,7 +120,7 @@ def ui_routes(backend: Callable[[], Backend]) -> list[BaseRoute]:
 
     async def trace_page(request: Request) -> Response:
         b = backend()
-        user, trace_id = request.path_params["user"], request.path_params["trace_id"]
+        user, trace_id = user_id(request, request.path_params["user"]), request.path_params["trace_id"]
         trace = await run_in_threadpool(b.memory.store.trace_get, trace_id, user)
         if trace is None:
             return not_found(request, f"trace {trace_id!r} of user {user!r}")
@@ -130,7 +131,7 @@ def ui_routes(backend: Callable[[], Backend]) -> list[BaseRoute]:
     def user_tab(tab: str, load: Callable[[Backend, str], Any]) -> Callable[[Request], Any]:
         async def page(request: Request) -> Response:
             b = backend()
-            user = request.path_params["user"]
+            user = user_id(request, request.path_params["user"])
             if not b.memory.store.has_user(user):
                 return not_found(request, f"user {user!r}")
             data = await run_in_threadpool(load, b, user)
