@@ -137,6 +137,12 @@ def user_stats(store: Store, user_id: str) -> kw.TermStats:
     return stats
 
 
+def forget_stats(store: SQLiteStore, user_id: str) -> None:
+    """Drop the user's cached term statistics (after a hard delete: they hold the user's words)."""
+    with _stats_lock:
+        _stats_cache.pop((id(store), user_id), None)
+
+
 # -- topic segments ------------------------------------------------------------------------------------
 
 
@@ -592,16 +598,21 @@ def _register_jobs() -> None:
         # Idempotent: the page's bookmarks are replaced, never added to.
         memory, user_id, payload = _job_parts(ctx, job)
         result = generate_bookmarks(memory, user_id, [int(payload["page_id"])], llm=_ctx_llm(ctx, memory))
-        log.info("bookmarked page %s of %s: %s", payload["page_id"], user_id, result.trace)
+        # Counts only at INFO: the trace holds the user's words (keywords, summaries).
+        log.info("bookmarked page %s of %s: %d bookmarks", payload["page_id"], user_id, len(result.bookmarks))
+        log.debug("bookmark trace of page %s: %s", payload["page_id"], result.trace)
 
     @task("bookmark_maintenance")
     def run_maintenance(ctx: TaskContext, job: Any) -> None:
         memory, user_id, _ = _job_parts(ctx, job)
+        done = maintain_bookmarks(memory, user_id, llm=_ctx_llm(ctx, memory))
+        # Counts only at INFO: alias updates and merges quote the user's words.
         log.info(
             "bookmark maintenance of %s: %s",
             user_id,
-            maintain_bookmarks(memory, user_id, llm=_ctx_llm(ctx, memory)),
+            {k: len(v) if isinstance(v, list | dict) else v for k, v in done.items()},
         )
+        log.debug("bookmark maintenance details of %s: %s", user_id, done)
 
 
 def _job_parts(ctx: Any, job: Any) -> tuple[Memory, str, dict[str, Any]]:

@@ -19,8 +19,9 @@ from datetime import datetime
 from typing import TYPE_CHECKING, Any, Literal
 
 from memsched.errors import InputError
+from memsched.forget import COUNTS_RESET as COUNTS_RESET  # re-exported for the scheduler
+from memsched.forget import after_forget
 from memsched.jobs.tasks import TaskContext, task
-from memsched.model import utcnow
 from memsched.profile import PREFERRED_NAME, Profile
 
 if TYPE_CHECKING:
@@ -262,9 +263,6 @@ def detect(message: str) -> list[Command]:
     return found
 
 
-# Zeroed token counters with seq 0 make the scheduler recount a session from its turns.
-COUNTS_RESET: dict[str, int] = {"history_tokens": 0, "history_seq": 0, "live_tokens": 0, "live_seq": 0}
-
 # -- applying ------------------------------------------------------------------------------------------
 
 
@@ -314,18 +312,15 @@ def last_message_ids(store: Store, user_id: str, session_id: str, before_seq: in
 
 def forget_turns(memory: Memory, user_id: str, session_id: str, turn_ids: Sequence[int]) -> list[int]:
     """Hard-delete turns of the session with their index rows, vectors and every artifact derived from
-    them (summaries, facts, traces). Returns the ids that were still there to delete."""
+    them (summaries, facts, bookmarks, traces, ...), and purge their bytes. Returns the ids that were
+    still there to delete."""
     store = memory.store
     present = [t.id for t in store.get_turns(user_id, list(turn_ids)) if t.session_id == session_id and t.id]
     if not present:
         return []
-    with store.transaction() as tx:
-        # Artifacts first: a summary or fact must never outlive the turns it was made from.
-        store.state_forget_turns(tx, user_id, present)
-        # The session's token counts include the deleted turns: have the next turn recount them.
-        store.session_state_update(tx, user_id, session_id, dict(COUNTS_RESET), now=utcnow().timestamp())
-    memory.delete_turns(user_id, present)
-    return present
+    out = store.forget_turns(user_id, present)
+    after_forget(memory, out)
+    return out.turn_ids
 
 
 def forget_last(memory: Memory, user_id: str, session_id: str, before_seq: int | None = None) -> list[int]:

@@ -166,12 +166,25 @@ class Memory:
         ids = list(turn_ids)
         n = self.store.delete_turns(user_id, ids)
         self.retriever.forget(user_id, ids)
+        self.forget_caches(user_id)
         return n
 
     def delete_user(self, user_id: str) -> int:
         n = self.store.delete_user(user_id)
         self.retriever.forget(user_id)
+        self.forget_caches(user_id)
         return n
+
+    def forget_caches(self, user_id: str) -> None:
+        """Drop what in-process caches hold of the user's text (after a hard delete): the pager's
+        per-user caches and the text-keyed token-count and segmentation caches."""
+        from memsched.text.segment import clear_caches
+
+        if self._pager is not None:
+            self._pager.forget(user_id)
+        if self._counter is not None:
+            self._counter.count.cache_clear()
+        clear_caches()
 
     # -- reading -------------------------------------------------------------------------------------
 

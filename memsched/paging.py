@@ -396,6 +396,16 @@ class Pager:
 
     # -- caches ------------------------------------------------------------------------------------------
 
+    def forget(self, user_id: str) -> None:
+        """Drop every cache of the user (after a hard delete: they hold bookmark words and names)."""
+        with self._lock:
+            self._names.pop(user_id, None)
+            self._speakers.pop(user_id, None)
+            for key in [k for k in self._vectors if k[0] == user_id]:
+                del self._vectors[key]
+            for key in [k for k in self._sessions if k[0] == user_id]:
+                del self._sessions[key]
+
     def _name_index(self, user_id: str) -> _NameIndex:
         sig = self.store.bookmark_signature(user_id)
         with self._lock:

@@ -20,12 +20,13 @@ from memsched.store.base import Tx
 from memsched.store.migrations import FOREIGN_KEYS_OFF, MIGRATIONS
 from memsched.store.sqlite_base import TURN_COLUMNS, SQLiteTx, dt, row_to_turn, sqlite_tx, ts
 from memsched.store.sqlite_bookmarks import BookmarksMixin
+from memsched.store.sqlite_forget import ForgetMixin
 from memsched.store.sqlite_jobs import JobsMixin
 from memsched.store.sqlite_state import StateMixin
 from memsched.text.segment import fts_query, index_text
 
 
-class SQLiteStore(JobsMixin, BookmarksMixin, StateMixin):
+class SQLiteStore(JobsMixin, BookmarksMixin, StateMixin, ForgetMixin):
     """A `Store` on one SQLite file. Safe to share between threads (a connection per thread)."""
 
     def __init__(self, path: str | Path, page_size: int | None = None) -> None:
@@ -293,51 +294,12 @@ class SQLiteStore(JobsMixin, BookmarksMixin, StateMixin):
         return out
 
     def delete_turns(self, user_id: str, ids: Sequence[int]) -> int:
-        """Physically delete turns, their index rows and vectors no other turn of the user still uses."""
-        if not ids:
-            return 0
-        with self.transaction() as tx:
-            marks = ",".join("?" * len(ids))
-            hashes = [
-                r[0]
-                for r in tx.execute(
-                    f"SELECT content_hash FROM turns WHERE user_id = ? AND id IN ({marks})", (user_id, *ids)
-                )
-            ]
-            found = [
-                r[0]
-                for r in tx.execute(
-                    f"SELECT id FROM turns WHERE user_id = ? AND id IN ({marks})", (user_id, *ids)
-                )
-            ]
-            if not found:
-                return 0
-            fmarks = ",".join("?" * len(found))
-            tx.execute(f"DELETE FROM turns_fts WHERE rowid IN ({fmarks})", found)
-            tx.execute(f"DELETE FROM turns WHERE id IN ({fmarks})", found)
-            for h in set(hashes):
-                still_used = tx.execute(
-                    "SELECT 1 FROM turns WHERE user_id = ? AND content_hash = ? LIMIT 1", (user_id, h)
-                ).fetchone()
-                if not still_used:
-                    tx.execute("DELETE FROM embeddings WHERE user_id = ? AND content_hash = ?", (user_id, h))
-            return len(found)
+        """Physically delete turns and everything made from them (`forget_turns`). Returns how many."""
+        return len(self.forget_turns(user_id, ids).turn_ids)
 
     def delete_user(self, user_id: str) -> int:
         """Physically delete a user and everything stored for them. Returns the number of turns removed."""
-        with self.transaction() as tx:
-            ids = [r[0] for r in tx.execute("SELECT id FROM turns WHERE user_id = ?", (user_id,))]
-            for start in range(0, len(ids), 500):
-                chunk = ids[start : start + 500]
-                tx.execute(f"DELETE FROM turns_fts WHERE rowid IN ({','.join('?' * len(chunk))})", chunk)
-            tx.execute("DELETE FROM turns WHERE user_id = ?", (user_id,))
-            tx.execute("DELETE FROM embeddings WHERE user_id = ?", (user_id,))
-            tx.execute("DELETE FROM pages WHERE user_id = ?", (user_id,))
-            tx.execute("DELETE FROM sessions WHERE user_id = ?", (user_id,))
-            tx.execute("DELETE FROM users WHERE id = ?", (user_id,))
-            self.jobs_delete_user(tx, user_id)  # payloads may quote the user's words
-            self.state_delete_user(tx, user_id)  # profile facts, summaries, traces
-            return len(ids)
+        return len(self.forget_user(user_id).turn_ids)
 
     # -- pages ---------------------------------------------------------------------------------------
 

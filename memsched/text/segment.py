@@ -79,6 +79,11 @@ def _terms_cached(text: str) -> tuple[str, ...]:
     return tuple(w for w in words(text) if w not in STOP_WORDS and not (len(w) == 1 and w.isascii()))
 
 
+def clear_caches() -> None:
+    """Forget the texts cached here (after a hard delete: the cache is keyed by message text)."""
+    _terms_cached.cache_clear()
+
+
 def terms(text: str) -> list[str]:
     """Search terms of `text`: words without stop words or single ASCII letters."""
     return list(_terms_cached(text))
