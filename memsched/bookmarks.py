@@ -137,7 +137,7 @@ def user_stats(store: Store, user_id: str) -> kw.TermStats:
     return stats
 
 
-def forget_stats(store: SQLiteStore, user_id: str) -> None:
+def forget_stats(store: Store, user_id: str) -> None:
     """Drop the user's cached term statistics (after a hard delete: they hold the user's words)."""
     with _stats_lock:
         _stats_cache.pop((id(store), user_id), None)

@@ -29,7 +29,7 @@ if TYPE_CHECKING:
     from memsched.memory import Memory
     from memsched.store import Store
 
-CommandKind = Literal["rename", "forget_last"]
+CommandKind = Literal["rename", "forget_last", "forget_topic", "forget_all"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -222,6 +222,131 @@ FORGET_RULES: list[tuple[str, re.Pattern[str]]] = [
 ]
 
 
+# Imperatives only: at the start of a clause, after polite words ("I forget everything about
+# math" is not a request; "please forget everything about my ex" is).
+_EN_ASK = (
+    r"(?:^|(?<=[.!?;,]\s)|(?<=[.!?;,]))\s*(?:(?:please|pls|can you|could you|would you|will you|just|"
+    r"ok|okay|hey|and|now|i want you to|i'd like you to|i need you to)[,\s]+)*"
+)
+_ZH_NOT_SUBJECT = r"(?<![我他她它])"
+
+# "删除所有关于我的数据", "delete everything you know about me": the whole user.
+_ZH_ALL_VERB = r"(?:删除|删掉|删了|清除|清空|抹掉|抹去|忘掉|忘了|忘记)"
+_ZH_ALL_WHAT = r"(?:数据|信息|记忆|记录|资料|东西|事情?|内容|一切|聊天记录)"
+_ZH_ABOUT_ME = r"(?:关于我|有关我|我)的"
+FORGET_ALL_RULES: list[tuple[str, re.Pattern[str]]] = [
+    (
+        "zh_delete_all_about_me",
+        re.compile(
+            rf"{_ZH_ALL_VERB}(?:你)?(?:所有|全部|一切)?{_ZH_ABOUT_ME}(?:所有|全部|一切)?{_ZH_ALL_WHAT}"
+        ),
+    ),
+    (
+        "zh_all_about_me_delete",
+        re.compile(
+            rf"(?:把|将)?{_ZH_ABOUT_ME}(?:所有|全部|一切)?{_ZH_ALL_WHAT}(?:都|全部|全都|统统|全)?(?:给我)?{_ZH_ALL_VERB}"
+        ),
+    ),
+    (
+        "en_everything_about_me",
+        re.compile(
+            _EN_ASK + r"(?:delete|erase|forget|remove|wipe|purge|clear)\s+(?:all|everything|anything)\s+"
+            r"(?:(?:that\s+)?you\s+(?:know|have|remember|stored?|keep)\s+)?(?:about|of|on)\s+me\b",
+            re.I,
+        ),
+    ),
+    (
+        "en_all_my_data",
+        re.compile(
+            _EN_ASK + r"(?:delete|erase|remove|wipe|purge|clear)\s+(?:all\s+(?:of\s+)?)?my\s+"
+            r"(?:data|information|info|memories|history|records|personal data)\b",
+            re.I,
+        ),
+    ),
+]
+
+# "把关于我前任的事都忘了", "forget everything about my ex": every turn that mentions a topic.
+_ZH_TOPIC_WHAT = r"(?:事|事情|一切|内容|记忆|话|东西|消息|记录|部分)"
+_ZH_TOPIC = r"(?P<topic>[^，,。！!？?、；;\s的]{1,20})"
+FORGET_TOPIC_RULES: list[tuple[str, re.Pattern[str]]] = [
+    (
+        "zh_about_x_forget",
+        re.compile(
+            rf"(?:把|将)?(?:关于|有关)(?:我的)?{_ZH_TOPIC}的{_ZH_TOPIC_WHAT}?(?:都|全部|全都|统统|全)?"
+            rf"(?:给我)?{_ZH_ALL_VERB}"
+        ),
+    ),
+    (
+        "zh_forget_about_x",
+        re.compile(
+            rf"{_ZH_NOT_SUBJECT}(?:忘掉|忘记|删除|删掉|清除|清空|抹掉)(?:所有|全部|一切)?(?:关于|有关)(?:我的)?"
+            rf"{_ZH_TOPIC}的(?:所有|全部|一切)?{_ZH_TOPIC_WHAT}"
+        ),
+    ),
+    (
+        "en_everything_about_x",
+        re.compile(
+            _EN_ASK + r"(?:forget|delete|erase|remove)\s+(?:all|everything|anything)\s+(?:(?:that\s+)?i\s+"
+            r"(?:said|told you)\s+|you\s+know\s+)?(?:about|regarding|related\s+to|to\s+do\s+with)\s+"
+            r"(?P<topic>[^.!?,;]{1,40})",
+            re.I,
+        ),
+    ),
+]
+
+# A topic also matches its common variants (data, not fitted to any dataset: kinship words).
+TOPIC_VARIANTS: dict[str, tuple[str, ...]] = {
+    "前任": ("前任", "前男友", "前女友", "前夫", "前妻"),
+    "ex": ("ex", "ex-boyfriend", "ex-girlfriend", "ex-husband", "ex-wife", "ex boyfriend", "ex girlfriend"),
+}
+for _group_words in list(TOPIC_VARIANTS.values()):
+    for _w in _group_words:
+        TOPIC_VARIANTS.setdefault(_w, _group_words)
+
+_ME = {"我", "我自己", "me", "myself"}
+
+
+def _clean_topic(raw: str) -> str:
+    topic = raw.strip().strip("\"“”'‘’「」").strip()
+    topic = re.sub(r"^(?:my|our|the|your)\s+", "", topic, flags=re.I)
+    topic = re.sub(r"^(?:我的|我们的|我)(?=.)", "", topic)
+    return topic.strip()
+
+
+def topic_terms(topic: str) -> list[str]:
+    """The words whose mention puts a turn under `topic`: the topic and its known variants."""
+    return list(TOPIC_VARIANTS.get(topic.lower(), TOPIC_VARIANTS.get(topic, (topic,))))
+
+
+def topic_pattern(topic: str) -> re.Pattern[str]:
+    """A regex for any of the topic's words (Latin words whole, case-insensitive; CJK as substrings)."""
+    parts = []
+    for term in sorted(topic_terms(topic), key=len, reverse=True):
+        esc = re.escape(term)
+        parts.append(esc if re.search(rf"[{_CJK}]", term) else rf"(?<![A-Za-z]){esc}(?![A-Za-z])")
+    return re.compile("|".join(parts), re.I)
+
+
+def _detect_forget(text: str) -> Command | None:
+    for rule, pattern in FORGET_ALL_RULES:
+        m = pattern.search(text)
+        if m:
+            return Command(kind="forget_all", matched=m.group(0), rule=rule)
+    for rule, pattern in FORGET_TOPIC_RULES:
+        m = pattern.search(text)
+        if m:
+            topic = _clean_topic(m.group("topic"))
+            if topic.lower() in _ME:
+                return Command(kind="forget_all", matched=m.group(0), rule=rule)
+            if topic and topic.lower() not in ("it", "that", "this", "them", "那", "这"):
+                return Command(kind="forget_topic", value=topic, matched=m.group(0), rule=rule)
+    for rule, pattern in FORGET_RULES:
+        m = pattern.search(text)
+        if m:
+            return Command(kind="forget_last", matched=m.group(0), rule=rule)
+    return None
+
+
 def _clause_is_question(text: str, start: int, end: int) -> bool:
     """Whether the clause around text[start:end] is a question ("my name is Li Wei?", "我叫李伟吗").
 
@@ -235,19 +360,20 @@ def _clause_is_question(text: str, start: int, end: int) -> bool:
 
 
 def detect(message: str) -> list[Command]:
-    """The commands in `message`, forget-last before rename (the order they must be applied in).
+    """The commands in `message`, a forget before a rename (the order they must be applied in).
 
-    At most one command of each kind; an empty list for ordinary chat.
+    At most one forget (the widest asked for: everything about the user, a topic, or the last
+    message) and one rename; an empty list for ordinary chat.
     """
     text = message.strip()
     if not text or len(text) > 500:  # commands are short; a pasted essay that quotes one is not one
         return []
     found: list[Command] = []
-    for rule, pattern in FORGET_RULES:
-        m = pattern.search(text)
-        if m:
-            found.append(Command(kind="forget_last", matched=m.group(0), rule=rule))
-            break
+    forget = _detect_forget(text)
+    if forget is not None:
+        found.append(forget)
+        if forget.kind == "forget_all":
+            return found  # nothing of the user is kept, a new name included
     for rule, pattern, statement in RENAME_RULES:
         for m in pattern.finditer(text):
             if statement and _clause_is_question(text, m.start(), m.end()):
@@ -347,6 +473,65 @@ def apply_forget(
     return Applied(command=command, changed={"deleted": len(deleted)}, note=note, deleted_turn_ids=deleted)
 
 
+def topic_turn_ids(store: Store, user_id: str, topic: str, *, exclude: Sequence[int] = ()) -> list[int]:
+    """Ids of the user's turns (every session) that mention the topic, and of the replies right after
+    a user turn that does (a reply to "my ex ..." is about the ex even when it does not say so)."""
+    pattern = topic_pattern(topic)
+    skip = set(exclude)
+    hits: set[int] = set()
+    follow: set[tuple[str, int]] = set()
+    for t in store.iter_turns(user_id):
+        if t.id is None or t.id in skip:
+            continue
+        if (t.session_id, t.seq or 0) in follow and t.role == "assistant":
+            hits.add(t.id)
+        if pattern.search(t.content):
+            hits.add(t.id)
+            if t.role == "user" and t.seq is not None:
+                follow.add((t.session_id, t.seq + 1))
+    return sorted(hits)
+
+
+def apply_forget_topic(
+    memory: Memory, user_id: str, command: Command, *, exclude: Sequence[int] = ()
+) -> Applied:
+    """Hard-delete every turn about the command's topic (and what was made from them)."""
+    assert command.kind == "forget_topic" and command.value
+    ids = topic_turn_ids(memory.store, user_id, command.value, exclude=exclude)
+    deleted: list[int] = []
+    if ids:
+        out = memory.store.forget_turns(user_id, ids)
+        after_forget(memory, out)
+        deleted = out.turn_ids
+    note = (
+        f"The user asked you to forget everything about a topic; {len(deleted)} messages about it have"
+        " been permanently deleted. Confirm briefly and do not name or refer to the topic again."
+        if deleted
+        else "The user asked you to forget everything about a topic; nothing stored mentioned it."
+        " Confirm briefly and do not bring it up."
+    )
+    return Applied(command=command, changed={"deleted": len(deleted)}, note=note, deleted_turn_ids=deleted)
+
+
+def apply_forget_all(memory: Memory, user_id: str, command: Command) -> Applied:
+    """Hard-delete everything stored about the user (the command and its reply are not stored)."""
+    assert command.kind == "forget_all"
+    out = memory.store.forget_user(user_id)
+    after_forget(memory, out, whole_user=True)
+    note = (
+        "The user asked you to delete everything you know about them; all of their data has been"
+        " permanently deleted, and this message will not be kept either. Confirm briefly."
+    )
+    return Applied(
+        command=command, changed={"deleted": len(out.turn_ids)}, note=note, deleted_turn_ids=out.turn_ids
+    )
+
+
+def keeps_turn(applied: Sequence[Applied]) -> bool:
+    """False when a command asked that the message itself not be kept (it names what to forget)."""
+    return not any(a.command.kind in ("forget_topic", "forget_all") for a in applied)
+
+
 # -- P1 tasks for commands that arrived through `record()` ----------------------------------------------
 
 
@@ -372,3 +557,27 @@ def forget_last_task(ctx: TaskContext, job: Job) -> None:
     if job.session_id is None:
         raise InputError("a forget_last job needs a session_id")
     forget_turns(ctx.memory, job.user_id, job.session_id, [int(i) for i in job.payload.get("turn_ids", [])])
+
+
+@task("forget_topic")
+def forget_topic_task(ctx: TaskContext, job: Job) -> None:
+    """Forget a topic named by a command that arrived through `record()` (P1), the command turn with
+    it. The topic is read again from the command turn (the payload names only the turn, so no job
+    row keeps the topic). Idempotent: once the command turn is gone there is nothing to do."""
+    turn_id = int(job.payload.get("command_turn_id", 0))
+    found = ctx.memory.store.get_turns(job.user_id, [turn_id])
+    if not found:
+        return
+    command = next((c for c in detect(found[0].content) if c.kind == "forget_topic"), None)
+    ids = [turn_id]
+    if command is not None and command.value:
+        ids += topic_turn_ids(ctx.memory.store, job.user_id, command.value, exclude=[turn_id])
+    out = ctx.memory.store.forget_turns(job.user_id, ids)
+    after_forget(ctx.memory, out)
+
+
+@task("forget_all")
+def forget_all_task(ctx: TaskContext, job: Job) -> None:
+    """Delete everything of the user, as a command that arrived through `record()` asked (P1)."""
+    out = ctx.memory.store.forget_user(job.user_id)
+    after_forget(ctx.memory, out, whole_user=True)

@@ -15,8 +15,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from memsched.errors import InputError
-from memsched.model import utcnow
-from memsched.store.lineage import Forgotten
+from memsched.model import Forgotten, utcnow
 
 if TYPE_CHECKING:
     from memsched.jobs.queue import JobQueue

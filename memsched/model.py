@@ -187,3 +187,34 @@ class Bookmark:
             "last_at": self.last_at.isoformat(),
             "created_at": self.created_at.isoformat(),
         }
+
+
+@dataclass(slots=True)
+class Forgotten:
+    """What one forget removed: the turns, rows per table, and what the caller must rebuild."""
+
+    user_id: str
+    turn_ids: list[int] = field(default_factory=list)
+    sessions: list[str] = field(default_factory=list)  # sessions that lost turns (or were deleted)
+    rows: dict[str, int] = field(default_factory=dict)  # table -> rows deleted
+    # Summaries made from a forgotten turn, deleted; the caller rewrites them from what remains.
+    summaries: list[dict[str, object]] = field(default_factory=list)
+    # Pages that lost their bookmarks with a forgotten turn and still hold turns: bookmark again.
+    pages: list[int] = field(default_factory=list)
+    purge: dict[str, object] = field(default_factory=dict)  # what the byte purge did and cost
+
+    def count(self, table: str, n: int) -> None:
+        if n > 0:
+            self.rows[table] = self.rows.get(table, 0) + n
+
+    def as_dict(self) -> dict[str, object]:
+        return {
+            "user": self.user_id,
+            "turns": len(self.turn_ids),
+            "turn_ids": list(self.turn_ids),
+            "sessions": list(self.sessions),
+            "rows": dict(self.rows),
+            "summaries_rewritten": len(self.summaries),
+            "pages_rebookmarked": len(self.pages),
+            "purge": dict(self.purge),
+        }

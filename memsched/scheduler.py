@@ -48,8 +48,11 @@ from memsched.commands import (
     Applied,
     Command,
     apply_forget,
+    apply_forget_all,
+    apply_forget_topic,
     apply_rename,
     detect,
+    keeps_turn,
     last_message_ids,
 )
 from memsched.errors import ConfigError, InputError, LLMError, StoreError
@@ -455,6 +458,10 @@ class Scheduler:
                     elif cmd.kind == "forget_last" and forget_ids:
                         payload = {"turn_ids": forget_ids, "command_turn_id": turn.id}
                         jobs.append(_p1("forget_last", user_id, session_id, payload, turn.id))
+                    elif cmd.kind in ("forget_topic", "forget_all"):
+                        # The payload names only the command turn: no job row keeps the topic.
+                        payload = {"command_turn_id": turn.id}
+                        jobs.append(_p1(cmd.kind, user_id, session_id, payload, turn.id))
                 jobs.extend(page_jobs([turn], self.store.page_size))
                 job_ids = self.queue.enqueue(jobs, tx=tx) if jobs else []
             # Embedding here keeps the next turn's P0 path free of it; the user is not waiting on record().
@@ -646,14 +653,21 @@ class Scheduler:
             if hold.owner is not None:
                 self.locks.renew(user_id, session_id, hold.owner, self.lease_seconds)
 
-        user_turn = self._record(t, trace, reply, failed=error is not None)
+        user_turn: Turn | None = None
+        if keeps_turn(t.applied):
+            user_turn = self._record(t, trace, reply, failed=error is not None)
+        else:
+            # "forget everything about my ex" / "delete everything you know about me": the message
+            # names what was forgotten, so neither it, its reply nor its trace is stored.
+            self._finish_timings(t, trace)
         self.metrics.observe_turn(trace, t.entry, "error" if error is not None else "ok")
         self._log(trace, t)
         if error is not None:
             raise ReplyError(
-                f"the reply LLM call failed: {error}. The user's message was recorded (turn {user_turn.id},"
+                f"the reply LLM call failed: {error}. The user's message was recorded"
+                f" (turn {user_turn.id if user_turn else None},"
                 f" trace {t.trace_id}); call turn() again with the same message to retry: it replaces it",
-                turn_id=user_turn.id,
+                turn_id=user_turn.id if user_turn else None,
                 trace_id=t.trace_id,
             ) from error
         out = TurnResult(
@@ -689,6 +703,10 @@ class Scheduler:
                 t0 = time.perf_counter()
                 if cmd.kind == "rename":
                     done = apply_rename(self.profile, t.user_id, cmd, at=t.at)
+                elif cmd.kind == "forget_topic":
+                    done = apply_forget_topic(self.memory, t.user_id, cmd)
+                elif cmd.kind == "forget_all":
+                    done = apply_forget_all(self.memory, t.user_id, cmd)
                 else:
                     done = apply_forget(self.memory, t.user_id, t.session_id, cmd)
                 t.applied.append(done)

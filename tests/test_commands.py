@@ -136,3 +136,45 @@ def test_profile_keeps_history_and_renders_current_value(tmp_path: object) -> No
     assert ": 小王 (" not in section
     assert profile.section("nobody") == ""
     store.close()
+
+
+FORGET_WIDER = [
+    ("把关于我前任的事都忘了", "forget_topic", "前任"),
+    ("请删除关于我前任的所有记忆", "forget_topic", "前任"),
+    ("忘记所有关于猫的事", "forget_topic", "猫"),
+    ("forget everything about my ex", "forget_topic", "ex"),
+    ("Please forget everything I said about my boss", "forget_topic", "boss"),
+    ("删除所有关于我的数据", "forget_all", None),
+    ("把我的数据全部删掉", "forget_all", None),
+    ("忘掉关于我的一切", "forget_all", None),
+    ("delete everything you know about me", "forget_all", None),
+    ("Can you forget everything about me?", "forget_all", None),
+    ("delete all my data", "forget_all", None),
+]
+
+
+@pytest.mark.parametrize(("text", "kind", "topic"), FORGET_WIDER)
+def test_forget_topic_and_everything_detected(text: str, kind: str, topic: str | None) -> None:
+    (cmd,) = detect(text)
+    assert (cmd.kind, cmd.value) == (kind, topic)
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "I forget everything about math class",
+        "我忘了关于他的事情",
+        "我删除了关于他的记录",
+        "我们聊聊关于旅行的事吧",
+    ],
+)
+def test_statements_about_forgetting_are_not_commands(text: str) -> None:
+    assert detect(text) == []
+
+
+def test_topic_matches_its_variants_and_whole_words() -> None:
+    from memsched.commands import topic_pattern
+
+    zh, en = topic_pattern("前任"), topic_pattern("ex")
+    assert zh.search("我前男友昨天打电话了") and not zh.search("我男朋友昨天打电话了")
+    assert en.search("My Ex called") and en.search("my ex-girlfriend") and not en.search("the next exam")

@@ -26,7 +26,7 @@ from typing import Any, Protocol, runtime_checkable
 
 import numpy as np
 
-from memsched.model import Bookmark, Hit, Page, Session, Turn
+from memsched.model import Bookmark, Forgotten, Hit, Page, Session, Turn
 
 
 class Tx:
@@ -276,6 +276,19 @@ class LockStore(Protocol):
 # -- feature protocols: append yours here, above `Store`, and add it to `Store`'s bases -------------------
 
 
+class ForgetStore(Protocol):
+    """Hard deletes with lineage (issue 9). Each deletes, in one transaction, what holds the content
+    and every artifact derived from it (an artifact records its `source_turn_ids`), then purges the
+    bytes (`purge_deleted`) unless `purge=False`. The result says what the caller must rebuild."""
+
+    def forget_turns(self, user_id: str, turn_ids: Sequence[int], *, purge: bool = True) -> Forgotten: ...
+    def forget_session(self, user_id: str, session_id: str, *, purge: bool = True) -> Forgotten: ...
+    def forget_user(self, user_id: str, *, purge: bool = True) -> Forgotten: ...
+    def purge_deleted(self) -> dict[str, object]:
+        """Make deletions physical: no deleted text or index token left in the database files."""
+        ...
+
+
 @runtime_checkable
 class Store(
     TransactionStore,
@@ -286,6 +299,7 @@ class Store(
     JobStore,
     LockStore,
     # feature protocols, one per line
+    ForgetStore,
     Protocol,
 ):
     """Everything memsched asks of storage. Feature protocols join its bases."""

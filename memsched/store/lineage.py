@@ -20,6 +20,10 @@ import sqlite3
 from dataclasses import dataclass, field
 from typing import Literal
 
+from memsched.store.sqlite_base import SQLiteTx
+
+Db = sqlite3.Connection | SQLiteTx
+
 Policy = Literal["delete", "revert_fact", "regenerate_summary"]
 
 
@@ -50,7 +54,7 @@ register_derived("profile_facts", policy="revert_fact")
 register_derived("summaries", policy="regenerate_summary")
 
 
-def _tables(db: sqlite3.Connection) -> dict[str, list[str]]:
+def _tables(db: Db) -> dict[str, list[str]]:
     """Plain tables (not FTS shadow or internal ones) -> their columns."""
     out: dict[str, list[str]] = {}
     for (name,) in db.execute(
@@ -65,7 +69,7 @@ def _is_shadow(name: str, virtual: set[str]) -> bool:
     return any(name.startswith(f"{v}_") for v in virtual)
 
 
-def virtual_tables(db: sqlite3.Connection) -> list[str]:
+def virtual_tables(db: Db) -> list[str]:
     return [
         r[0]
         for r in db.execute(
@@ -74,7 +78,7 @@ def virtual_tables(db: sqlite3.Connection) -> list[str]:
     ]
 
 
-def fts5_tables(db: sqlite3.Connection) -> list[str]:
+def fts5_tables(db: Db) -> list[str]:
     return [
         r[0]
         for r in db.execute(
@@ -94,7 +98,7 @@ class Schema:
     per_session: list[str] = field(default_factory=list)  # tables with user_id and session_id
 
 
-def read_schema(db: sqlite3.Connection) -> Schema:
+def read_schema(db: Db) -> Schema:
     tables = _tables(db)
     virtual = set(virtual_tables(db))
     schema = Schema()
@@ -115,32 +119,16 @@ def read_schema(db: sqlite3.Connection) -> Schema:
     return schema
 
 
-@dataclass(slots=True)
-class Forgotten:
-    """What one forget removed: the turns, rows per table, and what the caller must rebuild."""
-
-    user_id: str
-    turn_ids: list[int] = field(default_factory=list)
-    sessions: list[str] = field(default_factory=list)  # sessions that lost turns (or were deleted)
-    rows: dict[str, int] = field(default_factory=dict)  # table -> rows deleted
-    # Summaries made from a forgotten turn, deleted; the caller rewrites them from what remains.
-    summaries: list[dict[str, object]] = field(default_factory=list)
-    # Pages that lost their bookmarks with a forgotten turn and still hold turns: bookmark again.
-    pages: list[int] = field(default_factory=list)
-    purge: dict[str, object] = field(default_factory=dict)  # what the byte purge did and cost
-
-    def count(self, table: str, n: int) -> None:
-        if n > 0:
-            self.rows[table] = self.rows.get(table, 0) + n
-
-    def as_dict(self) -> dict[str, object]:
-        return {
-            "user": self.user_id,
-            "turns": len(self.turn_ids),
-            "turn_ids": list(self.turn_ids),
-            "sessions": list(self.sessions),
-            "rows": dict(self.rows),
-            "summaries_rewritten": len(self.summaries),
-            "pages_rebookmarked": len(self.pages),
-            "purge": dict(self.purge),
-        }
+def sources_gone(db: Db, user_id: str, turn_ids: list[int] | tuple[int, ...] | set[int]) -> bool:
+    """Whether any of these turns no longer exists: an artifact made from them must not be stored
+    (it was computed from a turn forgotten while it was being made)."""
+    ids = sorted({int(i) for i in turn_ids})
+    for start in range(0, len(ids), 500):
+        chunk = ids[start : start + 500]
+        marks = ",".join("?" * len(chunk))
+        (n,) = db.execute(
+            f"SELECT count(*) FROM turns WHERE user_id = ? AND id IN ({marks})", (user_id, *chunk)
+        ).fetchone()
+        if n < len(chunk):
+            return True
+    return False

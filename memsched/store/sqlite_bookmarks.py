@@ -21,6 +21,7 @@ from typing import Any
 import numpy as np
 
 from memsched.model import Bookmark, Hit, utcnow
+from memsched.store.lineage import sources_gone
 from memsched.store.sqlite_base import SQLiteMixin, SQLiteTx, run_script
 from memsched.text.segment import fts_query, index_text
 
@@ -184,6 +185,8 @@ class BookmarksMixin(SQLiteMixin):
     def _insert(self, tx: SQLiteTx, user_id: str, b: Bookmark) -> None:
         if b.user_id != user_id:
             raise ValueError(f"bookmark of user {b.user_id!r} stored under {user_id!r}")
+        if sources_gone(tx, user_id, b.turn_ids):
+            return  # made while one of its turns was being forgotten: it must not outlive it
         cur = tx.execute(
             f"INSERT INTO bookmarks ({_COLUMNS.replace('id, ', '', 1)}, content_hash)"
             " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",

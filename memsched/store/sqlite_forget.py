@@ -17,13 +17,13 @@ BENCHMARKS.md ("Forgetting") has the cost; docs/design.md says why this and not 
 from __future__ import annotations
 
 import json
-import sqlite3
 import time
 from collections.abc import Sequence
-from contextlib import AbstractContextManager
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-from memsched.store.lineage import Derived, Forgotten, Schema, fts5_tables, read_schema
+from memsched.model import Forgotten
+from memsched.store.lineage import Derived, Schema, fts5_tables, read_schema
+from memsched.store.sqlite_base import SQLiteMixin, SQLiteTx
 
 # Job payload keys that name the turns a job was made from.
 _JOB_TURN_LISTS = ("turn_ids", "source_turn_ids")
@@ -40,16 +40,10 @@ def _chunks(ids: Sequence[int], size: int = 500) -> list[list[int]]:
     return [list(ids[i : i + size]) for i in range(0, len(ids), size)]
 
 
-class ForgetMixin:
+class ForgetMixin(SQLiteMixin):
     """Hard deletes of SQLiteStore. Every method is scoped by user."""
 
-    if TYPE_CHECKING:  # provided by SQLiteStore
-        path: str
-
-        @property
-        def db(self) -> sqlite3.Connection: ...
-
-        def transaction(self) -> AbstractContextManager[sqlite3.Connection]: ...
+    path: str
 
     # -- turns -----------------------------------------------------------------------------------------
 
@@ -62,9 +56,7 @@ class ForgetMixin:
             out.purge = self.purge_deleted()
         return out
 
-    def _forget_turns_tx(
-        self, tx: sqlite3.Connection, schema: Schema, out: Forgotten, ids: list[int]
-    ) -> None:
+    def _forget_turns_tx(self, tx: SQLiteTx, schema: Schema, out: Forgotten, ids: list[int]) -> None:
         found: list[tuple[int, str, str, int]] = []
         for chunk in _chunks(ids):
             found += tx.execute(
@@ -134,7 +126,7 @@ class ForgetMixin:
             ).fetchone()
         )
 
-    def _forget_derived(self, tx: sqlite3.Connection, entry: Derived, out: Forgotten, ids: list[int]) -> None:
+    def _forget_derived(self, tx: SQLiteTx, entry: Derived, out: Forgotten, ids: list[int]) -> None:
         hit: set[Any] = set()
         for chunk in _chunks(ids):
             hit |= {
@@ -177,7 +169,7 @@ class ForgetMixin:
             )
 
     @staticmethod
-    def _revert_fact(tx: sqlite3.Connection, user_id: str, fact_id: int) -> None:
+    def _revert_fact(tx: SQLiteTx, user_id: str, fact_id: int) -> None:
         """Delete a fact; if it was in force, the value it had superseded is in force again."""
         row = tx.execute(
             "SELECT key, superseded_at, valid_from FROM profile_facts WHERE user_id = ? AND id = ?",
@@ -196,7 +188,7 @@ class ForgetMixin:
             if prev is not None:
                 tx.execute("UPDATE profile_facts SET superseded_at = NULL WHERE id = ?", (prev[0],))
 
-    def _forget_jobs(self, tx: sqlite3.Connection, out: Forgotten, ids: list[int]) -> None:
+    def _forget_jobs(self, tx: SQLiteTx, out: Forgotten, ids: list[int]) -> None:
         """Delete jobs (not running ones: they find their turns gone) whose payload names these turns."""
         wanted = set(ids)
         doomed = []

@@ -16,6 +16,7 @@ import numpy as np
 
 from memsched.model import Turn
 from memsched.store.base import Tx
+from memsched.store.lineage import sources_gone
 from memsched.store.sqlite_base import TURN_COLUMNS, SQLiteMixin, row_to_turn, run_script, sqlite_tx
 
 
@@ -205,8 +206,11 @@ class StateMixin(SQLiteMixin):
     # -- summaries -----------------------------------------------------------------------------------
 
     def summary_add(self, tx: Tx, row: dict[str, Any]) -> int:
-        """Store a summary (keys as the `summaries` columns); an identical range is not stored twice."""
+        """Store a summary (keys as the `summaries` columns); an identical range is not stored twice.
+        Returns its id, or 0 when one of its source turns was forgotten meanwhile (nothing stored)."""
         tx = sqlite_tx(tx)
+        if sources_gone(tx, row["user_id"], row["source_turn_ids"]):
+            return 0
         cur = tx.execute(
             "INSERT OR IGNORE INTO summaries (user_id, session_id, first_seq, last_seq, kind, method,"
             " content, tokens, source_tokens, source_turn_ids, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?,"

@@ -1,0 +1,246 @@
+"""Forgetting for real: canary sentences (Chinese and English) are written, turned into every kind of
+derived artifact (index tokens, vectors, bookmarks, a summary, a profile fact, traces, jobs), forgotten
+through each surface, and then searched for in the raw bytes of the database files.
+
+Each test first checks that the scan finds the canary's bytes (so a clean scan after the forget means
+something), then forgets, then scans the main file, the WAL and the shared-memory file.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from memsched import Config, Memory
+from memsched.bookmarks import generate_bookmarks
+from memsched.embed.hashing import HashEmbedder
+from memsched.forget import forget
+from memsched.llm.client import OpenAIChatClient
+from memsched.profile import PREFERRED_NAME
+from memsched.scheduler import Scheduler
+from memsched.summarize import create_summary
+from memsched.testing import FakeOpenAI
+
+# Canary words no other text in these tests uses (the scan looks for each of them).
+CANARY = {
+    "zh": (
+        "我前任在翡翠鹦鹉雕像下面藏了门禁卡，密码是 QK-58261，以后叫我琥珀龙",
+        ("翡翠", "鹦鹉", "雕像", "琥珀龙", "58261"),
+    ),
+    "en": (
+        "my ex hid the keycard under the zephyrquill statue, code glimmerfjord 73914; call me Marzipanova",
+        ("zephyrquill", "glimmerfjord", "73914", "Marzipanova"),
+    ),
+}
+FILLER = [
+    "今天天气不错，我们去公园散步吧",
+    "I had a quiet lunch with my sister today",
+    "周末想去看一场电影",
+    "The train was late again this morning",
+    "晚饭吃了番茄炒蛋",
+    "I am reading a book about volcanoes",
+]
+
+
+def db_bytes(path: Path) -> bytes:
+    """The raw bytes of the database file, its WAL and its shared-memory file."""
+    return b"".join(p.read_bytes() for p in (path, Path(f"{path}-wal"), Path(f"{path}-shm")) if p.exists())
+
+
+def fts_terms(path: Path, table: str, rowids: list[int]) -> set[str]:
+    """The tokens FTS5 stored for these rows (read through fts5vocab on a separate connection)."""
+    db = sqlite3.connect(path)
+    try:
+        db.execute(f"CREATE VIRTUAL TABLE temp.v USING fts5vocab(main, '{table}', 'instance')")
+        marks = ",".join("?" * len(rowids))
+        return {r[0] for r in db.execute(f"SELECT term FROM temp.v WHERE doc IN ({marks})", rowids)}
+    finally:
+        db.close()
+
+
+def other_terms(path: Path, table: str, rowids: list[int]) -> set[str]:
+    db = sqlite3.connect(path)
+    try:
+        db.execute(f"CREATE VIRTUAL TABLE temp.v USING fts5vocab(main, '{table}', 'instance')")
+        marks = ",".join("?" * len(rowids))
+        return {r[0] for r in db.execute(f"SELECT term FROM temp.v WHERE doc NOT IN ({marks})", rowids)}
+    finally:
+        db.close()
+
+
+class Setup:
+    def __init__(self, memory: Memory, sched: Scheduler, fake: FakeOpenAI) -> None:
+        self.memory, self.sched, self.fake = memory, sched, fake
+        self.path = Path(memory.config.db_path)
+
+
+@pytest.fixture
+def setup(tmp_path: Path, fake: FakeOpenAI) -> Iterator[Setup]:
+    memory = Memory(Config.load(home=tmp_path, page_size=4), embedders={"hash": HashEmbedder()})
+    llm = OpenAIChatClient(fake.base_url, "key", "fake-model", timeout=10.0, retries=0)
+    sched = Scheduler(memory, llm=llm, summary_llm=None, start_workers=False)
+    yield Setup(memory, sched, fake)
+    sched.close()
+    llm.close()
+    memory.close()
+
+
+def plant(s: Setup, lang: str, session: str = "s1") -> tuple[list[int], list[str]]:
+    """Chat a little, say the canary, and make every derived artifact from it. Returns the ids of the
+    canary turns (the message and its reply) and the needles to scan for."""
+    text, words = CANARY[lang]
+    for line in FILLER[:3]:
+        s.sched.turn("u", session, line)
+    planted = s.sched.turn("u", session, text)
+    s.sched.turn("u", "other", FILLER[3])  # another session of the same user, kept unless all goes
+    s.sched.turn("v", session, FILLER[4])  # another user, always kept
+    memory = s.memory
+    assert memory.store.facts_current("u")[0]["key"] == PREFERRED_NAME  # the rename in the canary
+    generate_bookmarks(memory, "u", llm=None)  # keyword bookmarks of the pages, canary words included
+    turns = memory.store.session_turns("u", session)
+    assert create_summary(
+        memory, "u", session, turns[0].seq or 0, turns[-1].seq or 0, kind="topic", llm=None, max_tokens=400
+    )
+    ids = list(planted.turn_ids)
+    unique = fts_terms(s.path, "turns_fts", ids) - other_terms(s.path, "turns_fts", ids)
+    # The index's own forms of the canary words (jieba pieces, porter stems such as "zephyrquil");
+    # short common tokens ("ex", "code") also occur in unrelated bytes, so they are not scanned for.
+    forms = {
+        t
+        for t in unique
+        if len(t) >= (2 if not t.isascii() else 4)
+        and any(t.lower() in w.lower() or w.lower() in t for w in words)
+    }
+    assert len(forms) >= 3, forms
+    needles = [text, *words, *sorted(forms)]
+    raw = db_bytes(s.path)
+    assert all(n.encode() in raw for n in needles), [n for n in needles if n.encode() not in raw]
+    return ids, needles
+
+
+def left(s: Setup, needles: list[str]) -> list[str]:
+    raw = db_bytes(s.path)
+    return [n for n in needles if n.encode() in raw]
+
+
+def by_library(s: Setup, lang: str, ids: list[int]) -> None:
+    forget(s.memory, "u", turn_ids=ids)
+
+
+def by_conversation_last(s: Setup, lang: str, ids: list[int]) -> None:
+    # The canary is its session's last message (the turns after it were in other sessions).
+    s.sched.turn("u", "s1", "忘掉刚才那句话" if lang == "zh" else "forget what I just said")
+
+
+def by_conversation_topic(s: Setup, lang: str, ids: list[int]) -> None:
+    s.sched.turn("u", "s1", "把关于我前任的事都忘了" if lang == "zh" else "forget everything about my ex")
+
+
+def by_session(s: Setup, lang: str, ids: list[int]) -> None:
+    forget(s.memory, "u", session_id="s1")
+
+
+def by_user(s: Setup, lang: str, ids: list[int]) -> None:
+    s.sched.turn("u", "s1", "删除所有关于我的数据" if lang == "zh" else "delete everything you know about me")
+
+
+SURFACES: dict[str, Callable[[Setup, str, list[int]], None]] = {
+    "library": by_library,
+    "conversation_last": by_conversation_last,
+    "conversation_topic": by_conversation_topic,
+    "session": by_session,
+    "conversation_all": by_user,
+}
+
+
+@pytest.mark.parametrize("lang", ["zh", "en"])
+@pytest.mark.parametrize("surface", sorted(SURFACES))
+def test_no_bytes_left(setup: Setup, surface: str, lang: str) -> None:
+    s = setup
+    ids, needles = plant(s, lang)
+    SURFACES[surface](s, lang, ids)
+    assert left(s, needles) == []
+    store = s.memory.store
+    assert store.get_turns("u", ids) == []
+    assert all(CANARY[lang][1][0] not in str(b.text) for b in store.bookmarks("u"))
+    assert all(CANARY[lang][1][1] not in str(x["content"]) for x in store.session_summaries("u", "s1"))
+    assert all(f["value"] not in CANARY[lang][0] for f in store.facts_current("u"))
+    # Nothing more than asked: the other user is untouched, and so is the rest of this user unless
+    # everything was asked for.
+    assert [t.content for t in store.session_turns("v", "s1")][:1] == [FILLER[4]]
+    if surface != "conversation_all":
+        assert store.session_turns("u", "other")
+    else:
+        assert not store.has_user("u")
+    if surface in ("library", "conversation_last", "conversation_topic"):
+        assert store.search_bm25("u", FILLER[0])  # the rest of the session stays, indexed
+
+
+def test_summary_is_rewritten_without_the_forgotten_turn(setup: Setup) -> None:
+    s = setup
+    ids, _ = plant(s, "en")
+    before = s.memory.store.session_summaries("u", "s1")
+    assert any(set(x["source_turn_ids"]) & set(ids) for x in before)  # made from the canary
+    forget(s.memory, "u", turn_ids=ids)
+    after = s.memory.store.session_summaries("u", "s1")
+    assert after and all("zephyrquill" not in x["content"] for x in after)
+    assert all(not set(x["source_turn_ids"]) & set(ids) for x in after)
+
+
+def test_forgetting_the_fact_source_brings_back_the_earlier_name(setup: Setup) -> None:
+    s = setup
+    s.sched.turn("u", "s1", "叫我小王吧")
+    ids, _ = plant(s, "zh")
+    assert s.sched.profile.get("u", PREFERRED_NAME).value == "琥珀龙"  # type: ignore[union-attr]
+    forget(s.memory, "u", turn_ids=ids)
+    assert s.sched.profile.get("u", PREFERRED_NAME).value == "小王"  # type: ignore[union-attr]
+
+
+def test_forget_asks_for_one_thing(setup: Setup) -> None:
+    from memsched.errors import InputError
+
+    with pytest.raises(InputError, match="say what to forget"):
+        forget(setup.memory, "u")
+    with pytest.raises(InputError, match="one thing at a time"):
+        forget(setup.memory, "u", turn_ids=[1], last=2)
+    with pytest.raises(InputError, match="last must be"):
+        forget(setup.memory, "u", last=0)
+
+
+def test_a_table_with_a_source_turn_ids_column_joins_the_cascade(setup: Setup) -> None:
+    """A feature's artifact table needs no code to be forgotten with its sources."""
+    s = setup
+    ids, _ = plant(s, "en")
+    store: Any = s.memory.store
+    with store.transaction() as tx:
+        tx.execute("CREATE TABLE test_artifacts (id INTEGER PRIMARY KEY, user_id TEXT, source_turn_ids TEXT)")
+        tx.execute("INSERT INTO test_artifacts (user_id, source_turn_ids) VALUES ('u', ?)", (f"[{ids[0]}]",))
+        tx.execute("INSERT INTO test_artifacts (user_id, source_turn_ids) VALUES ('u', '[999999]')")
+        tx.execute("CREATE TABLE test_per_turn (turn_id INTEGER, user_id TEXT, note TEXT)")
+        tx.execute("INSERT INTO test_per_turn VALUES (?, 'u', 'x')", (ids[0],))
+    out = forget(s.memory, "u", turn_ids=ids)
+    assert out.rows["test_artifacts"] == 1 and out.rows["test_per_turn"] == 1
+    assert store.db.execute("SELECT count(*) FROM test_artifacts").fetchone()[0] == 1
+
+
+def test_an_artifact_made_while_its_source_was_forgotten_is_not_stored(setup: Setup) -> None:
+    """A bookmark or summary computed from a turn that a forget deleted meanwhile (a background job
+    racing the forget) is dropped when it is written, instead of outliving its source."""
+    from dataclasses import replace
+
+    s = setup
+    ids, _ = plant(s, "en")
+    store = s.memory.store
+    made = [b for b in store.bookmarks("u") if set(b.turn_ids) & set(ids)]
+    summary = next(x for x in store.session_summaries("u", "s1") if set(x["source_turn_ids"]) & set(ids))
+    forget(s.memory, "u", turn_ids=ids)
+    late = [replace(b, id=None) for b in made]
+    store.add_bookmarks("u", late)
+    assert all(b.id is None for b in late)
+    assert not [b for b in store.bookmarks("u") if set(b.turn_ids) & set(ids)]
+    with store.transaction() as tx:
+        assert store.summary_add(tx, {**summary, "first_seq": 900, "last_seq": 901}) == 0
