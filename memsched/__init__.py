@@ -1,5 +1,6 @@
 """memsched: a memory scheduler for long-horizon LLM conversations."""
 
+from memsched.client import AsyncClient, Client, ServiceError
 from memsched.config import Config
 from memsched.errors import (
     BudgetError,
@@ -20,7 +21,9 @@ __version__ = "0.1.0"
 
 __all__ = [
     "UNSET",
+    "AsyncClient",
     "BudgetError",
+    "Client",
     "Config",
     "ConfigError",
     "ContextResult",
@@ -35,6 +38,7 @@ __all__ = [
     "ReplyError",
     "Scheduler",
     "SearchHit",
+    "ServiceError",
     "Session",
     "StoreError",
     "Turn",

@@ -1,0 +1,208 @@
+"""`memsched.Client` and `AsyncClient` against a live server on loopback (FakeOpenAI upstream): the same
+names and return shapes as the embedded `Memory`/`Scheduler`, errors as memsched's exceptions, and
+the bearer token on every request."""
+
+from __future__ import annotations
+
+import asyncio
+import inspect
+import time
+from collections.abc import Iterator
+from datetime import UTC, datetime
+from pathlib import Path
+
+import httpx
+import pytest
+
+import memsched
+from memsched import AsyncClient, Client, ContextResult, Memory, SearchHit, ServiceError, Turn
+from memsched.config import Config
+from memsched.errors import ConfigError, InputError, LLMError
+from memsched.model import Bookmark, Session
+from memsched.scheduler import TurnResult
+from memsched.server.app import create_app
+from memsched.testing import Fail, FakeOpenAI, LiveServer
+
+TURNS = [
+    ("user", "My cat is called Sesame and she loves tuna."),
+    ("assistant", "Sesame sounds adorable!"),
+    ("user", "我下周三要去杭州出差，住在西湖边。"),
+    ("assistant", "杭州很美，祝出差顺利。"),
+    ("user", "I started learning the cello last month."),
+    ("assistant", "How are the lessons going?"),
+]
+
+
+@pytest.fixture
+def base(tmp_path: Path, fake: FakeOpenAI) -> Iterator[str]:
+    cfg = Config.load(
+        home=tmp_path / "srv",
+        embedders="hash",
+        page_size=4,
+        llm_timeout=5.0,
+        upstream_base_url=fake.base_url,
+        upstream_model="fake-model",
+    )
+    with LiveServer(create_app(cfg)) as url:
+        yield url
+
+
+def _fill(client: Client, user: str = "li") -> list[Turn]:
+    at = datetime(2024, 3, 2, 12, 0, tzinfo=UTC)
+    return [client.add(user, "s1", role, text, created_at=at) for role, text in TURNS]  # type: ignore[arg-type]
+
+
+def test_same_names_as_memory_and_scheduler() -> None:
+    for name in ("add", "add_many", "search", "context"):
+        assert callable(getattr(Memory, name)) and callable(getattr(Client, name))
+        assert inspect.iscoroutinefunction(getattr(AsyncClient, name)), name
+    for name in ("turn", "trace", "traces"):
+        assert callable(getattr(memsched.Scheduler, name)) and callable(getattr(Client, name))
+        assert inspect.iscoroutinefunction(getattr(AsyncClient, name)), name
+    # Every public method of the sync client has an async twin and vice versa.
+    public = {n for n in vars(Client) if not n.startswith("_")} - {"close"}
+    apublic = {n for n in vars(AsyncClient) if not n.startswith("_")} - {"aclose", "close"}
+    assert public == apublic
+
+
+def test_add_search_context_round_trip(base: str) -> None:
+    with Client(base) as client:
+        added = _fill(client)
+        assert all(isinstance(t, Turn) and t.id for t in added)
+        assert added[0].created_at == datetime(2024, 3, 2, 12, 0, tzinfo=UTC)
+
+        hits = client.search("li", "Sesame cat", limit=3)
+        assert hits and isinstance(hits[0], SearchHit)
+        assert "Sesame" in hits[0].turn.content and hits[0].turn.id == added[0].id
+        assert hits[0].candidate.turn_id == hits[0].turn.id and "bm25" in hits[0].candidate.scores
+        assert "杭州" in client.search("li", "杭州出差", limit=1)[0].turn.content
+
+        ctx = client.context("li", "what is my cat called?", session_id="s2", budget=500)
+        assert isinstance(ctx, ContextResult)
+        assert any("Sesame" in str(m["content"]) for m in ctx.messages)
+        assert ctx.tokens <= 500 and ctx.trace["budget"] == 500
+
+        assert [(s.id, s.turn_count) for s in client.sessions("li")] == [("s1", len(TURNS))]
+        assert isinstance(client.sessions("li")[0], Session)
+        turns = client.session_turns("li", "s1", limit=2)
+        assert [t.content for t in turns] == [TURNS[-2][1], TURNS[-1][1]]
+        older = client.session_turns("li", "s1", limit=2, before=turns[0].seq)
+        assert [t.content for t in older] == [TURNS[-4][1], TURNS[-3][1]]
+        assert client.health()["status"] == "ok"
+
+
+def test_same_shapes_as_the_embedded_memory(base: str, tmp_path: Path) -> None:
+    """The client and the embedded Memory answer the same calls with the same types and contents."""
+    with Client(base) as client, Memory(home=tmp_path / "emb", embedders="hash", page_size=4) as mem:
+        at = datetime(2024, 3, 2, 12, 0, tzinfo=UTC)
+        for role, text in TURNS:
+            client.add("li", "s1", role, text, created_at=at)  # type: ignore[arg-type]
+            mem.add("li", "s1", role, text, created_at=at)  # type: ignore[arg-type]
+        remote, local = client.search("li", "cello lessons", 3), mem.search("li", "cello lessons", 3)
+        assert type(remote[0]) is type(local[0]) and type(remote[0].turn) is type(local[0].turn)
+        assert [h.turn.content for h in remote] == [h.turn.content for h in local]
+        r_ctx = client.context("li", "我出差住在哪？", session_id="s2", budget=400)
+        l_ctx = mem.context("li", "我出差住在哪？", session_id="s2", budget=400)
+        assert type(r_ctx) is type(l_ctx)
+        assert [m["role"] for m in r_ctx.messages] == [m["role"] for m in l_ctx.messages]
+        assert set(r_ctx.trace) == set(l_ctx.trace)
+
+
+def test_turn_stream_and_traces(base: str, fake: FakeOpenAI) -> None:
+    fake.script("Sesame is a lovely name!", "你说过：芝麻。")
+    with Client(base) as client:
+        result = client.turn("li", "s1", "My cat is called Sesame", system_prompt="be kind")
+        assert isinstance(result, TurnResult) and result.reply == "Sesame is a lovely name!"
+        assert len(result.turn_ids) == 2 and result.trace["route"]["mode"]
+        sent = fake.chat_requests[-1]
+        assert sent["messages"][0]["content"].startswith("be kind")
+
+        stream = client.stream("li", "s1", "我的猫叫什么？")
+        assert stream.trace_id  # known before the first delta
+        assert "".join(stream) == "你说过：芝麻。" == stream.text
+        trace = client.trace(stream.trace_id)
+        assert trace is not None and trace["id"] == stream.trace_id
+        assert client.trace("no-such-trace") is None
+        listed = client.traces("li", "s1")
+        assert [t["id"] for t in listed][:2] == [stream.trace_id, result.trace_id]
+        assert [t.content for t in client.session_turns("li", "s1")][-1] == "你说过：芝麻。"
+
+
+def test_bookmarks_and_jobs(base: str, tmp_path: Path) -> None:
+    with Client(base) as client:
+        _fill(client)
+        jobs = client.jobs(user_id="li")
+        assert jobs and {j["kind"] for j in jobs} >= {"bookmark"}
+        assert all(j["user_id"] == "li" for j in jobs)
+        for _ in range(200):  # the server's worker writes the bookmarks of the full page
+            found = client.bookmarks("li")
+            if found:
+                break
+            time.sleep(0.05)
+        assert found and isinstance(found[0], Bookmark) and found[0].keywords
+
+
+def test_errors_are_memsched_exceptions(base: str, fake: FakeOpenAI) -> None:
+    with Client(base) as client:
+        with pytest.raises(InputError) as missing:
+            client.search("nobody", "x")
+        assert isinstance(missing.value, ServiceError) and missing.value.status == 404
+        assert missing.value.code == "user_not_found" and "nobody" in str(missing.value)
+        with pytest.raises(InputError, match="role"):
+            client.add("li", "s1", "robot", "hi")  # type: ignore[arg-type]
+        fake.script(Fail(500), Fail(500), Fail(500), Fail(500))
+        with pytest.raises(LLMError) as upstream:
+            client.turn("li", "s1", "hello")
+        assert isinstance(upstream.value, ServiceError) and upstream.value.status == 502
+    with Client("http://127.0.0.1:9") as nowhere, pytest.raises(ServiceError, match="cannot reach"):
+        nowhere.health()
+
+
+def test_no_upstream_is_a_config_error(tmp_path: Path) -> None:
+    cfg = Config.load(home=tmp_path / "srv", embedders="hash")
+    with LiveServer(create_app(cfg)) as url, Client(url) as client:
+        with pytest.raises(ConfigError) as err:
+            client.turn("li", "s1", "hello")
+        assert isinstance(err.value, ServiceError) and err.value.status == 503
+
+
+def test_bearer_token_is_sent(base: str) -> None:
+    seen: list[str | None] = []
+
+    def record(request: httpx.Request) -> None:
+        seen.append(request.headers.get("authorization"))
+
+    http = httpx.Client(
+        base_url=base, headers={"Authorization": "Bearer k-123"}, event_hooks={"request": [record]}
+    )
+    with Client(base, http=http) as client:
+        client.health()
+    http.close()
+    assert seen == ["Bearer k-123"]
+    with Client(base, api_key="k-456") as client:
+        assert client._http.headers["authorization"] == "Bearer k-456"
+        client.health()
+
+
+def test_async_client(base: str, fake: FakeOpenAI) -> None:
+    fake.script("好的，记住了。", "Sesame!")
+
+    async def main() -> None:
+        async with AsyncClient(base) as client:
+            turn = await client.add("li", "s1", "user", "我的猫叫芝麻")
+            assert turn.id
+            hits = await client.search("li", "芝麻")
+            assert hits and "芝麻" in hits[0].turn.content
+            ctx = await client.context("li", "猫叫什么", session_id="s2")
+            assert any("芝麻" in str(m["content"]) for m in ctx.messages)
+            result = await client.turn("li", "s1", "记住哦")
+            assert result.reply == "好的，记住了。"
+            stream = await client.stream("li", "s1", "what's her name?")
+            got = [d async for d in stream]
+            assert "".join(got) == "Sesame!" and stream.trace_id
+            assert (await client.trace(stream.trace_id)) is not None
+            assert [s.id for s in await client.sessions("li")] == ["s1"]
+            with pytest.raises(InputError):
+                await client.sessions("nobody")
+
+    asyncio.run(main())
