@@ -12,6 +12,7 @@ from typing import Any
 
 from memsched.errors import BudgetError
 from memsched.model import Turn
+from memsched.text.timeexpr import DATES_KEY
 from memsched.text.tokens import TokenCounter
 
 MEMORY_HEADER = "Memories from earlier conversations (oldest first; dates are when it was said):"
@@ -29,6 +30,15 @@ class Assembly:
 
 def format_date(turn: Turn) -> str:
     return turn.created_at.date().isoformat()  # YYYY-MM-DD; several times faster than strftime
+
+
+def turn_line(turn: Turn) -> str:
+    """How a recalled turn reads: `Caroline: I went there last week (last week = 2023-05-01)`; the
+    dates its relative time means (`memsched.text.timeexpr.stamp`) travel with it."""
+    dates = turn.meta.get(DATES_KEY) if turn.meta else None
+    if dates:
+        return f"{turn.label}: {turn.content} ({'; '.join(str(d) for d in dates)})"
+    return f"{turn.label}: {turn.content}"
 
 
 def format_memory(turns: Sequence[Turn]) -> str:
@@ -54,7 +64,7 @@ def format_memory(turns: Sequence[Turn]) -> str:
                 lines.append("…")
             date = format_date(t)
             prefix = f"({date}) " if date != format_date(group[0]) else ""
-            lines.append(f"{prefix}{t.label}: {t.content}")
+            lines.append(f"{prefix}{turn_line(t)}")
             prev_seq = t.seq
     return "\n".join(lines)
 
@@ -181,7 +191,7 @@ def _pack_recall(
     dropped = 0
     header_cost = counter.count(MEMORY_HEADER) + 2
     for t in recalled:
-        line = counter.count(f"{t.label}: {t.content}") + 2  # +1 newline, +1 for a possible "…"/date
+        line = counter.count(turn_line(t)) + 2  # +1 newline, +1 for a possible "…"/date
         if t.session_id not in sessions:
             line += counter.count(f"[{format_date(t)}, {t.session_id}]") + 1
         cost = line + (header_cost if not chosen else 0)

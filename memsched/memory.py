@@ -18,6 +18,7 @@ from memsched.errors import UnknownUserError
 from memsched.model import Candidate, Role, Turn, as_utc, utcnow
 from memsched.retrieve import FusionWeights, Retriever
 from memsched.store import Store, open_store
+from memsched.text.timeexpr import stamp
 from memsched.text.tokens import TokenCounter, get_counter
 from memsched.tools import DEFAULT_INDEX_SHARE, attach_index
 
@@ -128,8 +129,12 @@ class Memory:
         speaker: str | None = None,
         external_id: str | None = None,
         index: bool = True,
+        timezone: str | None = None,
     ) -> Turn:
-        """Record one turn (and embed it unless `index=False`). Returns it with its id."""
+        """Record one turn (and embed it unless `index=False`). Returns it with its id.
+
+        Relative time it mentions ("上周", "last Tuesday") is stored resolved against `created_at` in
+        the user's `timezone` (UTC when None)."""
         turn = Turn(
             user_id=user_id,
             session_id=session_id,
@@ -139,10 +144,14 @@ class Memory:
             speaker=speaker,
             external_id=external_id,
         )
-        return self.add_many([turn], index=index)[0]
+        return self.add_many([turn], index=index, timezone=timezone)[0]
 
-    def add_many(self, turns: Sequence[Turn], *, index: bool = True) -> list[Turn]:
-        """Record turns in one transaction; embeds what is new when `index` is true."""
+    def add_many(
+        self, turns: Sequence[Turn], *, index: bool = True, timezone: str | None = None
+    ) -> list[Turn]:
+        """Record turns in one transaction; embeds what is new when `index` is true. Relative time in
+        them is resolved to dates in the user's `timezone` (`memsched.text.timeexpr.stamp`)."""
+        stamp(turns, timezone)
         stored = self.store.add_turns(turns)
         if index:
             for user_id in {t.user_id for t in stored}:
@@ -302,6 +311,7 @@ class Memory:
         if record and session_id:
             t0 = time.perf_counter()
             turn = Turn(user_id=user_id, session_id=session_id, role="user", content=message, created_at=now)
+            stamp([turn])
             self.store.add_turns([turn])
             for name, vec in qvecs.items():
                 self.retriever.put_vector(user_id, name, turn.text, vec)

@@ -16,6 +16,7 @@ from memsched.model import as_utc, utcnow
 from memsched.store import Store, Tx
 
 PREFERRED_NAME = "preferred_name"
+TIMEZONE = "timezone"
 
 # How keys read in the system prompt; unknown keys read as their name with spaces.
 KEY_LABELS: dict[str, str] = {PREFERRED_NAME: "preferred name (call the user this)"}

@@ -38,7 +38,7 @@ import uuid
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
-from datetime import datetime, timedelta
+from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -60,9 +60,10 @@ from memsched.jobs.queue import Job, JobQueue, Priority, SessionLock, default_ow
 from memsched.jobs.worker import ForegroundGate
 from memsched.memory import UNSET, ContextResult, Memory
 from memsched.model import Role, Turn, as_utc, content_hash, utcnow
-from memsched.profile import PREFERRED_NAME, Profile
+from memsched.profile import PREFERRED_NAME, TIMEZONE, Profile
 from memsched.router import Route, Router, topic_similarity
 from memsched.summarize import compress, covered_seq, render
+from memsched.text.timeexpr import clock_line, local_now, stamp
 from memsched.trace import Metrics, Stopwatch
 
 if TYPE_CHECKING:
@@ -200,6 +201,7 @@ class _TurnState:
     sw: Stopwatch
     hold: _Hold
     persona: str = ""  # the system prompt: the client's own, or the configured default
+    timezone: str | None = None  # the user's IANA timezone: sent with the turn, else their profile's
     trace_id: str = field(default_factory=lambda: uuid.uuid4().hex)
     blocking: list[dict[str, Any]] = field(default_factory=list)
     commands: list[Command] = field(default_factory=list)
@@ -423,7 +425,14 @@ class Scheduler:
             raise
 
     def record(
-        self, user_id: str, session_id: str, role: Role, content: str, *, now: datetime | None = None
+        self,
+        user_id: str,
+        session_id: str,
+        role: Role,
+        content: str,
+        *,
+        now: datetime | None = None,
+        timezone: str | None = None,
     ) -> RecordResult:
         """Record one turn outside `turn()` — e.g. the reply of a client that calls its own LLM.
 
@@ -441,6 +450,7 @@ class Scheduler:
             if any(c.kind == "forget_last" for c in commands):
                 forget_ids = last_message_ids(self.store, user_id, session_id)
             turn = Turn(user_id=user_id, session_id=session_id, role=role, content=content, created_at=at)
+            stamp([turn], timezone or self._timezone(user_id))
             with self.store.transaction() as tx:
                 self.store.insert_turns(tx, [turn])
                 assert turn.id is not None
@@ -479,6 +489,11 @@ class Scheduler:
             return RecordResult(turn=turn, jobs=job_ids, commands=[c.as_dict() for c in commands])
         finally:
             self._release(hold)
+
+    def _timezone(self, user_id: str) -> str | None:
+        """The user's timezone as last sent with a turn (the `timezone` profile fact), or None."""
+        fact = self.profile.get(user_id, TIMEZONE)
+        return fact.value if fact is not None else None
 
     # -- reading ---------------------------------------------------------------------------------------
 
@@ -614,6 +629,7 @@ class Scheduler:
             sw=sw,
             hold=hold,
             persona=system_prompt or self.config.system_prompt,
+            timezone=timezone or self._timezone(user_id),
         )
         self._barrier(t)
         with sw.stage("retry_check"):
@@ -623,7 +639,7 @@ class Scheduler:
         self._overflow(t)
         with sw.stage("embed_query"):
             t.qvecs = self.memory.retriever.embed_query(message)
-        self._route(t, timezone)
+        self._route(t, t.timezone)
         with sw.stage("backfill"):
             # Only turns stored outside the scheduler lack vectors here (an import, another client):
             # the check is one indexed query, the embedding runs only when there is work.
@@ -725,7 +741,12 @@ class Scheduler:
         """Compress the session's live window first when it would pass the overflow limit."""
         counter = self.memory.counter
         with t.sw.stage("overflow_check"):
-            t.sections = [s for s in (self.profile.section(t.user_id), *(a.note for a in t.applied)) if s]
+            sections = (
+                clock_line(t.at, t.timezone),
+                self.profile.section(t.user_id),
+                *(a.note for a in t.applied),
+            )
+            t.sections = [s for s in sections if s]
             state = self.store.session_state(t.user_id, t.session_id)
             t.summaries = self.store.session_summaries(t.user_id, t.session_id)
             t.counts = self._counts(t.user_id, t.session_id, state, covered_seq(t.summaries))
@@ -845,6 +866,7 @@ class Scheduler:
                         created_at=utcnow(),
                     )
                 )
+            stamp(turns, t.timezone)
             with self.store.transaction() as tx:
                 self.store.insert_turns(tx, turns)
                 assert user_turn.id is not None and user_turn.seq is not None
@@ -855,6 +877,11 @@ class Scheduler:
                 for done in t.applied:
                     if done.fact_id is not None:
                         self.store.fact_add_sources(tx, done.fact_id, [user_turn.id])
+                if t.timezone and local_now(t.at, t.timezone).tzinfo is not UTC:
+                    # A timezone sent with a turn is remembered for turns and records that come without.
+                    self.profile.set(
+                        t.user_id, TIMEZONE, t.timezone, at=t.at, source_turn_ids=[user_turn.id], tx=tx
+                    )
                 jobs: list[Job] = []
                 state = self._next_state(t.counts, turns, t.covered)
                 assert t.route is not None

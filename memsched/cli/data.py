@@ -9,6 +9,7 @@ import typer
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TaskID, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
+from memsched.assemble import turn_line
 from memsched.cli.common import (
     DbOption,
     EmbeddersOption,
@@ -22,6 +23,7 @@ from memsched.cli.common import (
 from memsched.errors import ImportFileError, InputError
 from memsched.importers import detect_format, read_jsonl, read_locomo
 from memsched.memory import Memory
+from memsched.text.timeexpr import stamp, turn_dates
 
 
 def _progress() -> Progress:
@@ -44,6 +46,11 @@ def import_(
     ),
     fmt: str = typer.Option("auto", "--format", help="auto, jsonl or locomo."),
     no_index: bool = typer.Option(False, "--no-index", help="Store only; embed later (on first use)."),
+    timezone: str | None = typer.Option(
+        None,
+        "--timezone",
+        help="The user's IANA timezone: relative time in turns is resolved in it (default UTC).",
+    ),
     home: Path | None = HomeOption,
     db: Path | None = DbOption,
     embedders: str | None = EmbeddersOption,
@@ -66,6 +73,7 @@ def import_(
                     for t in batch:
                         read[t.user_id] = read.get(t.user_id, 0) + 1
                         added.setdefault(t.user_id, 0)
+                    stamp(batch, timezone)
                     for t in mem.store.add_turns(batch, skip_duplicates=True):
                         added[t.user_id] += 1
                     progress.advance(task, len(batch))
@@ -85,6 +93,7 @@ def import_(
                 for t in sample.turns:
                     t.user_id = uid
                 read[uid] = len(sample.turns)
+                stamp(sample.turns, timezone)
                 added[uid] = len(mem.store.add_turns(sample.turns, skip_duplicates=True))
         if not no_index:
             for uid in [u for u, n in added.items() if n]:
@@ -165,6 +174,7 @@ def search(
                 "created_at": h.turn.created_at.isoformat(),
                 "speaker": h.turn.label,
                 "content": h.turn.content,
+                "dates": turn_dates(h.turn.meta),
                 "score": h.score,
                 "scores": h.candidate.scores,
                 "ranks": h.candidate.ranks,
@@ -188,6 +198,6 @@ def search(
             f"{h.score:.4f}",
             layers,
             f"{h.turn.created_at:%Y-%m-%d} {h.turn.session_id}",
-            f"{h.turn.label}: {h.turn.content}",
+            turn_line(h.turn),
         )
     console.print(table)

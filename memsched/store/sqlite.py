@@ -24,6 +24,7 @@ from memsched.store.sqlite_forget import ForgetMixin
 from memsched.store.sqlite_jobs import JobsMixin
 from memsched.store.sqlite_state import StateMixin
 from memsched.text.segment import fts_query, index_text
+from memsched.text.timeexpr import searchable_text
 
 
 class SQLiteStore(JobsMixin, BookmarksMixin, StateMixin, ForgetMixin):
@@ -218,7 +219,9 @@ class SQLiteStore(JobsMixin, BookmarksMixin, StateMixin, ForgetMixin):
                 ),
             )
             turn.id, turn.seq, turn.page_id = cur.lastrowid, seq, page_id
-            tx.execute("INSERT INTO turns_fts (rowid, body) VALUES (?, ?)", (turn.id, index_text(turn.text)))
+            # The dates the turn mentions ("上周" -> 2024-10-15) are searchable as well as its words.
+            body = index_text(searchable_text(turn))
+            tx.execute("INSERT INTO turns_fts (rowid, body) VALUES (?, ?)", (turn.id, body))
         return stored
 
     def get_turns(self, user_id: str, ids: Sequence[int]) -> list[Turn]:

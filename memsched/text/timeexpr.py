@@ -22,6 +22,7 @@ whose week is a guess.
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import UTC, date, datetime, timedelta
 from functools import lru_cache
@@ -29,6 +30,8 @@ from typing import Any, Literal
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 import dateparser
+
+from memsched.model import Turn
 
 Granularity = Literal["day", "week", "weekend", "month", "year"]
 
@@ -305,3 +308,78 @@ def resolve(text: str, now: datetime, timezone: str | None = None) -> list[TimeR
         day, gran, source = resolved
         refs.append(TimeRef(m.group(), m.start(), m.end(), day, gran, source))
     return refs
+
+
+# --- turns -------------------------------------------------------------------------------------
+
+DATES_KEY = "dates"  # Turn.meta key: the notes ("上周 = 2024-10-15") of the relative time a turn mentions
+
+
+def stamp(turns: Iterable[Turn], timezone: str | None = None) -> None:
+    """Resolve the relative time each turn mentions against its own timestamp; store the notes in
+    `turn.meta["dates"]` (kept with the turn, indexed for full-text search, shown wherever it is).
+
+    System turns (summaries) and turns already stamped are left alone.
+    """
+    for turn in turns:
+        if turn.role == "system" or DATES_KEY in turn.meta:
+            continue
+        refs = resolve(turn.content, turn.created_at, timezone)
+        if refs:
+            turn.meta[DATES_KEY] = list(dict.fromkeys(r.note for r in refs))
+
+
+def turn_dates(meta: dict[str, Any]) -> list[str]:
+    """The date notes stored with a turn (`stamp`), or []."""
+    found = meta.get(DATES_KEY)
+    return [str(x) for x in found] if isinstance(found, list) else []
+
+
+_ISO_DAY = re.compile(r"(\d{4})-(\d{2})(?:-(\d{2}))?$")
+_MONTHS_EN = [
+    "January",
+    "February",
+    "March",
+    "April",
+    "May",
+    "June",
+    "July",
+    "August",
+    "September",
+    "October",
+    "November",
+    "December",
+]
+
+
+def search_terms(meta: dict[str, Any]) -> str:
+    """Words that make a turn's dates findable by full-text search: each label also in Chinese and
+    English form ("2024-10-15 2024年10月15日 15 October 2024")."""
+    out: list[str] = []
+    for note in turn_dates(meta):
+        label = note.rsplit(" = ", 1)[-1]
+        out.append(label)
+        m = _ISO_DAY.match(label)
+        if m:
+            year, month, day = m.group(1), int(m.group(2)), m.group(3)
+            if day:
+                out += [f"{year}年{month}月{int(day)}日", f"{int(day)} {_MONTHS_EN[month - 1]} {year}"]
+            else:
+                out += [f"{year}年{month}月", f"{_MONTHS_EN[month - 1]} {year}"]
+        elif label.isdigit():
+            out.append(f"{label}年")
+    return " ".join(out)
+
+
+def searchable_text(turn: Turn) -> str:
+    """What full-text search indexes for a turn: its text plus its dates in every form (`search_terms`)."""
+    extra = search_terms(turn.meta)
+    return f"{turn.text} {extra}" if extra else turn.text
+
+
+def clock_line(now: datetime, timezone: str | None) -> str:
+    """The user's local date, weekday and time for the system prompt:
+    `Now (user's local time): 2024-10-22 Tuesday 15:00 (Asia/Shanghai)`."""
+    local = local_now(now, timezone)
+    zone = timezone if timezone and local.tzinfo is not UTC else "UTC"
+    return f"Now (user's local time): {local:%Y-%m-%d} {_WEEKDAYS_EN[local.weekday()].title()} {local:%H:%M} ({zone})"

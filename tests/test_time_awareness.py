@@ -1,0 +1,108 @@
+"""Time awareness end to end: relative time is stored as absolute dates with the turn, is searchable,
+is shown wherever the turn is shown, and the system prompt carries the user's local date and time."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from datetime import UTC, datetime
+from pathlib import Path
+
+import httpx
+import pytest
+
+from memsched.config import Config
+from memsched.memory import Memory
+from memsched.scheduler import Scheduler
+from memsched.server.app import create_app
+from memsched.testing import FakeOpenAI, LiveServer
+
+# 2024-10-22 (a Tuesday) 15:00 in Shanghai.
+SAID_AT = datetime(2024, 10, 22, 7, 0, tzinfo=UTC)
+
+
+def test_library_stores_searches_and_shows_the_absolute_date(mem: Memory) -> None:
+    zh = mem.add("li", "s1", "user", "上周我去杭州出差了", created_at=SAID_AT, timezone="Asia/Shanghai")
+    en = mem.add(
+        "li", "s1", "user", "I adopted a cat two days ago", created_at=SAID_AT, timezone="Asia/Shanghai"
+    )
+    mem.add("li", "s1", "user", "今天天气不错", created_at=SAID_AT)
+    assert zh.meta["dates"] == ["上周 = 2024-10-15"]
+    assert en.meta["dates"] == ["two days ago = 2024-10-20"]
+    # Stored with the turn: a fresh read has it.
+    (again,) = mem.store.get_turns("li", [zh.id])
+    assert again.meta["dates"] == ["上周 = 2024-10-15"]
+    # Searchable by full text in ISO, Chinese and English date forms.
+    for query in ("2024-10-15", "2024年10月15日", "15 October 2024"):
+        assert zh.id in [h.turn_id for h in mem.store.search_bm25("li", query)], query
+    assert en.id in [h.turn_id for h in mem.store.search_bm25("li", "October 20")]
+    # Shown with the turn when it is recalled, weeks later.
+    ctx = mem.context("li", "我上次出差去的哪里？", session_id="s9", now=datetime(2024, 12, 1, tzinfo=UTC))
+    assert "上周我去杭州出差了 (上周 = 2024-10-15)" in ctx.messages[0]["content"]
+
+
+def test_the_user_timezone_decides_the_date(mem: Memory) -> None:
+    late = datetime(2024, 10, 21, 20, 0, tzinfo=UTC)  # already the 22nd in Shanghai
+    assert mem.add("a", "s", "user", "昨天", created_at=late, timezone="Asia/Shanghai").meta["dates"] == [
+        "昨天 = 2024-10-21"
+    ]
+    assert mem.add("b", "s", "user", "yesterday", created_at=late).meta["dates"] == ["yesterday = 2024-10-20"]
+
+
+def test_turn_prompt_carries_local_date_weekday_time_and_remembers_the_timezone(tmp_path: Path) -> None:
+    with Scheduler(Memory(home=tmp_path, embedders="hash"), start_workers=False) as sched:
+        first = sched.prepare("li", "s1", "下周五我要面试", now=SAID_AT, timezone="Asia/Shanghai")
+        system = first.messages[0]["content"]
+        assert "Now (user's local time): 2024-10-22 Tuesday 15:00 (Asia/Shanghai)" in system
+        # A later turn that sends no timezone is still read in the user's timezone.
+        later = sched.prepare("li", "s2", "and yesterday?", now=datetime(2024, 10, 23, 17, 30, tzinfo=UTC))
+        assert "2024-10-24 Thursday 01:30 (Asia/Shanghai)" in later.messages[0]["content"]
+        (turn,) = sched.store.session_turns("li", "s2")
+        assert turn.meta["dates"] == ["yesterday = 2024-10-23"]
+        (interview,) = sched.store.session_turns("li", "s1")
+        assert interview.meta["dates"] == ["下周五 = 2024-11-01"]
+
+
+@pytest.fixture
+def server(tmp_path: Path, fake: FakeOpenAI) -> Iterator[str]:
+    cfg = Config.load(
+        home=tmp_path / "srv", embedders="hash", upstream_base_url=fake.base_url, upstream_model="fake-model"
+    )
+    with LiveServer(create_app(cfg)) as base:
+        yield base
+
+
+def _chat(base: str, text: str, at: str, session: str, tz: str = "Asia/Shanghai") -> httpx.Response:
+    return httpx.post(
+        f"{base}/v1/chat/completions",
+        json={
+            "model": "fake-model",
+            "user": "li",
+            "metadata": {"session_id": session, "timestamp": at, "timezone": tz},
+            "messages": [{"role": "user", "content": text}],
+        },
+        timeout=60,
+    )
+
+
+@pytest.mark.parametrize(
+    ("said", "asked", "note"),
+    [
+        ("上周我去杭州出差了", "我去杭州出差是什么时候？", "上周 = 2024-10-15"),
+        (
+            "Last Tuesday I went to Hangzhou on business",
+            "When was my Hangzhou business trip?",
+            "Last Tuesday = 2024-10-15",
+        ),
+    ],
+)
+def test_http_last_week_is_stored_as_a_date_and_reaches_the_llm(
+    server: str, fake: FakeOpenAI, said: str, asked: str, note: str
+) -> None:
+    assert _chat(server, said, "2024-10-22T15:00:00+08:00", "s1").status_code == 200
+    hits = httpx.get(f"{server}/v1/users/li/memories", params={"q": "2024-10-15"}).json()
+    assert hits[0]["content"] == said and hits[0]["dates"] == [note]
+    fake.clear()
+    assert _chat(server, asked, "2024-11-20T09:00:00+08:00", "s2").status_code == 200
+    system = fake.chat_requests[-1]["messages"][0]["content"]
+    assert f"{said} ({note})" in system
+    assert "2024-11-20 Wednesday 09:00 (Asia/Shanghai)" in system
