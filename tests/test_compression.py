@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -16,6 +17,7 @@ from memsched.model import Turn
 from memsched.scheduler import Scheduler
 from memsched.summarize import extractive_summary, summarize_turns
 from memsched.testing import Fail, FakeOpenAI
+from memsched.text.timeexpr import clock_line
 from memsched.text.tokens import get_counter
 
 WORDS = [
@@ -92,7 +94,13 @@ def test_overflow_compresses_and_keeps_raw_turns_searchable(make: Factory, fake:
         + sum(s["tokens"] for s in trace["summaries"])
         + counter.messages_tokens(
             [
-                {"role": "system", "content": memory.config.system_prompt},
+                {
+                    "role": "system",
+                    # the persona plus the clock line every turn's system prompt carries
+                    "content": memory.config.system_prompt
+                    + "\n\n"
+                    + clock_line(datetime.fromisoformat(trace["at"]), None),
+                },
                 {"role": "user", "content": memory.store.get_turns("u", trace["turn_ids"])[0].content},
             ]
         )
