@@ -52,6 +52,8 @@ def sweeps() -> dict[str, dict[str, Variant]]:
         "speaker_boost": {f"speaker={v:g}": _opts(speaker_boost=v) for v in (0.0, 0.5, 2.0)},
         "neighbour_decay": {f"neighbour={v:g}": _opts(neighbour_decay=v) for v in (0.0, 0.6)},
         "subquery_weight": {f"subquery={v:g}": _opts(subquery_weight=v) for v in (0.0, 1.0)},
+        "diversity": {f"diversity={v:g}": _opts(diversity=v) for v in (0.1, 0.2, 0.35, 0.5)},
+        "feedback": {f"feedback={v:g}": _opts(feedback=v) for v in (0.0, 0.5, 2.0)},
         "graph_weight": {f"graph={v:g}": _opts(graph_weight=v) for v in (0.0, 0.5)},
     }
     for grid in out.values():
@@ -64,7 +66,16 @@ _STAGE_NAMES = {
     "+ bookmarks": "+bookmarks",
     "+ page expansion": "+expansion",
     "+ multi-hop": "+multihop",
+    "+ speaker focus": "+focus",
 }
+
+
+def _by_category(records: list[dict[str, Any]]) -> dict[str, dict[str, float]]:
+    """variant -> {"<budget> <category>": mean recall}."""
+    acc: dict[str, dict[str, list[float]]] = {}
+    for r in records:
+        acc.setdefault(r["system"], {}).setdefault(f"{r['budget']} {r['category']}", []).append(r["recall"])
+    return {s: {k: sum(v) / len(v) for k, v in sorted(per.items())} for s, per in sorted(acc.items())}
 
 
 def main() -> None:
@@ -102,6 +113,7 @@ def main() -> None:
         out["sweep"] = name
         out["seconds"] = round(time.perf_counter() - t0, 1)
         out["spread"] = {str(b): spread([v[str(b)] for v in out["variants"].values()]) for b in budgets}
+        out["by_category"] = _by_category(records)
         if args.json:
             print(json.dumps(out), flush=True)
             continue
@@ -114,6 +126,8 @@ def main() -> None:
             + "  "
             + "  ".join(f"{b}: {out['in_sample'][str(b)]:.4f}" for b in budgets)
         )
+        for variant, per in out["by_category"].items():
+            print(f"  {variant:<18} " + "  ".join(f"{k} {v:.3f}" for k, v in per.items()))
         print("  leave-one-out:  " + "  ".join(f"{b}: {v:.4f}" for b, v in out["loo"].items()))
         print("  folds: " + ", ".join(f"{f['held_out']} -> {f['chosen']}" for f in out["folds"]), flush=True)
 

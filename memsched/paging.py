@@ -68,6 +68,17 @@ class PagingOptions:
     bookmark_weight: float = 0.25  # bookmark evidence relative to turn evidence in a page's prior
     graph_weight: float = 0.25  # a one-hop entity neighbour's share, relative to a direct hit
     speaker_boost: float = 1.0  # x(1 + boost) for turns by the one speaker a query names
+    # Diversity across sessions (MMR-style, greedy): each turn already ranked from the same session
+    # multiplies a candidate's score by (1 - diversity), so a budget covers more distinct episodes.
+    # Off: on the dev conversations every value > 0 lost recall at every budget (evidence clusters
+    # within sessions; BENCHMARKS.md "Leave-one-out").
+    diversity: float = 0.0
+    diversity_top: int = 200  # how deep the greedy re-ranking goes
+    # Pseudo-relevance feedback (Rocchio): the query vector plus the mean vector of the best
+    # `feedback_docs` turns searches again; its hits count `feedback` times a dense layer (1: as
+    # much as the first search; leave-one-out picks 1 or 0.5, both lift multi-hop and open-domain).
+    feedback: float = 1.0
+    feedback_docs: int = 3
     neighbour_decay: float = 0.3
     subquery_weight: float = 0.5
     # Cooperative layer: skip the LLM when the fused top is this far ahead of the next page.
@@ -79,11 +90,14 @@ class PagingOptions:
 
 STAGES: dict[str, PagingOptions] = {
     "hybrid": PagingOptions(
-        bookmarks=False, expand=False, multihop=False, entity_focus=False, cooperative=False
+        bookmarks=False, expand=False, multihop=False, entity_focus=False, cooperative=False, feedback=0.0
     ),
-    "+bookmarks": PagingOptions(expand=False, multihop=False, entity_focus=False, cooperative=False),
-    "+expansion": PagingOptions(multihop=False, entity_focus=False, cooperative=False),
-    "+multihop": PagingOptions(entity_focus=False, cooperative=False),
+    "+bookmarks": PagingOptions(
+        expand=False, multihop=False, entity_focus=False, cooperative=False, feedback=0.0
+    ),
+    "+expansion": PagingOptions(multihop=False, entity_focus=False, cooperative=False, feedback=0.0),
+    "+multihop": PagingOptions(entity_focus=False, cooperative=False, feedback=0.0),
+    "+focus": PagingOptions(cooperative=False, feedback=0.0),
     "full": PagingOptions(),
 }
 """The ablation ladder of `memsched eval locomo --ablation`: each stage adds one part."""
@@ -503,7 +517,15 @@ class Pager:
                     pages[p] = pages.get(p, 0.0) + opts.subquery_weight * s
             timings["multihop"] = _ms(t0)
 
+        if opts.feedback > 0 and scores:
+            t0 = time.perf_counter()
+            self._feedback(user_id, query, qvecs, scores, layers, exclude)
+            timings["feedback"] = _ms(t0)
         ranked = sorted(scores.values(), key=lambda c: (-c.fused, c.turn_id))
+        if opts.diversity > 0 and ranked:
+            t0 = time.perf_counter()
+            ranked = self._diversify(user_id, ranked)
+            timings["diversity"] = _ms(t0)
         if opts.cooperative and self.llm is not None and index is not None:
             t0 = time.perf_counter()
             ranked = self._cooperate(user_id, session_id, query, qvecs, ranked, pages, index, info)
@@ -678,6 +700,69 @@ class Pager:
                         other.scores["neighbour"] = round(score, 6)
                         other.fused = score
         return _Ranked(scores, layers, pages, matched, timings)
+
+    def _feedback(
+        self,
+        user_id: str,
+        query: str,
+        qvecs: dict[str, np.ndarray],
+        scores: dict[int, Candidate],
+        layers: dict[str, list[Hit]],
+        exclude: set[int],
+    ) -> None:
+        """Rocchio feedback: search again with the query vector moved toward its best turns."""
+        opts = self.options
+        w = self.retriever.weights
+        cjk = cjk_ratio(query)
+        top = [c.turn_id for c in sorted(scores.values(), key=lambda c: -c.fused)[: opts.feedback_docs]]
+        for name, qvec in qvecs.items():
+            weight = opts.feedback * w.dense_weight(name, cjk)
+            if weight <= 0:
+                continue
+            rows = self.retriever.vectors_for(user_id, name, top)
+            if len(rows) == 0:
+                continue
+            vec = np.asarray(qvec, dtype=np.float32) + rows.mean(axis=0)
+            vec /= float(np.linalg.norm(vec)) or 1.0
+            hits = [
+                h for h in self.retriever.dense(user_id, name, vec, opts.turn_k) if h.turn_id not in exclude
+            ]
+            layers[f"feedback:{name}"] = hits
+            for rank, hit in enumerate(hits, start=1):
+                cand = scores.get(hit.turn_id)
+                if cand is None:
+                    cand = scores[hit.turn_id] = Candidate(turn_id=hit.turn_id, reason="feedback")
+                cand.scores["feedback"] = round(hit.score, 4)
+                cand.fused += weight / (w.rrf_k + rank)
+
+    def _diversify(self, user_id: str, ranked: list[Candidate]) -> list[Candidate]:
+        """Greedy session-diverse order of the head: a candidate's score is discounted by
+        (1 - diversity) for every turn of its session already placed above it (lazy greedy: the
+        discount only grows, so a popped candidate whose count did not change is the best)."""
+        import heapq
+
+        opts = self.options
+        head, tail = ranked[: opts.diversity_top], ranked[opts.diversity_top :]
+        meta = self.store.turn_meta(user_id, [c.turn_id for c in head])
+        keep = 1.0 - opts.diversity
+        placed: Counter[str] = Counter()
+        heap = [(-c.fused, i, 0) for i, c in enumerate(head)]
+        heapq.heapify(heap)
+        out: list[Candidate] = []
+        while heap:
+            neg, i, seen = heapq.heappop(heap)
+            cand = head[i]
+            session = meta[cand.turn_id][1] if cand.turn_id in meta else f"?{cand.turn_id}"
+            if placed[session] != seen:
+                heapq.heappush(heap, (-cand.fused * keep ** placed[session], i, placed[session]))
+                continue
+            if seen:
+                cand.scores["diversity"] = round(keep**seen, 4)
+            cand.fused = -neg
+            placed[session] += 1
+            out.append(cand)
+        # The tail stays below the head (its scores are not discounted, so it is not re-sorted in).
+        return out + tail
 
     def _bookmark_layers(
         self, user_id: str, query: str, qvecs: dict[str, np.ndarray], index: _NameIndex

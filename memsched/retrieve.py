@@ -168,6 +168,11 @@ class Retriever:
     def dense(self, user_id: str, name: str, query_vector: np.ndarray, k: int = 50) -> list[Hit]:
         return self._index(user_id, name).search(query_vector, k)
 
+    def vectors_for(self, user_id: str, name: str, turn_ids: Sequence[int]) -> np.ndarray:
+        """The stored vectors of these turns for one embedder (rows in index order; missing ones left out)."""
+        index = self._index(user_id, name)
+        return index.matrix[np.isin(index.ids, list(turn_ids))]
+
     # -- fusion -------------------------------------------------------------------------------------
 
     def retrieve(

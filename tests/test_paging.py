@@ -311,3 +311,33 @@ def test_chinese_question_reaches_its_page_through_bookmark_keywords(tmp_path: P
         assert "中央服务器" in result.messages[0]["content"]
     finally:
         m.close()
+
+
+def test_feedback_searches_again_from_the_best_turns(mem: Memory) -> None:
+    query = "Mozart piano lessons"
+    with_feedback = Pager(mem, PagingOptions(cooperative=False)).retrieve("u", query)
+    assert PagingOptions().feedback > 0  # on by default
+    assert with_feedback.layers["feedback:hash"]  # the Rocchio search ran and its hits are traced
+    assert "feedback" in with_feedback.timings_ms
+    fed = [c for c in with_feedback.candidates if "feedback" in c.scores]
+    assert fed and all(c.fused > 0 for c in fed)
+    without = Pager(mem, PagingOptions(cooperative=False, feedback=0.0)).retrieve("u", query)
+    assert not any(k.startswith("feedback") for k in without.layers)
+    # Chinese queries go through the same path
+    zh = Pager(mem, PagingOptions(cooperative=False)).retrieve("u", "钢琴课 莫扎特")
+    assert "feedback" in zh.timings_ms or not zh.candidates
+
+
+def test_session_diversity_interleaves_sessions(mem: Memory) -> None:
+    query = "Alpha module Kyoto"
+    plain = Pager(mem, PagingOptions(cooperative=False, diversity=0.0)).retrieve("u", query)
+    diverse = Pager(mem, PagingOptions(cooperative=False, diversity=0.9)).retrieve("u", query)
+    session = {t.id: t.session_id for t in mem.store.iter_turns("u")}
+
+    def distinct_in_top(result: object, n: int) -> int:
+        return len({session[c.turn_id] for c in result.candidates[:n]})  # type: ignore[attr-defined]
+
+    assert sorted(c.turn_id for c in plain.candidates) == sorted(c.turn_id for c in diverse.candidates)
+    assert distinct_in_top(diverse, 3) >= distinct_in_top(plain, 3)
+    assert distinct_in_top(diverse, 3) == 3  # three sessions in the first three places
+    assert any("diversity" in c.scores for c in diverse.candidates)

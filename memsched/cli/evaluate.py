@@ -56,7 +56,7 @@ def eval_locomo(
         False,
         "--ablation",
         help="Compare memsched's paging stages instead: hybrid only, + bookmarks, + page expansion,"
-        " + multi-hop, full memsched (offline).",
+        " + multi-hop, + speaker focus, full memsched (+ feedback) (offline).",
     ),
     cache: bool = typer.Option(
         True,

@@ -27,9 +27,16 @@ from memsched.retrieve import FusionWeights
 
 SYSTEMS = ("memsched", "window", "bm25", "dense", "hybrid")
 # `--ablation`: the paging stages of memsched.paging.STAGES, each adding one part to the one before.
-ABLATION = ("hybrid only", "+ bookmarks", "+ page expansion", "+ multi-hop", "full memsched")
+ABLATION = (
+    "hybrid only",
+    "+ bookmarks",
+    "+ page expansion",
+    "+ multi-hop",
+    "+ speaker focus",
+    "full memsched",
+)
 _ABLATION_STAGE = dict(
-    zip(ABLATION, ("hybrid", "+bookmarks", "+expansion", "+multihop", "full"), strict=True)
+    zip(ABLATION, ("hybrid", "+bookmarks", "+expansion", "+multihop", "+focus", "full"), strict=True)
 )
 QUESTION_SESSION = "locomo-question"
 OFFICIAL_URL = "https://github.com/snap-research/locomo/raw/main/data/locomo10.json"
