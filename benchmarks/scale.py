@@ -1,0 +1,205 @@
+"""Costs as history grows: P0 assembly latency, ingest throughput and resident memory at 10k, 100k
+and 1M stored turns, on the embedded SQLite store or on PostgreSQL (`--database-url`).
+
+Two shapes, both from `synth_history.py` (deterministic bilingual chat):
+- many users: users of `--per-user` turns each are added until the store holds each of `--totals`
+  turns; at each checkpoint, `--queries` contexts are assembled for random users (most of them
+  cold: their first query loads what they need). The target is that p99 grows < 2x from the first
+  checkpoint to the last at the same per-user history.
+- one user: a single user grown to each of `--one-user` turns (target: p99 < 2x from 10k to 100k).
+
+Stored vectors are stand-ins (random unit vectors under the real models' ids and widths) because
+embedding a million turns with MiniLM on two cores takes hours and is the P2 worker's cost, not
+P0's; queries use the real models. Ingest throughput is reported for the store path (segmenting,
+FTS, rows) and, separately, for MiniLM embedding on a sample. RSS is this process's, which holds
+what a `memsched serve` process holds (models, stores, indexes, caches).
+
+    python benchmarks/scale.py                                   # 10k, 100k, 1M; one user 10k, 100k
+    python benchmarks/scale.py --totals 10000,100000 --one-user 10000 --queries 100
+    python benchmarks/scale.py --database-url postgresql://...   # the same on PostgreSQL
+"""
+
+from __future__ import annotations
+
+import argparse
+import gc
+import json
+import random
+import statistics
+import sys
+import tempfile
+import time
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).parent))
+
+from synth_history import HistorySpec, history  # noqa: E402
+
+from memsched.config import Config  # noqa: E402
+from memsched.embed import base as embed_base  # noqa: E402
+from memsched.memory import Memory  # noqa: E402
+
+QUESTIONS = [
+    "What did I say about my sister moving?",
+    "Where did we have dumplings?",
+    "How is the marathon training going?",
+    "What was the weather like in Lisbon?",
+    "你还记得我朋友搬去哪里了吗？",
+    "我们上次聊天文聊了什么？",
+    "我想养的猫叫什么名字？",
+    "火锅那家店在哪里？",
+]
+
+
+class StandIn:
+    """Random unit vectors under a real embedder's model id and width (for bulk loading only)."""
+
+    def __init__(self, model_id: str, dim: int) -> None:
+        self.model_id, self.dim, self.batch_size = model_id, dim, 4096
+        self._rng = np.random.default_rng(0)
+
+    def embed(self, texts: Sequence[str]) -> np.ndarray:
+        m = self._rng.standard_normal((len(texts), self.dim)).astype(np.float32)
+        return m / np.linalg.norm(m, axis=1, keepdims=True)
+
+
+def rss_mb() -> tuple[float, float]:
+    """(current, peak) resident memory of this process in MB."""
+    fields = {}
+    for line in Path("/proc/self/status").read_text().splitlines():
+        key, _, value = line.partition(":")
+        fields[key] = value
+    return int(fields["VmRSS"].split()[0]) / 1024, int(fields["VmHWM"].split()[0]) / 1024
+
+
+def pct(values: list[float], q: float) -> float:
+    ordered = sorted(values)
+    return round(ordered[max(0, min(len(ordered) - 1, round(q * (len(ordered) - 1))))], 2)
+
+
+def load(loader: Memory, users: Sequence[str], per_user: int) -> dict[str, float]:
+    """Add `per_user` synthetic turns for each user (store path), then stand-in vectors."""
+    t0 = time.perf_counter()
+    n = 0
+    for u in users:
+        turns = list(history(HistorySpec(u, per_user)))
+        for i in range(0, len(turns), 5000):
+            loader.add_many(turns[i : i + 5000], index=False)
+        n += len(turns)
+    store_s = time.perf_counter() - t0
+    t0 = time.perf_counter()
+    for u in users:
+        loader.index(u)
+    vec_s = time.perf_counter() - t0
+    return {"turns": n, "store_turns_per_s": round(n / store_s), "vector_rows_per_s": round(n / vec_s)}
+
+
+def measure(memory: Memory, users: Sequence[str], queries: int, budget: int, seed: int) -> dict[str, Any]:
+    rng = random.Random(seed)
+    ms: list[float] = []
+    for i in range(queries):
+        user = rng.choice(users)
+        t0 = time.perf_counter()
+        memory.context(user, QUESTIONS[i % len(QUESTIONS)], budget=budget)
+        ms.append((time.perf_counter() - t0) * 1000)
+    gc.collect()
+    rss, peak = rss_mb()
+    return {
+        "queries": queries,
+        "users_queried": len(users),
+        "p50_ms": pct(ms, 0.5),
+        "p99_ms": pct(ms, 0.99),
+        "mean_ms": round(statistics.fmean(ms), 2),
+        "rss_mb": round(rss),
+        "peak_rss_mb": round(peak),
+    }
+
+
+def embed_throughput(memory: Memory, n: int = 2000) -> dict[str, float]:
+    texts = [t.content for t in history(HistorySpec("embed-sample", n))]
+    out = {}
+    for name, embedder in memory.embedders.items():
+        embedder.embed(texts[:64])  # load and warm
+        t0 = time.perf_counter()
+        embedder.embed(texts)
+        out[name] = round(n / (time.perf_counter() - t0))
+    return out
+
+
+def open_pair(home: Path, database_url: str | None) -> tuple[Memory, Memory]:
+    overrides: dict[str, Any] = {"home": home}
+    if database_url:
+        overrides["database_url"] = database_url
+    config = Config.load(**overrides)
+    real = {name: embed_base.create(name, config) for name in config.embedder_names}
+    stand = {name: StandIn(e.model_id, e.dim) for name, e in real.items()}
+    return Memory(config, embedders=stand), Memory(config, embedders=real)
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--totals", default="10000,100000,1000000")
+    ap.add_argument("--per-user", type=int, default=1000)
+    ap.add_argument("--one-user", default="10000,100000")
+    ap.add_argument("--queries", type=int, default=200)
+    ap.add_argument("--budget", type=int, default=2000)
+    ap.add_argument("--database-url", default=None, help="postgresql://… (default: SQLite in a temp dir)")
+    ap.add_argument("--home", default=None, help="keep the data here instead of a temp dir")
+    args = ap.parse_args()
+    totals = [int(x) for x in args.totals.split(",") if x]
+    singles = [int(x) for x in args.one_user.split(",") if x]
+    result: dict[str, Any] = {"benchmark": "scale", "store": "postgres" if args.database_url else "sqlite"}
+
+    with tempfile.TemporaryDirectory() as tmp:
+        home = Path(args.home or tmp)
+        loader, memory = open_pair(home / "many", args.database_url)
+        result["embed_texts_per_s"] = embed_throughput(memory)
+        users: list[str] = []
+        rows = []
+        for total in totals:
+            new = [f"u{i:06d}" for i in range(len(users), total // args.per_user)]
+            ingest = load(loader, new, args.per_user)
+            users += new
+            # warm the models on one user, then measure on random users (mostly cold)
+            memory.context(users[0], QUESTIONS[0], budget=args.budget)
+            row = {"total_turns": total, "users": len(users), "ingest": ingest}
+            row.update(measure(memory, users, args.queries, args.budget, seed=total))
+            rows.append(row)
+            print(json.dumps(row), file=sys.stderr, flush=True)
+        result["many_users"] = rows
+        if rows:
+            result["many_users_p99_growth"] = round(rows[-1]["p99_ms"] / rows[0]["p99_ms"], 2)
+        loader.close()
+        memory.close()
+
+        if singles:
+            loader, memory = open_pair(home / "one", args.database_url)
+            rows = []
+            have = 0
+            for n in singles:
+                turns = list(history(HistorySpec("solo", n)))[have:]
+                t0 = time.perf_counter()
+                for i in range(0, len(turns), 5000):
+                    loader.add_many(turns[i : i + 5000], index=False)
+                store_s = time.perf_counter() - t0
+                loader.index("solo")
+                have = n
+                memory.context("solo", QUESTIONS[0], budget=args.budget)
+                row = {"user_turns": n, "store_turns_per_s": round(len(turns) / store_s)}
+                row.update(measure(memory, ["solo"], args.queries, args.budget, seed=n))
+                rows.append(row)
+                print(json.dumps(row), file=sys.stderr, flush=True)
+            result["one_user"] = rows
+            if rows:
+                result["one_user_p99_growth"] = round(rows[-1]["p99_ms"] / rows[0]["p99_ms"], 2)
+            loader.close()
+            memory.close()
+    print(json.dumps(result, indent=2))
+
+
+if __name__ == "__main__":
+    main()
