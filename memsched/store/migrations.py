@@ -79,6 +79,7 @@ def m001_core(db: sqlite3.Connection) -> None:
 def _later() -> list[Migration]:
     # Feature migrations live beside the SQL they serve; imported here to keep one ordered list.
     from memsched.store.sqlite_bookmarks import m003_bookmarks
+    from memsched.store.sqlite_fts import m_fts_per_user
     from memsched.store.sqlite_ids import m005_ids_never_reused
     from memsched.store.sqlite_jobs import m002_jobs
     from memsched.store.sqlite_state import m004_state
@@ -88,6 +89,7 @@ def _later() -> list[Migration]:
         ("003_bookmarks", m003_bookmarks),
         ("004_state", m004_state),
         ("005_ids_never_reused", m005_ids_never_reused),
+        ("006_fts_per_user", m_fts_per_user),
     ]
 
 

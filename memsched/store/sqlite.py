@@ -23,7 +23,8 @@ from memsched.store.sqlite_bookmarks import BookmarksMixin
 from memsched.store.sqlite_forget import ForgetMixin
 from memsched.store.sqlite_jobs import JobsMixin
 from memsched.store.sqlite_state import StateMixin
-from memsched.text.segment import fts_query, index_text
+from memsched.store.sqlite_fts import user_match, user_tag
+from memsched.text.segment import index_text
 from memsched.text.timeexpr import searchable_text
 
 
@@ -221,7 +222,10 @@ class SQLiteStore(JobsMixin, BookmarksMixin, StateMixin, ForgetMixin):
             turn.id, turn.seq, turn.page_id = cur.lastrowid, seq, page_id
             # The dates the turn mentions ("上周" -> 2024-10-15) are searchable as well as its words.
             body = index_text(searchable_text(turn))
-            tx.execute("INSERT INTO turns_fts (rowid, body) VALUES (?, ?)", (turn.id, body))
+            tx.execute(
+                "INSERT INTO turns_fts (rowid, u, body) VALUES (?, ?, ?)",
+                (turn.id, user_tag(turn.user_id), body),
+            )
         return stored
 
     def get_turns(self, user_id: str, ids: Sequence[int]) -> list[Turn]:
@@ -340,11 +344,11 @@ class SQLiteStore(JobsMixin, BookmarksMixin, StateMixin, ForgetMixin):
     # -- search --------------------------------------------------------------------------------------
 
     def search_bm25(self, user_id: str, query: str, limit: int = 50) -> list[Hit]:
-        match = fts_query(query)
+        match = user_match(user_id, query)
         if match is None:
             return []
         rows = self.db.execute(
-            "SELECT t.id, bm25(turns_fts) AS s FROM turns_fts JOIN turns t ON t.id = turns_fts.rowid"
+            "SELECT t.id, bm25(turns_fts, 0.0, 1.0) AS s FROM turns_fts JOIN turns t ON t.id = turns_fts.rowid"
             " WHERE turns_fts MATCH ? AND t.user_id = ? ORDER BY s LIMIT ?",
             (match, user_id, limit),
         ).fetchall()

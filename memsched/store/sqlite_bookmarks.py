@@ -23,7 +23,8 @@ import numpy as np
 from memsched.model import Bookmark, Hit, utcnow
 from memsched.store.lineage import sources_gone
 from memsched.store.sqlite_base import SQLiteMixin, SQLiteTx, run_script
-from memsched.text.segment import fts_query, index_text
+from memsched.store.sqlite_fts import user_match, user_tag
+from memsched.text.segment import index_text
 
 
 def m003_bookmarks(db: sqlite3.Connection) -> None:
@@ -156,8 +157,8 @@ class BookmarksMixin(SQLiteMixin):
             if cur.rowcount:
                 tx.execute("DELETE FROM bookmarks_fts WHERE rowid = ?", (bookmark.id,))
                 tx.execute(
-                    "INSERT INTO bookmarks_fts (rowid, body) VALUES (?, ?)",
-                    (bookmark.id, index_text(bookmark.text)),
+                    "INSERT INTO bookmarks_fts (rowid, u, body) VALUES (?, ?, ?)",
+                    (bookmark.id, user_tag(user_id), index_text(bookmark.text)),
                 )
 
     def delete_bookmarks(self, user_id: str, ids: Sequence[int] | None = None) -> int:
@@ -209,7 +210,10 @@ class BookmarksMixin(SQLiteMixin):
         b.id = int(cur.lastrowid or 0)
         tx.executemany("INSERT OR IGNORE INTO bookmark_pages VALUES (?, ?)", [(b.id, p) for p in b.page_ids])
         tx.executemany("INSERT OR IGNORE INTO bookmark_turns VALUES (?, ?)", [(b.id, t) for t in b.turn_ids])
-        tx.execute("INSERT INTO bookmarks_fts (rowid, body) VALUES (?, ?)", (b.id, index_text(b.text)))
+        tx.execute(
+            "INSERT INTO bookmarks_fts (rowid, u, body) VALUES (?, ?, ?)",
+            (b.id, user_tag(b.user_id), index_text(b.text)),
+        )
 
     # -- reading -------------------------------------------------------------------------------------
 
@@ -311,11 +315,11 @@ class BookmarksMixin(SQLiteMixin):
 
     def search_bookmarks_bm25(self, user_id: str, query: str, limit: int = 20) -> list[Hit]:
         """BM25 over bookmark keywords, aliases and summaries. `Hit.turn_id` holds the bookmark id."""
-        match = fts_query(query)
+        match = user_match(user_id, query)
         if match is None:
             return []
         rows = self.db.execute(
-            "SELECT b.id, bm25(bookmarks_fts) AS s FROM bookmarks_fts JOIN bookmarks b ON b.id = bookmarks_fts.rowid"
+            "SELECT b.id, bm25(bookmarks_fts, 0.0, 1.0) AS s FROM bookmarks_fts JOIN bookmarks b ON b.id = bookmarks_fts.rowid"
             " WHERE bookmarks_fts MATCH ? AND b.user_id = ? ORDER BY s LIMIT ?",
             (match, user_id, limit),
         ).fetchall()
