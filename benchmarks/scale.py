@@ -37,11 +37,11 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).parent))
 
-from synth_history import HistorySpec, history  # noqa: E402
+from synth_history import HistorySpec, history
 
-from memsched.config import Config  # noqa: E402
-from memsched.embed import base as embed_base  # noqa: E402
-from memsched.memory import Memory  # noqa: E402
+from memsched.config import Config
+from memsched.embed import base as embed_base
+from memsched.memory import Memory
 
 QUESTIONS = [
     "What did I say about my sister moving?",

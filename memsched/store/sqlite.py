@@ -21,9 +21,9 @@ from memsched.store.migrations import FOREIGN_KEYS_OFF, MIGRATIONS
 from memsched.store.sqlite_base import TURN_COLUMNS, SQLiteTx, dt, row_to_turn, sqlite_tx, ts
 from memsched.store.sqlite_bookmarks import BookmarksMixin
 from memsched.store.sqlite_forget import ForgetMixin
+from memsched.store.sqlite_fts import user_match, user_tag
 from memsched.store.sqlite_jobs import JobsMixin
 from memsched.store.sqlite_state import StateMixin
-from memsched.store.sqlite_fts import user_match, user_tag
 from memsched.text.segment import index_text
 from memsched.text.timeexpr import searchable_text
 
