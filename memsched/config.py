@@ -77,6 +77,8 @@ class Config:
     embed_api_key: str | None = None
     embed_model: str | None = None
     paging_mode: str = "retrieve"  # retrieve | tools | both
+    recall_rounds: int = 3  # proxy: recall rounds answered per turn before the model must reply
+    recall_max_tokens: int = 1000  # proxy: a recalled page is cut to this many tokens
     # The cooperative layer (LLM rerank, LLM decomposition of compound questions) runs on the P0
     # path, so it is opt-in: by default a turn makes no LLM call but the reply.
     rerank: bool = False
@@ -125,6 +127,8 @@ class Config:
             raise ConfigError(f"overflow_threshold must be between 0.1 and 1, got {self.overflow_threshold}")
         if self.minilm_backend not in ("onnx", "torch"):
             raise ConfigError(f"minilm_backend must be onnx or torch, got {self.minilm_backend!r}")
+        if self.recall_rounds < 0:
+            raise ConfigError(f"recall_rounds must be >= 0, got {self.recall_rounds}")
         if self.paging_mode not in ("retrieve", "tools", "both"):
             raise ConfigError(f"paging_mode must be retrieve, tools or both, got {self.paging_mode!r}")
 

@@ -433,11 +433,13 @@ class Scheduler:
         *,
         now: datetime | None = None,
         timezone: str | None = None,
+        meta: dict[str, Any] | None = None,
     ) -> RecordResult:
         """Record one turn outside `turn()` — e.g. the reply of a client that calls its own LLM.
 
         A user turn is checked for commands; each becomes a P1 job (`profile_update`, `forget_last`)
-        written in the same transaction, which the session's next turn waits for.
+        written in the same transaction, which the session's next turn waits for. `meta` is stored
+        with the turn (e.g. the proxy's tool exchange, or that a streamed reply was cut off).
         """
         _check(user_id, session_id, content)
         if role not in ("user", "assistant", "system"):
@@ -449,7 +451,14 @@ class Scheduler:
             forget_ids: list[int] = []
             if any(c.kind == "forget_last" for c in commands):
                 forget_ids = last_message_ids(self.store, user_id, session_id)
-            turn = Turn(user_id=user_id, session_id=session_id, role=role, content=content, created_at=at)
+            turn = Turn(
+                user_id=user_id,
+                session_id=session_id,
+                role=role,
+                content=content,
+                created_at=at,
+                meta=dict(meta or {}),
+            )
             stamp([turn], timezone or self._timezone(user_id))
             with self.store.transaction() as tx:
                 self.store.insert_turns(tx, [turn])
@@ -835,6 +844,7 @@ class Scheduler:
                 for s in t.summaries
             ],
             "retrieval": ctx.trace.get("retrieval", {}),
+            "paging_tools": ctx.trace.get("paging_tools"),
             "selected": ctx.trace.get("selected", []),
             "recent": ctx.trace.get("recent", []),
             "dropped": ctx.trace.get("dropped", 0),
@@ -934,7 +944,10 @@ class Scheduler:
         if not last:
             return set()
         t = last[0]
-        if t.role != "user" or t.content != message or not t.meta.get("reply_failed") or t.id is None:
+        # `awaiting_tools`: the proxy returned the model's tool calls to the client, whose follow-up
+        # (the same message plus the tool results) completes this very turn.
+        pending = t.meta.get("reply_failed") or t.meta.get("awaiting_tools")
+        if t.role != "user" or t.content != message or not pending or t.id is None:
             return set()
         self.memory.delete_turns(user_id, [t.id])
         with self.store.transaction() as tx:

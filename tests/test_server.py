@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import socket
 import threading
 import time
@@ -83,7 +84,10 @@ def test_stream_returns_sse_chunks(server: str, fake: FakeOpenAI) -> None:
     resp = _chat(server, "hello", stream=True)
     assert resp.status_code == 200
     assert resp.headers[TRACE_HEADER]
-    assert "streamed reply" in resp.text and resp.text.rstrip().endswith("data: [DONE]")
+    assert resp.text.rstrip().endswith("data: [DONE]")
+    events = [json.loads(line[6:]) for line in resp.text.splitlines() if line.startswith("data: {")]
+    text = "".join(e["choices"][0]["delta"].get("content") or "" for e in events if e["choices"])
+    assert text == "streamed reply"
 
 
 def test_context_and_turns_endpoints(server: str) -> None:

@@ -49,6 +49,7 @@ def create_app(
         try:
             yield
         finally:
+            await svc.aclose()
             if service is None:
                 svc.close()
 

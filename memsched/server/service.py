@@ -9,6 +9,7 @@ from fastapi import Request
 
 from memsched.config import Config
 from memsched.memory import Memory
+from memsched.server.upstream import Upstream
 
 TRACE_HEADER = "X-Memsched-Trace-Id"  # every turn's response names its trace (GET /v1/traces/{id})
 
@@ -22,10 +23,29 @@ class Service:
 
         self.config = config
         self.memory = memory or Memory(config)
+        # Replies come from the upstream; summaries from memsched's helper LLM (MEMSCHED_LLM_*, which
+        # falls back to the upstream), as the configuration documents.
         self.scheduler = scheduler or Scheduler(
-            self.memory, llm=client_from_config(config, "upstream"), workers=max(1, config.workers)
+            self.memory,
+            llm=client_from_config(config, "upstream"),
+            summary_llm=client_from_config(config, "helper"),
+            workers=max(1, config.workers),
         )
         self.started = time.time()
+        self._upstream: Upstream | None = None
+
+    @property
+    def upstream(self) -> Upstream | None:
+        """The proxy's async upstream client (None without MEMSCHED_UPSTREAM_BASE_URL/_MODEL); made on
+        first use, inside the server's event loop."""
+        if self._upstream is None:
+            self._upstream = Upstream.from_config(self.config)
+        return self._upstream
+
+    async def aclose(self) -> None:
+        if self._upstream is not None:
+            await self._upstream.aclose()
+            self._upstream = None
 
     def warm_up(self) -> None:
         """Load the tokenizer and embedders now, so the first request does not pay for it."""

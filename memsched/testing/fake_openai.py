@@ -54,8 +54,20 @@ class Malformed:
     body: str = '{"choices": [ this is not json'
 
 
+@dataclass(frozen=True)
+class Hold:
+    """Stream the first `after` pieces of `then`, wait until `gate` is set (at most `timeout` s), then
+    send the rest: lets a test see chunks arrive while the upstream has not finished. Not streaming:
+    wait for the gate, then answer."""
+
+    gate: threading.Event
+    then: Reply
+    after: int = 1
+    timeout: float = 30.0
+
+
 # A str is the reply content; a dict is a message ({"content": ..., "tool_calls": [...]}).
-Reply = str | dict[str, Any] | Fail | Delay | Malformed
+Reply = str | dict[str, Any] | Fail | Delay | Malformed | Hold
 Responder = Callable[[dict[str, Any]], "Reply"]
 
 
@@ -101,12 +113,20 @@ class FakeOpenAI:
         model: str = "fake-model",
         embed_dim: int = 64,
         api_key: str | None = None,
+        usage: bool = True,
+        chunk_delay: float = 0.0,
     ) -> None:
         self.responder: Responder = responder or echo_responder
         self.model = model
         self.embed_dim = embed_dim
         # When set, requests without `Authorization: Bearer <api_key>` get a 401.
         self.api_key = api_key
+        # False: answers carry no `usage` (as some OpenAI-compatible servers do).
+        self.usage = usage
+        # Seconds between streamed chunks (a slow model).
+        self.chunk_delay = chunk_delay
+        self.streams_finished = 0  # streams sent to the end
+        self.streams_broken = 0  # streams whose client hung up before the end
         self._lock = threading.Lock()
         self._stop = threading.Event()
         self._queue: deque[Reply] = deque()
@@ -277,11 +297,23 @@ class _Handler(BaseHTTPRequestHandler):
         while isinstance(reply, Delay):
             self.fake._sleep(reply.seconds)
             reply = reply.then if reply.then is not None else self.fake._next_chat_reply(body)
+        hold: Hold | None = None
+        if isinstance(reply, Hold):
+            hold, reply = reply, reply.then
+            if not body.get("stream"):
+                hold.gate.wait(hold.timeout)
+                hold = None
         if self._misbehave(reply, stream=bool(body.get("stream"))):
             return
         message = _message(reply)
         if body.get("stream"):
-            self._stream(message, body)
+            try:
+                self._stream(message, body, hold)
+                with self.fake._lock:
+                    self.fake.streams_finished += 1
+            except OSError:  # the client hung up mid-stream
+                with self.fake._lock:
+                    self.fake.streams_broken += 1
             return
         completion_id = f"chatcmpl-fake-{self.fake._next_id()}"
         self._send_json(
@@ -298,11 +330,11 @@ class _Handler(BaseHTTPRequestHandler):
                         "finish_reason": "tool_calls" if message.get("tool_calls") else "stop",
                     }
                 ],
-                "usage": _usage(body, message.get("content") or ""),
+                **({"usage": _usage(body, message.get("content") or "")} if self.fake.usage else {}),
             },
         )
 
-    def _stream(self, message: dict[str, Any], body: dict[str, Any]) -> None:
+    def _stream(self, message: dict[str, Any], body: dict[str, Any], hold: Hold | None = None) -> None:
         completion_id = f"chatcmpl-fake-{self.fake._next_id()}"
         model = body.get("model") or self.fake.model
 
@@ -321,16 +353,45 @@ class _Handler(BaseHTTPRequestHandler):
         self.send_header("Cache-Control", "no-cache")
         self.end_headers()
         # HTTP/1.0 without Content-Length: the body ends when the connection closes.
-        self.wfile.write(chunk({"role": "assistant", "content": ""}))
-        for piece in re.findall(r"\S+\s*|\s+", message.get("content") or ""):
-            self.wfile.write(chunk({"content": piece}))
+        pieces: list[bytes] = [chunk({"role": "assistant", "content": ""})]
+        # Words (with their trailing space) or up to 4 CJK characters per chunk, as real models stream.
+        for piece in re.findall(_PIECES, message.get("content") or ""):
+            pieces.append(chunk({"content": piece}))
         tool_calls = message.get("tool_calls") or []
-        if tool_calls:
-            indexed = [{"index": i, **call} for i, call in enumerate(tool_calls)]
-            self.wfile.write(chunk({"tool_calls": indexed}))
-        self.wfile.write(chunk({}, "tool_calls" if tool_calls else "stop"))
-        self.wfile.write(b"data: [DONE]\n\n")
-        self.wfile.flush()
+        for i, call in enumerate(tool_calls):
+            # As OpenAI streams them: id, type and name first, then the arguments in fragments.
+            function = call["function"]
+            head = {"name": function["name"], "arguments": ""}
+            pieces.append(
+                chunk(
+                    {"tool_calls": [{"index": i, "id": call["id"], "type": call["type"], "function": head}]}
+                )
+            )
+            args = function.get("arguments") or ""
+            half = len(args) // 2
+            for part in (args[:half], args[half:]):
+                if part:
+                    pieces.append(chunk({"tool_calls": [{"index": i, "function": {"arguments": part}}]}))
+        pieces.append(chunk({}, "tool_calls" if tool_calls else "stop"))
+        if self.fake.usage and (body.get("stream_options") or {}).get("include_usage"):
+            usage = {**_usage(body, message.get("content") or "")}
+            tail: dict[str, Any] = {
+                "id": completion_id,
+                "object": "chat.completion.chunk",
+                "created": int(time.time()),
+                "model": model,
+                "choices": [],
+                "usage": usage,
+            }
+            pieces.append(f"data: {json.dumps(tail)}\n\n".encode())
+        pieces.append(b"data: [DONE]\n\n")
+        for i, piece_bytes in enumerate(pieces):
+            if hold is not None and i == hold.after + 1:
+                hold.gate.wait(hold.timeout)
+            elif i and self.fake.chunk_delay:
+                self.fake._sleep(self.fake.chunk_delay)
+            self.wfile.write(piece_bytes)
+            self.wfile.flush()
 
     # --- embeddings ----------------------------------------------------------------------------
 
@@ -391,6 +452,10 @@ class _Handler(BaseHTTPRequestHandler):
         self.send_header("Content-Length", str(len(data)))
         self.end_headers()
         self.wfile.write(data)
+
+
+_CJK = "\u3000-\u9fff\uff00-\uffef"
+_PIECES = rf"[{_CJK}]{{1,4}}\s*|[^\s{_CJK}]+\s*|\s+"
 
 
 def _text(content: Any) -> str:

@@ -1,17 +1,14 @@
-"""POST /v1/chat/completions: the OpenAI-compatible proxy with memory."""
+"""POST /v1/chat/completions: the OpenAI-compatible proxy with memory (see `memsched.server.proxy`)."""
 
 from __future__ import annotations
 
-import json
-import time
-import uuid
-from collections.abc import AsyncIterator
 from typing import Any
 
 from fastapi import APIRouter, Depends, Request
-from starlette.responses import JSONResponse, Response, StreamingResponse
+from starlette.responses import JSONResponse, Response
 
 from memsched.errors import ConfigError, InputError
+from memsched.server import proxy, relay
 from memsched.server.errors import UPSTREAM_ERRORS
 from memsched.server.identity import user_id
 from memsched.server.limits import check_message_tokens, message_texts
@@ -21,23 +18,17 @@ from memsched.server.service import TRACE_HEADER, Service, get_service
 
 router = APIRouter(tags=["chat"])
 
+TOOL_EXCHANGE_ROLES = ("assistant", "tool", "function")
 
-def text_of(content: Any) -> str:
-    """The text of an OpenAI message content (a string, or a list of parts: text parts are joined)."""
-    if content is None:
-        return ""
-    if isinstance(content, str):
-        return content
-    if isinstance(content, list):
-        parts = []
-        for part in content:
-            part = part if isinstance(part, dict) else part.model_dump()
-            if part.get("type") == "text":
-                parts.append(str(part.get("text", "")))
-            elif part.get("type") == "image_url":
-                parts.append("[image]")
-        return "\n".join(p for p in parts if p)
-    raise InputError("message content must be a string or a list of content parts")
+
+def _trailing(messages: list[dict[str, Any]], last_user: int) -> list[dict[str, Any]]:
+    """The tool exchange after the last user message (assistant tool calls and tool results), if any."""
+    after = messages[last_user + 1 :]
+    return [m for m in after if m.get("role") in TOOL_EXCHANGE_ROLES] if _has_tools(after) else []
+
+
+def _has_tools(messages: list[dict[str, Any]]) -> bool:
+    return any(m.get("role") in ("tool", "function") or m.get("tool_calls") for m in messages)
 
 
 @router.post(
@@ -53,63 +44,49 @@ def text_of(content: Any) -> str:
     summary="OpenAI-compatible chat completion with memory",
 )
 async def chat(body: ChatRequest, request: Request, svc: Service = Depends(get_service)) -> Response:
+    # The request is checked in full before the configuration (a 400 names the field, then a 503).
     meta = body.metadata
     user = user_id(request, body.user or (meta.user if meta else None))
     messages = [m.model_dump(exclude_unset=True) for m in body.messages]
-    last_user = next((m for m in reversed(messages) if m.get("role") == "user"), None)
-    if last_user is None:
+    last = next((i for i in range(len(messages) - 1, -1, -1) if messages[i].get("role") == "user"), None)
+    if last is None:
         raise InputError("messages: must contain a user message")
-    message = text_of(last_user.get("content"))
+    message = proxy.text_of(messages[last].get("content"))
+    if not message.strip():
+        raise InputError(f"messages.{last}.content: the last user message is empty")
     check_message_tokens(svc.memory.counter, message_texts(messages), svc.config.max_message_tokens)
     now = when(meta.timestamp if meta else None, "metadata.timestamp")
-    if svc.scheduler.llm is None:
+    upstream = svc.upstream
+    if upstream is None:
         raise ConfigError("no upstream LLM: set MEMSCHED_UPSTREAM_BASE_URL and MEMSCHED_UPSTREAM_MODEL")
-    session_id = str((meta.session_id if meta else None) or "default")
-    # The client's system message is the persona; the rest of its history is replaced by ours.
+    # The client's system (and developer) messages are the persona; the rest of its history is
+    # replaced by the scheduled context.
     persona = "\n\n".join(
-        text_of(m.get("content")) for m in messages if m.get("role") in ("system", "developer")
+        proxy.text_of(m.get("content")) for m in messages if m.get("role") in ("system", "developer")
     )
-    result = await svc.scheduler.aturn(
-        user,
-        session_id,
-        message,
+    forward = {k: v for k, v in body.model_dump(exclude_unset=True).items() if k not in proxy.OWNED}
+    stream_options = body.stream_options or {}
+    if body.stream and body.stream_options is not None:
+        forward["stream_options"] = body.stream_options
+    turn = proxy.ProxyTurn(
+        svc=svc,
+        upstream=upstream,
+        user=user,
+        session_id=str((meta.session_id if meta else None) or "default"),
+        message=message,
+        persona=persona or None,
         now=now,
         timezone=meta.timezone if meta else None,
-        system_prompt=persona or None,
+        forward=forward,
+        user_message=messages[last],
+        trailing=_trailing(messages, last),
+        stream=body.stream,
+        include_usage=bool(stream_options.get("include_usage")),
     )
-    created = int(time.time())
-    completion_id = f"chatcmpl-{uuid.uuid4().hex[:24]}"
-    model = body.model or svc.config.upstream_model or "memsched"
-    headers = {TRACE_HEADER: result.trace_id}
+    upstream_messages = await turn.prepare()
+    assert turn.prepared is not None
+    headers = {TRACE_HEADER: turn.prepared.trace_id}
     if body.stream:
-
-        async def events() -> AsyncIterator[str]:
-            for delta in ({"role": "assistant", "content": result.reply or ""}, {}):
-                chunk = {
-                    "id": completion_id,
-                    "object": "chat.completion.chunk",
-                    "created": created,
-                    "model": model,
-                    "choices": [{"index": 0, "delta": delta, "finish_reason": None if delta else "stop"}],
-                }
-                yield f"data: {json.dumps(chunk, ensure_ascii=False)}\n\n"
-            yield "data: [DONE]\n\n"
-
-        return StreamingResponse(events(), media_type="text/event-stream", headers=headers)
-    return JSONResponse(
-        {
-            "id": completion_id,
-            "object": "chat.completion",
-            "created": created,
-            "model": model,
-            "choices": [
-                {
-                    "index": 0,
-                    "message": {"role": "assistant", "content": result.reply},
-                    "finish_reason": "stop",
-                }
-            ],
-            "usage": (result.trace.get("llm") or {}).get("usage") or {},
-        },
-        headers=headers,
-    )
+        return await relay.start(turn, upstream_messages, headers)
+    data = await proxy.run_blocking(turn, upstream_messages)
+    return JSONResponse(data, headers=headers)

@@ -12,6 +12,7 @@ from memsched.server.errors import ERRORS
 from memsched.server.identity import user_id
 from memsched.server.schemas import BookmarkOut, LayerScores, Memory
 from memsched.server.service import Service, get_service
+from memsched.text.timeexpr import turn_dates
 
 router = APIRouter(tags=["memories"])
 
@@ -19,7 +20,6 @@ router = APIRouter(tags=["memories"])
 def _memory(hit: SearchHit) -> Memory:
     t, c = hit.turn, hit.candidate
     assert t.id is not None
-    dates = t.meta.get("dates") or []  # absolute dates the turn mentions, where they are extracted
     return Memory(
         turn_id=t.id,
         session_id=t.session_id,
@@ -28,7 +28,7 @@ def _memory(hit: SearchHit) -> Memory:
         speaker=t.speaker,
         content=t.content,
         page_id=t.page_id,
-        dates=[str(d) for d in dates] if isinstance(dates, list) else [],
+        dates=turn_dates(t.meta),
         score=hit.score,
         scores=dict(c.scores),
         layers=LayerScores(scores=dict(c.scores), ranks=dict(c.ranks), fused=c.fused),

@@ -1,0 +1,413 @@
+"""One proxied chat completion: what the client sent, the scheduled context, the upstream calls (with the
+`recall` tool loop), and what is recorded at the end.
+
+The turn goes through the Scheduler's prepare/record split: `aprepare` records the user's message and
+returns the scheduled context; the upstream is called (and streamed) outside the session's lock; the
+reply is recorded with `record`, and the turn's trace is completed with every upstream call.
+
+* Fields memsched does not own (temperature, top_p, max_tokens, stop, seed, tools, tool_choice,
+  response_format, logit_bias, n, ...) are forwarded as the client sent them. memsched owns `messages`
+  (replaced by the scheduled context), `user` and `metadata` (whose memory, which session), `model`
+  (the configured upstream model) and `stream`.
+* Tools: the upstream's tool calls to the client's tools go back to the client unchanged. The user's
+  turn is then marked `awaiting_tools`; the client's follow-up (the same user message, then the
+  assistant's tool calls and the tool results) replaces that pending turn instead of adding one, and
+  its trailing exchange is forwarded verbatim after the scheduled context. The final reply is stored
+  with the tool exchange summarised in it, so the turn is recorded once.
+* `recall(page_id)` (paging modes `tools` and `both`): offered next to the client's tools when the
+  context carries a bookmark index. memsched answers the model's recall calls itself — the page within
+  `recall_max_tokens`, an unknown page as an error the model can read — and calls the upstream again,
+  at most `recall_rounds` times; the client never sees these rounds. Every call is in the trace and
+  counts in the pages' LFU statistics.
+* `usage` is the upstream's, summed over the rounds; where the upstream gives none it is counted with
+  memsched's tokenizer (the trace says which).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import time
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any
+
+from memsched.errors import InputError, LLMError
+from memsched.scheduler import TurnResult
+from memsched.server.service import Service
+from memsched.server.upstream import Upstream
+from memsched.tools import INDEX_HEADER, recall_tool, resolve_recall
+
+log = logging.getLogger("memsched.server.proxy")
+
+OWNED = frozenset({"messages", "user", "metadata", "stream", "model", "stream_options"})
+RECALL = "recall"
+TOOL_SUMMARY_CHARS = 200  # of each tool result, in the stored reply's summary line
+TOOL_META_CHARS = 2000  # of each tool result, in the stored turn's meta
+
+
+def text_of(content: Any) -> str:
+    """The text of an OpenAI message content (a string, or a list of parts: text parts are joined)."""
+    if content is None:
+        return ""
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        parts = []
+        for part in content:
+            if not isinstance(part, dict):
+                continue
+            if part.get("type") == "text":
+                parts.append(str(part.get("text", "")))
+            elif part.get("type") == "image_url":
+                parts.append("[image]")
+        return "\n".join(p for p in parts if p)
+    raise InputError("message content must be a string or a list of content parts")
+
+
+@dataclass
+class ProxyTurn:
+    """One request to /v1/chat/completions, from parsing to recording."""
+
+    svc: Service
+    upstream: Upstream
+    user: str
+    session_id: str
+    message: str
+    persona: str | None
+    now: datetime | None
+    timezone: str | None
+    forward: dict[str, Any]  # the client's fields that go to the upstream as they are
+    user_message: dict[str, Any]  # the client's last user message (content parts kept)
+    trailing: list[dict[str, Any]]  # the tool exchange after it, forwarded verbatim
+    stream: bool
+    include_usage: bool
+    prepared: TurnResult | None = None
+    offer_recall: bool = False
+    calls: list[dict[str, Any]] = field(default_factory=list)  # one entry per upstream call
+    recalls: list[dict[str, Any]] = field(default_factory=list)  # one entry per recall call
+    usage: dict[str, int] = field(default_factory=lambda: {"prompt_tokens": 0, "completion_tokens": 0})
+    usage_counted: bool = False
+    started: float = field(default_factory=time.perf_counter)
+
+    # -- the request ------------------------------------------------------------------------------
+
+    @property
+    def client_tools(self) -> list[dict[str, Any]]:
+        return list(self.forward.get("tools") or [])
+
+    def tools_for(self, recall: bool) -> list[dict[str, Any]]:
+        return [*self.client_tools, recall_tool()] if recall else self.client_tools
+
+    def body(self, messages: list[dict[str, Any]], *, recall: bool) -> dict[str, Any]:
+        """The upstream request: the client's own fields, the scheduled messages, the tools."""
+        body = {
+            k: v for k, v in self.forward.items() if k not in ("tools", "tool_choice", "parallel_tool_calls")
+        }
+        body["model"] = self.upstream.model
+        body["messages"] = messages
+        tools = self.tools_for(recall)
+        if tools:
+            body["tools"] = tools
+            for key in ("tool_choice", "parallel_tool_calls"):
+                if key in self.forward:
+                    body[key] = self.forward[key]
+        if self.stream:
+            body["stream"] = True
+            if "stream_options" in self.forward:
+                body["stream_options"] = self.forward["stream_options"]
+        return body
+
+    # -- prepare ----------------------------------------------------------------------------------
+
+    async def prepare(self) -> list[dict[str, Any]]:
+        """Record the user's message, build the scheduled context; returns the first upstream messages."""
+        self.prepared = await self.svc.scheduler.aprepare(
+            self.user,
+            self.session_id,
+            self.message,
+            now=self.now,
+            timezone=self.timezone,
+            system_prompt=self.persona,
+        )
+        messages = [dict(m) for m in self.prepared.messages]
+        if (
+            messages
+            and messages[-1].get("role") == "user"
+            and isinstance(self.user_message.get("content"), list)
+        ):
+            messages[-1] = {**messages[-1], "content": self.user_message["content"]}  # images etc. intact
+        paging = self.prepared.trace.get("paging_tools") or {}
+        has_index = bool(paging.get("index_pages")) or any(
+            INDEX_HEADER in str(m.get("content") or "") for m in messages if m.get("role") == "system"
+        )
+        clashes = any((t.get("function") or {}).get("name") == RECALL for t in self.client_tools)
+        self.offer_recall = (
+            self.svc.config.paging_mode in ("tools", "both")
+            and has_index
+            and not clashes
+            and self.forward.get("tool_choice") != "none"
+        )
+        return [*messages, *self.trailing]
+
+    # -- usage ------------------------------------------------------------------------------------
+
+    def add_usage(
+        self,
+        usage: dict[str, Any] | None,
+        messages: list[dict[str, Any]],
+        tools: list[dict[str, Any]],
+        out: dict[str, Any],
+    ) -> dict[str, Any]:
+        """Add one call's usage (the upstream's, or counted when it gave none); returns what was added."""
+        if usage and isinstance(usage.get("prompt_tokens"), int):
+            got = {
+                "prompt_tokens": int(usage.get("prompt_tokens") or 0),
+                "completion_tokens": int(usage.get("completion_tokens") or 0),
+            }
+        else:
+            counter = self.svc.memory.counter
+            prompt = counter.messages_tokens(messages)
+            if tools:
+                prompt += counter.count(json.dumps(tools, ensure_ascii=False))
+            completion = counter.count(str(out.get("content") or ""))
+            for call in out.get("tool_calls") or []:
+                fn = call.get("function") or {}
+                completion += counter.count(str(fn.get("name", ""))) + counter.count(
+                    str(fn.get("arguments", ""))
+                )
+            got = {"prompt_tokens": prompt, "completion_tokens": completion}
+            self.usage_counted = True
+        for k, v in got.items():
+            self.usage[k] += v
+        return got
+
+    def usage_out(self) -> dict[str, int]:
+        p, c = self.usage["prompt_tokens"], self.usage["completion_tokens"]
+        return {"prompt_tokens": p, "completion_tokens": c, "total_tokens": p + c}
+
+    # -- recall -----------------------------------------------------------------------------------
+
+    def split_calls(self, calls: list[dict[str, Any]]) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+        """(recall calls memsched answers, the client's calls)."""
+        if not self.offer_recall:
+            return [], list(calls)
+        mine = [c for c in calls if (c.get("function") or {}).get("name") == RECALL]
+        return mine, [c for c in calls if (c.get("function") or {}).get("name") != RECALL]
+
+    def _resolve(self, call: dict[str, Any], round_no: int) -> dict[str, Any]:
+        function = call.get("function") or {}
+        entry: dict[str, Any] = {
+            "round": round_no,
+            "call_id": call.get("id"),
+            "arguments": function.get("arguments"),
+        }
+        try:
+            args = function.get("arguments") or "{}"
+            parsed = json.loads(args) if isinstance(args, str) else dict(args)
+            if not isinstance(parsed, dict):
+                raise InputError('recall takes {"page_id": <number>}')
+            page = parsed.get("page_id")
+            if isinstance(page, str):
+                page = page.strip().lstrip("pP")
+            if page is None or page == "":
+                raise InputError('recall needs a page_id, e.g. {"page_id": 12} for [p12 ...]')
+            entry["page_id"] = int(page)
+            text = resolve_recall(self.svc.memory, self.user, int(page))
+            counter = self.svc.memory.counter
+            limit = self.svc.config.recall_max_tokens
+            tokens = counter.count(text)
+            if limit > 0 and tokens > limit:
+                text = counter.truncate(text, limit) + "\n[... page cut to fit the recall budget]"
+                entry["truncated"] = True
+                tokens = limit
+            entry.update(ok=True, tokens=tokens)
+            content = text
+        except (InputError, ValueError, TypeError) as exc:
+            entry.update(ok=False, error=str(exc))
+            content = f"error: {exc}"
+        self.recalls.append(entry)
+        return {"role": "tool", "tool_call_id": call.get("id", ""), "content": content}
+
+    async def answer_recalls(self, calls: list[dict[str, Any]], round_no: int) -> list[dict[str, Any]]:
+        """The tool messages answering the model's recall calls (the pages, or errors it can read)."""
+        return await asyncio.to_thread(lambda: [self._resolve(c, round_no) for c in calls])
+
+    # -- recording --------------------------------------------------------------------------------
+
+    def _tool_exchange(self) -> list[dict[str, Any]]:
+        """The client's tool calls and their results from the trailing exchange, in order."""
+        results = {
+            m.get("tool_call_id"): text_of(m.get("content")) for m in self.trailing if m.get("role") == "tool"
+        }
+        out = []
+        for m in self.trailing:
+            for call in m.get("tool_calls") or [] if m.get("role") == "assistant" else []:
+                fn = call.get("function") or {}
+                result = results.get(call.get("id"), "")
+                out.append(
+                    {
+                        "id": call.get("id"),
+                        "name": fn.get("name"),
+                        "arguments": fn.get("arguments"),
+                        "result": result[:TOOL_META_CHARS],
+                    }
+                )
+        return out
+
+    def finish(
+        self,
+        reply: str,
+        *,
+        outcome: str,
+        client_calls: list[dict[str, Any]] | None = None,
+        error: str | None = None,
+        partial: str | None = None,
+    ) -> None:
+        """Record the reply and complete the trace (runs in a worker thread).
+
+        `outcome`: "ok" (a reply), "tool_calls" (the client's tools were called: the turn waits for the
+        client's follow-up), "error" (the upstream failed), "partial" (the stream was cut off: `partial`
+        says why; what had been sent is recorded, marked as such).
+        """
+        assert self.prepared is not None
+        svc = self.svc
+        store = svc.memory.store
+        trace = self.prepared.trace
+        turn_ids = list(trace.get("turn_ids") or [])
+        user_turn = turn_ids[0] if turn_ids else None
+        applied = [c.get("kind") for c in trace.get("commands") or []]
+        stored_id: int | None = None
+        jobs: list[int] = []
+        if outcome == "tool_calls" or (outcome == "error" and not reply.strip()):
+            if user_turn is not None:
+                mark = "awaiting_tools" if outcome == "tool_calls" else "reply_failed"
+                found = store.get_turns(self.user, [user_turn])
+                meta_now = dict(found[0].meta) if found else {}  # keep what is there (e.g. its dates)
+                meta_now.update({mark: True, "applied": applied})
+                with store.transaction() as tx:
+                    store.turn_meta_update(tx, self.user, user_turn, meta_now)
+        else:
+            exchange = self._tool_exchange()
+            content = reply
+            meta: dict[str, Any] = {}
+            if exchange:
+                meta["tool_exchange"] = exchange
+                summary = "; ".join(
+                    f"{x['name']}({x['arguments']}) → {x['result'][:TOOL_SUMMARY_CHARS]}" for x in exchange
+                )
+                content = f"{reply}\n\n[tools: {summary}]" if reply.strip() else f"[tools: {summary}]"
+            if partial:
+                meta.update(partial=True, partial_reason=partial)
+            if self.recalls:
+                meta["recalled_pages"] = [r["page_id"] for r in self.recalls if r.get("ok")]
+            if content.strip():
+                rec = svc.scheduler.record(
+                    self.user,
+                    self.session_id,
+                    "assistant",
+                    content,
+                    now=self.now,
+                    timezone=self.timezone,
+                    meta=meta,
+                )
+                stored_id, jobs = rec.turn.id, rec.jobs
+        trace["llm"] = {
+            "model": next(
+                (c.get("model") for c in reversed(self.calls) if c.get("model")), self.upstream.model
+            ),
+            "usage": {**self.usage_out(), "counted": self.usage_counted},
+            "calls": self.calls,
+            "recall": self.recalls,
+            "rounds": len(self.calls),
+            "stream": self.stream,
+            "outcome": outcome,
+            "client_tool_calls": [c.get("function", {}).get("name") for c in client_calls or []],
+            "ms": round((time.perf_counter() - self.started) * 1000.0, 3),
+        }
+        if partial:
+            trace["llm"]["partial"] = partial
+        if error:
+            trace["error"] = error
+        if stored_id is not None:
+            turn_ids.append(stored_id)
+            trace["turn_ids"] = turn_ids
+            trace["jobs"] = [*trace.get("jobs", []), *({"id": j, "kind": "page"} for j in jobs)]
+        with store.transaction() as tx:
+            store.trace_put(
+                tx,
+                str(trace["id"]),
+                self.user,
+                self.session_id,
+                created_at=datetime.fromisoformat(str(trace["at"])).timestamp(),
+                turn_ids=turn_ids,
+                data=trace,
+            )
+        svc.scheduler.metrics.turns.labels(entry="proxy", outcome=outcome).inc()
+
+
+async def complete(turn: ProxyTurn, messages: list[dict[str, Any]]) -> dict[str, Any]:
+    """The non-streaming turn: upstream calls (answering recall calls in between), then the client's reply."""
+    rounds = 0
+    recall = turn.offer_recall
+    while True:
+        body = turn.body(messages, recall=recall)
+        t0 = time.perf_counter()
+        data = await turn.upstream.complete(body)
+        choice = data["choices"][0] if isinstance(data["choices"][0], dict) else {}
+        message = dict(choice.get("message") or {})
+        calls = list(message.get("tool_calls") or [])
+        mine, theirs = turn.split_calls(calls) if recall else ([], calls)
+        got = turn.add_usage(data.get("usage"), messages, body.get("tools") or [], message)
+        turn.calls.append(
+            {
+                "round": rounds,
+                "model": data.get("model"),
+                "finish_reason": choice.get("finish_reason"),
+                "usage": got,
+                "recall_calls": len(mine),
+                "tool_calls": len(theirs),
+                "ms": round((time.perf_counter() - t0) * 1000.0, 3),
+            }
+        )
+        if mine and not theirs and rounds < turn.svc.config.recall_rounds:
+            rounds += 1
+            answers = await turn.answer_recalls(mine, rounds)
+            messages = [
+                *messages,
+                {"role": "assistant", "content": message.get("content"), "tool_calls": mine},
+                *answers,
+            ]
+            recall = rounds < turn.svc.config.recall_rounds  # the last call gets no recall tool
+            continue
+        if mine:  # the model mixed recall with the client's tools, or ran out of rounds: not the client's
+            if theirs:
+                message["tool_calls"] = theirs
+            else:
+                message.pop("tool_calls", None)
+                choice["finish_reason"] = "stop"
+        choice["message"] = message
+        data["choices"][0] = choice
+        data["usage"] = turn.usage_out()
+        return data
+
+
+async def _fail(turn: ProxyTurn, exc: LLMError, reply: str = "", partial: str | None = None) -> None:
+    outcome = "partial" if partial else "error"
+    await asyncio.to_thread(
+        turn.finish, reply, outcome=outcome, error=f"{type(exc).__name__}: {exc}", partial=partial
+    )
+
+
+async def run_blocking(turn: ProxyTurn, messages: list[dict[str, Any]]) -> dict[str, Any]:
+    try:
+        data = await complete(turn, messages)
+    except LLMError as exc:
+        await _fail(turn, exc)
+        raise
+    message = data["choices"][0].get("message") or {}
+    calls = list(message.get("tool_calls") or [])
+    outcome = "tool_calls" if calls else "ok"
+    await asyncio.to_thread(turn.finish, text_of(message.get("content")), outcome=outcome, client_calls=calls)
+    return data

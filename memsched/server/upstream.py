@@ -1,0 +1,154 @@
+"""The proxy's upstream: an async OpenAI-compatible client that forwards request bodies as they are.
+
+Unlike `memsched.llm.client` (which builds its own requests for memsched's helper calls), this client
+sends whatever body the proxy assembled — the client's sampling parameters, tools, response_format —
+and hands back the upstream's JSON, or its stream chunk by chunk. Connection errors, timeouts, 429
+and 5xx are retried (`retries` times, exponential backoff) only before anything has been received;
+every failure is an `LLMError` naming the URL (the API key scrubbed).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections.abc import AsyncGenerator
+from typing import Any
+
+import httpx
+
+from memsched.config import Config
+from memsched.errors import LLMError
+from memsched.llm.client import count_call
+
+
+class Upstream:
+    def __init__(
+        self,
+        base_url: str,
+        api_key: str | None,
+        model: str,
+        *,
+        timeout: float = 20.0,
+        retries: int = 2,
+        backoff: float = 0.2,
+    ) -> None:
+        self.base_url = base_url.rstrip("/")
+        self.model = model
+        self.timeout = timeout
+        self.retries = retries
+        self.backoff = backoff
+        self._key = api_key or None
+        self._http = httpx.AsyncClient(timeout=httpx.Timeout(timeout))
+
+    @classmethod
+    def from_config(cls, config: Config) -> Upstream | None:
+        if not config.upstream_base_url or not config.upstream_model:
+            return None
+        return cls(
+            config.upstream_base_url,
+            config.upstream_api_key,
+            config.upstream_model,
+            timeout=config.llm_timeout,
+        )
+
+    @property
+    def url(self) -> str:
+        return f"{self.base_url}/chat/completions"
+
+    def _headers(self) -> dict[str, str]:
+        headers = {"Content-Type": "application/json"}
+        if self._key:
+            headers["Authorization"] = f"Bearer {self._key}"
+        return headers
+
+    def _scrub(self, text: str) -> str:
+        return text.replace(self._key, "***") if self._key else text
+
+    async def _sleep(self, attempt: int) -> None:
+        if attempt:
+            await asyncio.sleep(self.backoff * 2 ** (attempt - 1))
+
+    async def complete(self, body: dict[str, Any]) -> dict[str, Any]:
+        """POST `body` (non-streaming) and return the upstream's JSON completion."""
+        count_call("reply")
+        last = ""
+        for attempt in range(self.retries + 1):
+            await self._sleep(attempt)
+            try:
+                resp = await self._http.post(self.url, json=body, headers=self._headers())
+            except httpx.TimeoutException:
+                last = f"timed out after {self.timeout:g}s"
+                continue
+            except httpx.TransportError as exc:
+                last = f"connection failed ({type(exc).__name__}: {exc})"
+                continue
+            if resp.is_success:
+                try:
+                    data = resp.json()
+                except ValueError:
+                    raise LLMError(
+                        self._scrub(f"invalid response from {self.url}: body is not JSON")
+                    ) from None
+                if (
+                    not isinstance(data, dict)
+                    or not isinstance(data.get("choices"), list)
+                    or not data["choices"]
+                ):
+                    raise LLMError(f"invalid response from {self.url}: no choices")
+                return data
+            last = f"HTTP {resp.status_code}: {resp.text[:300]}"
+            if not _retryable(resp.status_code):
+                raise LLMError(self._scrub(f"POST {self.url} failed: {last}"))
+        raise LLMError(self._scrub(f"POST {self.url} failed after {self.retries + 1} attempt(s): {last}"))
+
+    async def stream(self, body: dict[str, Any]) -> AsyncGenerator[dict[str, Any], None]:
+        """POST `body` with `stream: true`; yield each SSE chunk (parsed JSON) as it arrives.
+
+        Closing the iterator (or cancelling its consumer) closes the upstream connection.
+        """
+        count_call("reply")
+        last = ""
+        for attempt in range(self.retries + 1):
+            await self._sleep(attempt)
+            received = False
+            try:
+                async with self._http.stream("POST", self.url, json=body, headers=self._headers()) as resp:
+                    if not resp.is_success:
+                        await resp.aread()
+                        last = f"HTTP {resp.status_code}: {resp.text[:300]}"
+                        if _retryable(resp.status_code):
+                            continue
+                        raise LLMError(self._scrub(f"POST {self.url} failed: {last}"))
+                    async for line in resp.aiter_lines():
+                        if not line.startswith("data:"):
+                            continue  # blank separators, comments, "event:" lines
+                        payload = line[len("data:") :].strip()
+                        if payload == "[DONE]":
+                            return
+                        try:
+                            chunk = json.loads(payload)
+                        except ValueError:
+                            raise LLMError(
+                                f"invalid stream chunk from {self.url}: {payload[:200]!r}"
+                            ) from None
+                        if not isinstance(chunk, dict):
+                            raise LLMError(f"invalid stream chunk from {self.url}: {payload[:200]!r}")
+                        if "error" in chunk and not chunk.get("choices"):
+                            raise LLMError(self._scrub(f"the upstream stream failed: {chunk['error']}"))
+                        received = True
+                        yield chunk
+                    return
+            except httpx.TimeoutException:
+                last = f"timed out after {self.timeout:g}s"
+            except httpx.TransportError as exc:
+                last = f"connection failed ({type(exc).__name__}: {exc})"
+            if received:
+                raise LLMError(self._scrub(f"the stream from {self.url} broke off: {last}"))
+        raise LLMError(self._scrub(f"POST {self.url} failed after {self.retries + 1} attempt(s): {last}"))
+
+    async def aclose(self) -> None:
+        await self._http.aclose()
+
+
+def _retryable(status: int) -> bool:
+    return status == 429 or status >= 500

@@ -1,0 +1,518 @@
+"""The OpenAI-compatible proxy end to end: a real uvicorn server on loopback, a FakeOpenAI upstream that
+records every request (and a second one as memsched's helper LLM, so background jobs never take the
+upstream's scripted replies), httpx and the `openai` package as clients.
+
+Covered: parameters passed through, usage (the upstream's or counted), tools both ways (the turn
+recorded once), real streaming (chunks arrive while the upstream is still held; a client hanging up
+mid-stream leaves the partial reply recorded), streamed tool calls, the recall tool loop (answered
+invisibly, bounded, streamed), upstream failures as 502s in OpenAI format.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import threading
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import httpx
+import openai
+import pytest
+
+from memsched.config import Config
+from memsched.server.app import create_app
+from memsched.testing import Fail, FakeOpenAI, Hold, LiveServer
+
+WEATHER_TOOL = {
+    "type": "function",
+    "function": {
+        "name": "get_weather",
+        "description": "Weather for a city",
+        "parameters": {"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]},
+    },
+}
+
+
+@pytest.fixture
+def helper() -> Iterator[FakeOpenAI]:
+    with FakeOpenAI() as f:
+        yield f
+
+
+def _serve(tmp_path: Path, fake: FakeOpenAI, helper: FakeOpenAI, **overrides: Any) -> LiveServer:
+    cfg = Config.load(
+        home=tmp_path / "srv",
+        embedders="hash",
+        upstream_base_url=fake.base_url,
+        upstream_model="fake-model",
+        llm_base_url=helper.base_url,
+        llm_model="helper-model",
+        llm_timeout=5.0,
+        **overrides,
+    )
+    return LiveServer(create_app(cfg))
+
+
+@pytest.fixture
+def server(tmp_path: Path, fake: FakeOpenAI, helper: FakeOpenAI) -> Iterator[str]:
+    with _serve(tmp_path, fake, helper) as base:
+        yield base
+
+
+def _body(text: str, *, user: str = "alice", session: str = "s1", **extra: Any) -> dict[str, Any]:
+    return {
+        "model": "whatever-the-app-says",
+        "user": user,
+        "metadata": {"session_id": session},
+        "messages": [{"role": "system", "content": "be kind"}, {"role": "user", "content": text}],
+        **extra,
+    }
+
+
+def _post(base: str, body: dict[str, Any]) -> httpx.Response:
+    return httpx.post(f"{base}/v1/chat/completions", json=body, timeout=30)
+
+
+def _turns(base: str, user: str = "alice", session: str = "s1") -> list[dict[str, Any]]:
+    r = httpx.get(f"{base}/v1/users/{user}/sessions/{session}/turns", params={"limit": 100})
+    assert r.status_code == 200, r.text
+    return list(r.json()["turns"])
+
+
+def _events(text: str) -> list[dict[str, Any]]:
+    return [json.loads(line[6:]) for line in text.splitlines() if line.startswith("data: {")]
+
+
+def _streamed_text(events: list[dict[str, Any]]) -> str:
+    return "".join(e["choices"][0]["delta"].get("content") or "" for e in events if e.get("choices"))
+
+
+def _trace(base: str, r: httpx.Response) -> dict[str, Any]:
+    return dict(httpx.get(f"{base}/v1/traces/{r.headers['X-Memsched-Trace-Id']}").json())
+
+
+# -- fidelity --------------------------------------------------------------------------------------
+
+
+def test_sampling_and_unknown_fields_pass_through(server: str, fake: FakeOpenAI) -> None:
+    fake.script("fine")
+    params = {
+        "temperature": 0.3,
+        "top_p": 0.9,
+        "max_tokens": 77,
+        "max_completion_tokens": 88,
+        "stop": ["\n\n", "END"],
+        "seed": 42,
+        "presence_penalty": 0.5,
+        "frequency_penalty": -0.25,
+        "response_format": {"type": "json_object"},
+        "logit_bias": {"1234": -100},
+        "n": 1,
+        "reasoning_effort": "low",  # a field memsched has never heard of
+        "service_tier": "default",
+    }
+    r = _post(server, _body("How are you?", **params))
+    assert r.status_code == 200, r.text
+    sent = fake.chat_requests[-1]
+    for key, value in params.items():
+        assert sent[key] == value, key
+    assert sent["model"] == "fake-model"  # the configured upstream model
+    assert "user" not in sent and "metadata" not in sent and "stream" not in sent
+    assert sent["messages"][0]["content"].startswith("be kind")
+    assert sent["messages"][-1] == {"role": "user", "content": "How are you?"}
+
+
+def test_usage_is_the_upstreams(server: str, fake: FakeOpenAI) -> None:
+    fake.script("three words here")
+    r = _post(server, _body("hello there"))
+    usage = r.json()["usage"]
+    prompt = sum(len(str(m["content"]).split()) for m in fake.chat_requests[-1]["messages"])
+    assert usage == {"prompt_tokens": prompt, "completion_tokens": 3, "total_tokens": prompt + 3}
+    assert _trace(server, r)["llm"]["usage"]["counted"] is False
+
+
+def test_usage_is_counted_when_the_upstream_gives_none(tmp_path: Path, helper: FakeOpenAI) -> None:
+    with FakeOpenAI(usage=False) as bare, _serve(tmp_path, bare, helper) as base:
+        bare.script("这是一个回答。")
+        r = _post(base, _body("你好，今天怎么样？"))
+        usage = r.json()["usage"]
+        assert usage["prompt_tokens"] > 5 and usage["completion_tokens"] > 0
+        assert usage["total_tokens"] == usage["prompt_tokens"] + usage["completion_tokens"]
+        assert _trace(base, r)["llm"]["usage"]["counted"] is True
+        bare.script("streamed without usage")
+        s = _post(base, _body("and now?", stream=True, stream_options={"include_usage": True}))
+        tail = [e for e in _events(s.text) if e.get("usage")]
+        assert len(tail) == 1 and tail[0]["choices"] == [] and tail[0]["usage"]["completion_tokens"] > 0
+
+
+# -- tools -----------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("question", "result", "answer"),
+    [
+        ("What's the weather in Paris?", '{"temp_c": 18, "sky": "sunny"}', "It is 18°C and sunny in Paris."),
+        ("杭州今天天气怎么样？", '{"temp_c": 9, "sky": "小雨"}', "杭州今天9度，有小雨。"),
+    ],
+)
+def test_tools_both_ways_and_the_turn_is_recorded_once(
+    server: str, fake: FakeOpenAI, question: str, result: str, answer: str
+) -> None:
+    call = {
+        "id": "call_w1",
+        "type": "function",
+        "function": {"name": "get_weather", "arguments": '{"city": "X"}'},
+    }
+    fake.script({"content": None, "tool_calls": [call]})
+    first = _post(
+        server, _body(question, tools=[WEATHER_TOOL], tool_choice="auto", parallel_tool_calls=False)
+    )
+    assert first.status_code == 200, first.text
+    sent = fake.chat_requests[-1]
+    assert (
+        sent["tools"] == [WEATHER_TOOL]
+        and sent["tool_choice"] == "auto"
+        and sent["parallel_tool_calls"] is False
+    )
+    choice = first.json()["choices"][0]
+    assert choice["finish_reason"] == "tool_calls"
+    assert choice["message"]["tool_calls"] == [call]  # unchanged
+    assert [t["role"] for t in _turns(server)] == ["user"]
+
+    # The app runs its tool and sends the result, repeating the conversation as OpenAI apps do.
+    fake.script(answer)
+    follow = _body(question, tools=[WEATHER_TOOL])
+    follow["messages"] += [
+        {"role": "assistant", "content": None, "tool_calls": [call]},
+        {"role": "tool", "tool_call_id": "call_w1", "content": result},
+    ]
+    second = _post(server, follow)
+    assert second.status_code == 200, second.text
+    assert second.json()["choices"][0]["message"]["content"] == answer
+    sent = fake.chat_requests[-1]["messages"]
+    assert sent[-2:] == follow["messages"][-2:]  # the exchange, verbatim, after the scheduled context
+    assert sent[-3] == {"role": "user", "content": question}
+    stored = _turns(server)
+    assert [t["role"] for t in stored] == ["user", "assistant"]  # recorded once
+    assert stored[0]["content"] == question and not stored[0]["meta"].get("awaiting_tools")
+    assert stored[1]["content"].startswith(answer) and "get_weather" in stored[1]["content"]
+    assert result in stored[1]["content"]
+    assert stored[1]["meta"]["tool_exchange"][0]["result"] == result
+
+
+def test_streamed_tool_calls_reach_the_client_whole(server: str, fake: FakeOpenAI) -> None:
+    args = '{"city": "Lisbon", "unit": "celsius"}'
+    fake.script(
+        {
+            "content": None,
+            "tool_calls": [{"id": "call_9", "function": {"name": "get_weather", "arguments": args}}],
+        }
+    )
+    r = _post(server, _body("weather in Lisbon?", tools=[WEATHER_TOOL], stream=True))
+    events = _events(r.text)
+    parts = [tc for e in events for tc in (e["choices"][0]["delta"].get("tool_calls") or [])]
+    assert len(parts) >= 2  # streamed in pieces, as the upstream sent them
+    assert parts[0]["id"] == "call_9" and parts[0]["function"]["name"] == "get_weather"
+    assert "".join(p["function"].get("arguments") or "" for p in parts) == args
+    assert {p["index"] for p in parts} == {0}
+    assert events[-1]["choices"][0]["finish_reason"] == "tool_calls"
+    assert r.text.rstrip().endswith("data: [DONE]")
+    assert _turns(server)[-1]["meta"].get("awaiting_tools") is True
+
+
+# -- streaming -------------------------------------------------------------------------------------
+
+
+def test_chunks_arrive_before_the_upstream_finishes(server: str, fake: FakeOpenAI) -> None:
+    gate = threading.Event()
+    fake.script(Hold(gate, "one two three four five", after=2))
+    with httpx.stream(
+        "POST", f"{server}/v1/chat/completions", json=_body("count", stream=True), timeout=30
+    ) as r:
+        assert r.status_code == 200 and r.headers["X-Memsched-Trace-Id"]
+        assert r.headers["content-type"].startswith("text/event-stream")
+        lines = r.iter_lines()
+        got: list[str] = []
+        for line in lines:
+            if line.startswith("data: {"):
+                got.append(_events(line)[0]["choices"][0]["delta"].get("content") or "")
+            if "".join(got) == "one two ":
+                break
+        # The upstream is held mid-reply: these chunks came through before it finished.
+        assert not gate.is_set() and fake.streams_finished == 0
+        gate.set()
+        rest = "\n".join(lines)
+    assert "".join(got) + _streamed_text(_events(rest)) == "one two three four five"
+    assert rest.rstrip().endswith("data: [DONE]")
+    assert fake.chat_requests[-1]["stream"] is True
+    assert [t["content"] for t in _turns(server)] == ["count", "one two three four five"]
+    assert not _turns(server)[-1]["meta"].get("partial")
+
+
+def test_a_client_hanging_up_mid_stream_leaves_the_partial_reply(server: str, fake: FakeOpenAI) -> None:
+    gate = threading.Event()
+    fake.script(Hold(gate, "我 记得 你 说过 那家 店 叫 小满", after=3))
+    with httpx.stream(
+        "POST", f"{server}/v1/chat/completions", json=_body("那家店叫什么？", stream=True), timeout=30
+    ) as r:
+        got = ""
+        for line in r.iter_lines():
+            if line.startswith("data: {"):
+                got += _events(line)[0]["choices"][0]["delta"].get("content") or ""
+            if got == "我 记得 你 ":
+                break
+    # the client has hung up; the upstream is still held
+    stored: list[dict[str, Any]] = []
+    for _ in range(200):
+        stored = _turns(server)
+        if len(stored) == 2:
+            break
+        time.sleep(0.05)
+    gate.set()
+    assert [t["role"] for t in stored] == ["user", "assistant"]
+    assert stored[1]["content"] == "我 记得 你 "
+    assert (
+        stored[1]["meta"]["partial"] is True and stored[1]["meta"]["partial_reason"] == "client_disconnected"
+    )
+
+
+def test_stream_with_usage_and_one_id(server: str, fake: FakeOpenAI) -> None:
+    fake.script("short answer")
+    r = _post(server, _body("hi", stream=True, stream_options={"include_usage": True}))
+    events = _events(r.text)
+    assert len({e["id"] for e in events}) == 1
+    assert events[-1]["choices"] == [] and events[-1]["usage"]["completion_tokens"] == 2
+    assert fake.chat_requests[-1]["stream_options"] == {"include_usage": True}
+
+
+# -- the recall tool loop --------------------------------------------------------------------------
+
+
+def _seed_pages(base: str, user: str = "bob") -> list[int]:
+    topics = [
+        "I adopted a grey parrot named Kiwi who whistles the Mario theme",
+        "My sister Ana moved to Porto to study marine biology",
+        "I broke my wrist skateboarding near the old harbour in March",
+        "我在学做四川火锅，最喜欢放毛肚和鸭血",
+        "Our band practices jazz standards every Thursday in a garage",
+        "我奶奶九十岁生日那天我们去了西湖边的楼外楼吃饭",
+    ]
+    for i, topic in enumerate(topics):
+        for j in range(4):
+            role = "user" if j % 2 == 0 else "assistant"
+            text = topic if j == 0 else f"{topic} (detail {j} of story {i})"
+            r = httpx.post(
+                f"{base}/v1/turns", json={"user": user, "session_id": "old", "role": role, "content": text}
+            )
+            assert r.status_code == 201
+    for _ in range(400):  # bounded wait for the in-process worker's bookmarks
+        marks = httpx.get(f"{base}/v1/users/{user}/bookmarks").json()
+        if len({p for m in marks for p in m["page_ids"]}) >= len(topics):
+            return sorted({p for m in marks for p in m["page_ids"]})
+        time.sleep(0.05)
+    raise AssertionError("bookmarks were not written")
+
+
+@pytest.fixture
+def paging_server(tmp_path: Path, fake: FakeOpenAI, helper: FakeOpenAI) -> Iterator[str]:
+    with _serve(tmp_path, fake, helper, paging_mode="tools", page_size=4, budget=400) as base:
+        yield base
+
+
+def _index_pages(body: dict[str, Any]) -> list[int]:
+    system = str(body["messages"][0]["content"])
+    return [int(p) for p in re.findall(r"\[p(\d+) ", system)]
+
+
+def _recall_call(page: int | str, n: int) -> dict[str, Any]:
+    return {
+        "id": f"call_r{n}",
+        "type": "function",
+        "function": {"name": "recall", "arguments": json.dumps({"page_id": page})},
+    }
+
+
+def _pager(final: str) -> Callable[[dict[str, Any]], Any]:
+    """An upstream that recalls the first indexed page, then a page that does not exist, then answers."""
+
+    def respond(body: dict[str, Any]) -> Any:
+        tool_msgs = [m for m in body["messages"] if m.get("role") == "tool"]
+        if not tool_msgs:
+            return {"content": None, "tool_calls": [_recall_call(_index_pages(body)[0], 1)]}
+        if len(tool_msgs) == 1:
+            return {"content": None, "tool_calls": [_recall_call(99999, 2)]}
+        return final
+
+    return respond
+
+
+@pytest.mark.parametrize("stream", [False, True])
+def test_recall_loop_is_answered_invisibly(paging_server: str, fake: FakeOpenAI, stream: bool) -> None:
+    pages = _seed_pages(paging_server)
+    fake.responder = _pager("Kiwi whistles the Mario theme!")
+    body = _body(
+        "what does my parrot whistle?", user="bob", session="new", tools=[WEATHER_TOOL], stream=stream
+    )
+    r = _post(paging_server, body)
+    assert r.status_code == 200, r.text
+    if stream:
+        events = _events(r.text)
+        assert _streamed_text(events) == "Kiwi whistles the Mario theme!"
+        assert not any(e["choices"][0]["delta"].get("tool_calls") for e in events if e["choices"])
+        assert events[-1]["choices"][0]["finish_reason"] == "stop"
+    else:
+        message = r.json()["choices"][0]["message"]
+        assert message["content"] == "Kiwi whistles the Mario theme!" and not message.get("tool_calls")
+        assert r.json()["choices"][0]["finish_reason"] == "stop"
+    reqs = fake.chat_requests
+    assert len(reqs) == 3
+    names = [t["function"]["name"] for t in reqs[0]["tools"]]
+    assert names == ["get_weather", "recall"]  # offered next to the client's tools
+    indexed = _index_pages(reqs[0])
+    assert indexed and set(indexed) <= set(pages)
+    page_text = reqs[1]["messages"][-1]
+    assert page_text["role"] == "tool" and page_text["tool_call_id"] == "call_r1"
+    assert f"[p{indexed[0]}," in page_text["content"]
+    assert reqs[2]["messages"][-1]["content"].startswith("error: no page p99999")  # an error the model reads
+    trace = _trace(paging_server, r)
+    recalls = trace["llm"]["recall"]
+    assert [(x["page_id"], x["ok"]) for x in recalls] == [(indexed[0], True), (99999, False)]
+    assert trace["llm"]["rounds"] == 3
+    stored = _turns(paging_server, "bob", "new")
+    assert [t["role"] for t in stored] == ["user", "assistant"]
+    assert stored[1]["meta"]["recalled_pages"] == [indexed[0]]
+    # LFU: the recalled page's use was counted
+    from memsched.store.sqlite import SQLiteStore
+
+    db = Path(httpx.get(f"{paging_server}/healthz").json()["db"])
+    store = SQLiteStore(db)
+    try:
+        assert store.page_use("bob")[indexed[0]][0] == 1
+    finally:
+        store.close()
+
+
+def test_recall_rounds_are_bounded(paging_server: str, fake: FakeOpenAI) -> None:
+    _seed_pages(paging_server)
+
+    def stubborn(body: dict[str, Any]) -> Any:
+        if any(t["function"]["name"] == "recall" for t in body.get("tools") or []):
+            return {
+                "content": None,
+                "tool_calls": [_recall_call(_index_pages(body)[0] if _index_pages(body) else 1, 7)],
+            }
+        return "I will answer without more pages."
+
+    fake.responder = stubborn
+    r = _post(paging_server, _body("tell me everything", user="bob", session="new", stream=True))
+    assert _streamed_text(_events(r.text)) == "I will answer without more pages."
+    reqs = fake.chat_requests
+    assert len(reqs) == 4  # three recall rounds, then a call without the recall tool
+    assert all("tools" in q for q in reqs[:3]) and "tools" not in reqs[3]
+    assert len(_trace(paging_server, r)["llm"]["recall"]) == 3
+
+
+def test_no_recall_tool_in_retrieve_mode(server: str, fake: FakeOpenAI) -> None:
+    fake.script("ok")
+    _post(server, _body("hello"))
+    assert "tools" not in fake.chat_requests[-1]
+
+
+# -- failures --------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("stream", [False, True])
+def test_upstream_failure_is_a_502_and_a_retry_replaces_the_turn(
+    server: str, fake: FakeOpenAI, stream: bool
+) -> None:
+    fake.script(Fail(500), Fail(500), Fail(500))
+    r = _post(server, _body("are you there?", stream=stream))
+    assert r.status_code == 502, r.text
+    err = r.json()["error"]
+    assert err["type"] == "upstream_error" and "500" in err["message"]
+    assert _turns(server)[-1]["meta"]["reply_failed"] is True
+    fake.script("I am here.")
+    assert _post(server, _body("are you there?", stream=stream)).status_code == 200
+    assert [t["content"] for t in _turns(server)] == ["are you there?", "I am here."]
+
+
+def test_bad_upstream_request_is_a_502_naming_it(server: str, fake: FakeOpenAI) -> None:
+    fake.script(
+        Fail(400, {"error": {"message": "temperature must be <= 2", "type": "invalid_request_error"}})
+    )
+    r = _post(server, _body("hi", temperature=5))
+    assert r.status_code == 502 and "temperature must be <= 2" in r.json()["error"]["message"]
+
+
+# -- the openai package as the client --------------------------------------------------------------
+
+
+def test_openai_sdk_non_streaming_streaming_and_tools(server: str, fake: FakeOpenAI) -> None:
+    client = openai.OpenAI(base_url=f"{server}/v1", api_key="unused", max_retries=0)
+    fake.script("Nice to meet you, Li Wei.")
+    reply = client.chat.completions.create(
+        model="m",
+        user="liwei",
+        metadata={"session_id": "sdk"},
+        messages=[{"role": "user", "content": "I'm Li Wei"}],
+        temperature=0.2,
+    )
+    assert reply.choices[0].message.content == "Nice to meet you, Li Wei."
+    assert reply.usage is not None and reply.usage.total_tokens > 0
+    assert fake.chat_requests[-1]["temperature"] == 0.2
+
+    fake.script("你好，李伟！很高兴再见到你。")
+    stream = client.chat.completions.create(
+        model="m",
+        user="liwei",
+        metadata={"session_id": "sdk"},
+        messages=[{"role": "user", "content": "还记得我吗？"}],
+        stream=True,
+        stream_options={"include_usage": True},
+    )
+    pieces, usage = [], None
+    for chunk in stream:
+        if chunk.choices and chunk.choices[0].delta.content:
+            pieces.append(chunk.choices[0].delta.content)
+        usage = chunk.usage or usage
+    assert "".join(pieces) == "你好，李伟！很高兴再见到你。" and len(pieces) > 1
+    assert usage is not None and usage.completion_tokens > 0
+
+    fake.script(
+        {
+            "content": None,
+            "tool_calls": [
+                {"id": "c1", "function": {"name": "get_weather", "arguments": {"city": "Beijing"}}}
+            ],
+        }
+    )
+    with_tools = client.chat.completions.create(
+        model="m",
+        user="liwei",
+        metadata={"session_id": "sdk"},
+        messages=[{"role": "user", "content": "Weather in Beijing?"}],
+        tools=[WEATHER_TOOL],  # type: ignore[list-item]
+    )
+    calls = with_tools.choices[0].message.tool_calls
+    assert with_tools.choices[0].finish_reason == "tool_calls" and calls
+    assert calls[0].function.name == "get_weather" and json.loads(calls[0].function.arguments) == {
+        "city": "Beijing"
+    }  # type: ignore[union-attr]
+    fake.script("Sunny, 25°C.")
+    final = client.chat.completions.create(
+        model="m",
+        user="liwei",
+        metadata={"session_id": "sdk"},
+        messages=[
+            {"role": "user", "content": "Weather in Beijing?"},
+            with_tools.choices[0].message.model_dump(exclude_none=True),  # type: ignore[list-item]
+            {"role": "tool", "tool_call_id": "c1", "content": "sunny 25"},
+        ],
+        tools=[WEATHER_TOOL],  # type: ignore[list-item]
+    )
+    assert final.choices[0].message.content == "Sunny, 25°C."
+    roles = [t["role"] for t in _turns(server, "liwei", "sdk")]
+    assert roles == ["user", "assistant", "user", "assistant", "user", "assistant"]
