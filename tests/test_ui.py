@@ -149,6 +149,13 @@ def test_trace_page_shows_the_pipeline_and_the_rename(site: Site, browser: Any) 
         "stage-llm",
         "stage-jobs",
     ]
+    # Long candidate tables show the top rows; "show all" opens the rest.
+    rows = _all(browser, "#candidates tbody tr")
+    assert len(rows) > views.CANDIDATES_SHOWN
+    assert sum(r.is_displayed() for r in rows) == views.CANDIDATES_SHOWN
+    _css(browser, '[data-expand="candidates"]').click()
+    assert all(r.is_displayed() for r in rows)
+    assert "bm25" in _css(browser, "#layers").text
     blocking = _css(browser, "#stage-blocking").text
     assert "consistency command" in blocking and "大伟" in blocking
     assert _css(browser, '#signals .chip.on[data-signal="command"]')

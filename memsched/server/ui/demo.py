@@ -2,13 +2,12 @@
 
 `seed(scheduler)` imports `memsched demo`'s 6-week conversation for user `li-wei`, writes its keyword
 bookmarks, then runs the demo questions (and a rename command) as real turns of a new session through
-the scheduler, so every stage of a trace has something in it. The browser test and
+the scheduler (now, as the user comes back after a while), so every stage of a trace has something in it. The browser test and
 `scripts/ui-screenshots` use it; the scheduler needs a reply LLM (the tests use FakeOpenAI).
 """
 
 from __future__ import annotations
 
-from datetime import UTC, datetime, timedelta
 from importlib import resources
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -20,7 +19,7 @@ if TYPE_CHECKING:
     from memsched.scheduler import Scheduler, TurnResult
 
 DEMO_USER = "li-wei"
-DEMO_SESSION = "2024-04-14"
+DEMO_SESSION = "today"
 # The questions of `memsched demo`, then a rename: a consistency command with a profile fact.
 LIVE_TURNS = (
     "想给阿悦一个惊喜，带她回我们头一回约会的那家店。店名叫啥来着？那天我们点了什么？",
@@ -41,10 +40,5 @@ def seed(
         memory.add_many(batch, index=False)
     memory.index(user_id)
     generate_bookmarks(memory, user_id)
-    start = datetime(2024, 4, 14, 21, 30, tzinfo=UTC)
-    return [
-        scheduler.turn(
-            user_id, session_id, text, now=start + timedelta(minutes=3 * i), timezone="Asia/Shanghai"
-        )
-        for i, text in enumerate(LIVE_TURNS)
-    ]
+    memory.retriever.embed_query("warm up", only_weighted=False)  # load the models before the turns
+    return [scheduler.turn(user_id, session_id, text, timezone="Asia/Shanghai") for text in LIVE_TURNS]

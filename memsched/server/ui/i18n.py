@@ -140,6 +140,25 @@ STRINGS: dict[str, tuple[str, str]] = {
     # blocking kinds
     "barrier": ("P1 barrier", "P1 屏障"),
     "consistency": ("consistency command", "一致性指令"),
+    # blocking event fields, commands
+    "rule": ("rule", "规则"),
+    "changed": ("changed", "变更"),
+    "deleted_turn_ids": ("deleted turns", "删除的消息"),
+    "old": ("old value", "原值"),
+    "jobs_waited": ("jobs waited for", "等待的任务"),
+    "ok": ("ok", "完成"),
+    "show_all": ("Show all", "全部显示"),
+    "sub_layers": ("sub-query and bookmark layers", "子查询与书签检索层"),
+    # profile keys and bookmark kinds the code knows (others read as their name)
+    "preferred_name": ("preferred name", "称呼"),
+    "timezone": ("timezone", "时区"),
+    "preference": ("preference", "偏好"),
+    "plan": ("plan", "计划"),
+    "decision": ("decision", "决定"),
+    "fact": ("fact", "事实"),
+    "event": ("event", "事件"),
+    "llm": ("LLM", "LLM"),
+    "merged": ("merged", "合并"),
     # profile, bookmarks, jobs pages
     "key": ("Key", "键"),
     "value": ("Value", "值"),

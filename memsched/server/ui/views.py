@@ -21,6 +21,7 @@ if TYPE_CHECKING:
 TIMELINE_PAGE = 50
 TRACES_PER_SESSION = 2000
 SNIPPET_CHARS = 160
+CANDIDATES_SHOWN = 12  # rows of the candidate table before "show all"
 
 # The parts of the token budget, in the order they sit in the context (the bar's segments).
 BUDGET_PARTS = ("system", "summaries", "memory", "recent", "index", "new_message")
@@ -176,6 +177,9 @@ def trace_view(backend: Backend, trace: dict[str, Any]) -> dict[str, Any]:
         "route_more": {k: v for k, v in route.items() if k not in KNOWN_ROUTE_KEYS},
         "signals": route.get("signals") or {},
         "layers": layers,
+        "layer_counts": {k: v for k, v in (retrieval.get("layers") or {}).items() if ":" not in k},
+        "sub_layer_counts": {k: v for k, v in (retrieval.get("layers") or {}).items() if ":" in k},
+        "shown": CANDIDATES_SHOWN,
         "candidates": [
             {**c, "text": _snippet(turns.get(c.get("turn_id"))), "selected": c.get("turn_id") in selected_ids}
             for c in candidates

@@ -1,6 +1,14 @@
 // memsched debug UI: open a turn's trace in the side panel without leaving the timeline.
 (function () {
   "use strict";
+  // "Show all" under a long table (in pages and in panels loaded later).
+  document.addEventListener("click", function (ev) {
+    var btn = ev.target.closest && ev.target.closest("[data-expand]");
+    if (!btn) return;
+    var table = document.getElementById(btn.getAttribute("data-expand"));
+    if (table) table.classList.remove("collapsed");
+    btn.remove();
+  });
   var page = document.getElementById("timeline-page");
   var panel = document.getElementById("trace-panel");
   if (!page || !panel) return;

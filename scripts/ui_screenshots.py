@@ -1,0 +1,80 @@
+"""Regenerate the debug UI screenshots in docs/ (docs/ui-*.png), offline.
+
+    .venv/bin/python scripts/ui_screenshots.py [--embedders minilm,wordllama] [--out docs]
+
+It seeds a temporary store with the shipped demo conversation and a few live turns (the reply LLM is
+memsched's FakeOpenAI on loopback), serves it, and photographs the pages with the system Chromium
+(scripts/setup installs it, with the CJK fonts).
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+from memsched.config import Config
+from memsched.llm.client import OpenAIChatClient
+from memsched.memory import Memory
+from memsched.scheduler import Scheduler
+from memsched.server.app import Service, create_app
+from memsched.server.ui.demo import DEMO_USER, LIVE_TURNS, seed
+from memsched.testing import FakeOpenAI, LiveServer
+from memsched.testing.browser import chromium, full_page_screenshot
+
+REPLIES = (
+    "是 Blue Heron 呀，你们那天点了海鲜饭和两杯热红酒。要不要提前订位？",
+    "Her name is 芝麻 (Sesame) — a British Shorthair, and she hates the vacuum cleaner.",
+    "好的，大伟。以后就这么叫你。",
+    "You had the second-round interview at the design studio on Thursday, and you were nervous about the portfolio review.",
+)
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--embedders", default="minilm,wordllama")
+    parser.add_argument("--out", type=Path, default=Path(__file__).resolve().parents[1] / "docs")
+    args = parser.parse_args()
+    with tempfile.TemporaryDirectory(prefix="memsched-shots-") as tmp, FakeOpenAI() as fake:
+        for question, reply in zip(LIVE_TURNS, REPLIES, strict=True):
+            fake.script_for(question, reply)
+        cfg = Config.load(
+            home=Path(tmp),
+            embedders=args.embedders,
+            budget=1000,
+            upstream_base_url=fake.base_url,
+            upstream_model="qwen2.5",
+        )
+        memory = Memory(cfg)
+        scheduler = Scheduler(memory, llm=OpenAIChatClient(fake.base_url, "k", "qwen2.5"))
+        results = seed(scheduler)
+        time.sleep(2)  # let the in-process worker take the queued bookmark jobs
+        service = Service(cfg, memory=memory, scheduler=scheduler)
+        first, rename = results[0].trace_id, results[2].trace_id
+        with LiveServer(create_app(cfg, service=service, warm_up=False)) as base:
+            shots = [
+                ("ui-timeline.png", f"/ui/u/{DEMO_USER}?lang=en&trace={first}", 1440, 1000),
+                ("ui-trace.png", f"/ui/u/{DEMO_USER}/trace/{first}?lang=en", 1280, 0),
+                ("ui-trace-zh.png", f"/ui/u/{DEMO_USER}/trace/{rename}?lang=zh", 1280, 0),
+                ("ui-profile-zh.png", f"/ui/u/{DEMO_USER}/profile?lang=zh", 1280, 640),
+                ("ui-bookmarks.png", f"/ui/u/{DEMO_USER}/bookmarks?lang=en", 1280, 1000),
+            ]
+            with chromium(width=1440, height=1000) as driver:
+                for name, path, width, height in shots:
+                    driver.set_window_size(width, height or 1000)
+                    driver.get(base + path)
+                    time.sleep(1.0)  # the side panel's fetch
+                    if height:
+                        args.out.mkdir(parents=True, exist_ok=True)
+                        driver.save_screenshot(str(args.out / name))
+                    else:
+                        full_page_screenshot(driver, args.out / name, width=width, max_height=2600)
+                    print(args.out / name)
+        service.close()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
