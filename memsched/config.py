@@ -52,7 +52,7 @@ class Config:
     home: Path = field(default_factory=default_home)
     db: Path | None = None  # default: <home>/memsched.db
     # postgresql://user:pass@host/db: a shared PostgreSQL (with pgvector) instead of the SQLite file.
-    database_url: str | None = None
+    database_url: str | None = field(default=None, repr=False)  # may hold a password
     page_size: int = DEFAULT_PAGE_SIZE
     tokenizer: str = DEFAULT_TOKENIZER
     embedders: str = DEFAULT_EMBEDDERS  # comma-separated names: minilm, wordllama, openai, hash
@@ -64,17 +64,17 @@ class Config:
     overflow_threshold: float = DEFAULT_OVERFLOW_THRESHOLD
     # The model that writes the replies (the proxy's upstream).
     upstream_base_url: str | None = None
-    upstream_api_key: str | None = None
+    upstream_api_key: str | None = field(default=None, repr=False)  # a secret: never in reprs or logs
     upstream_model: str | None = None
     # memsched's own helper LLM (bookmarks, rerank, summaries, judge); falls back to the upstream.
     llm_base_url: str | None = None
-    llm_api_key: str | None = None
+    llm_api_key: str | None = field(default=None, repr=False)  # a secret: never in reprs or logs
     llm_model: str | None = None
     llm_timeout: float = DEFAULT_LLM_TIMEOUT
     rerank_timeout: float = DEFAULT_RERANK_TIMEOUT
     # An OpenAI-compatible /v1/embeddings endpoint, for the `openai` embedder.
     embed_base_url: str | None = None
-    embed_api_key: str | None = None
+    embed_api_key: str | None = field(default=None, repr=False)  # a secret: never in reprs or logs
     embed_model: str | None = None
     paging_mode: str = "retrieve"  # retrieve | tools | both
     recall_rounds: int = 3  # proxy: recall rounds answered per turn before the model must reply
@@ -96,6 +96,8 @@ class Config:
     workers: int = 1
     max_body_bytes: int = DEFAULT_MAX_BODY_BYTES  # 0: no limit
     max_message_tokens: int = DEFAULT_MAX_MESSAGE_TOKENS  # 0: no limit
+    # "tenant:key,tenant:key": API keys of the HTTP service (more with `memsched keys add TENANT`).
+    api_keys: str | None = field(default=None, repr=False)
 
     @classmethod
     def load(cls, env: dict[str, str] | None = None, **overrides: Any) -> Config:

@@ -148,8 +148,50 @@ def by_user(s: Setup, lang: str, ids: list[int]) -> None:
     s.sched.turn("u", "s1", "删除所有关于我的数据" if lang == "zh" else "delete everything you know about me")
 
 
+def by_cli(s: Setup, lang: str, ids: list[int]) -> None:
+    from typer.testing import CliRunner
+
+    from memsched.cli import app
+
+    args = ["forget", "--user", "u", "--db", str(s.path), *[a for i in ids for a in ("--turn", str(i))]]
+    result = CliRunner().invoke(app, args)
+    assert result.exit_code == 0, result.output
+
+
+def _live(s: Setup) -> Any:
+    from memsched.server.app import create_app
+    from memsched.server.service import Service
+    from memsched.testing import LiveServer
+
+    service = Service(s.memory.config, memory=s.memory, scheduler=s.sched)
+    return LiveServer(create_app(service=service, warm_up=False))
+
+
+def by_http_turns(s: Setup, lang: str, ids: list[int]) -> None:
+    import httpx
+
+    with _live(s) as base:
+        for i in ids:
+            r = httpx.delete(f"{base}/v1/users/u/turns/{i}", timeout=30)
+            assert r.status_code == 200, r.text
+            assert r.json()["purge"]["wal_truncated"] is True
+        assert httpx.delete(f"{base}/v1/users/u/turns/{ids[0]}").status_code == 404
+
+
+def by_http_session(s: Setup, lang: str, ids: list[int]) -> None:
+    import httpx
+
+    with _live(s) as base:
+        r = httpx.delete(f"{base}/v1/users/u/sessions/s1", timeout=30)
+        assert r.status_code == 200 and r.json()["turns"] >= 2, r.text
+        assert httpx.delete(f"{base}/v1/users/u/sessions/s1").status_code == 404
+
+
 SURFACES: dict[str, Callable[[Setup, str, list[int]], None]] = {
     "library": by_library,
+    "cli": by_cli,
+    "http_turns": by_http_turns,
+    "http_session": by_http_session,
     "conversation_last": by_conversation_last,
     "conversation_topic": by_conversation_topic,
     "session": by_session,
@@ -176,7 +218,7 @@ def test_no_bytes_left(setup: Setup, surface: str, lang: str) -> None:
         assert store.session_turns("u", "other")
     else:
         assert not store.has_user("u")
-    if surface in ("library", "conversation_last", "conversation_topic"):
+    if surface in ("library", "cli", "http_turns", "conversation_last", "conversation_topic"):
         assert store.search_bm25("u", FILLER[0])  # the rest of the session stays, indexed
 
 

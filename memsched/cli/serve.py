@@ -16,6 +16,7 @@ from memsched.cli.common import (
     load_config,
     reports_errors,
 )
+from memsched.config import Config
 
 
 @app.command()
@@ -55,8 +56,38 @@ def serve(
         upstream_model=model,
     )
     logging.basicConfig(level=log_level.upper(), format="%(asctime)s %(levelname)s %(name)s %(message)s")
+    cfg = loopback_unless_keys(cfg)
     console.print(
         f"memsched serving [bold]{cfg.store_location}[/] on http://{cfg.host}:{cfg.port} "
         f"(upstream: {cfg.upstream_base_url or 'none — /v1/context and /v1/turns only'})"
     )
     uvicorn.run(create_app(cfg), host=cfg.host, port=cfg.port, log_level=log_level.lower())
+
+
+LOOPBACK = ("127.0.0.1", "::1", "localhost")
+
+
+def loopback_unless_keys(cfg: Config) -> Config:
+    """Without any API key the service must not be reachable from other hosts: it then listens on
+    127.0.0.1 whatever MEMSCHED_HOST says, and says so."""
+    from memsched.auth import Keyring
+    from memsched.store import open_store
+
+    store = open_store(cfg)
+    try:
+        keyed = Keyring(store, cfg.api_keys).configured()
+    finally:
+        store.close()
+    if keyed:
+        console.print(
+            "API keys configured: every request needs Authorization: Bearer <key> (/healthz is open)"
+        )
+        return cfg
+    if cfg.host not in LOOPBACK:
+        console.print(
+            f"[yellow]no API keys configured: listening on 127.0.0.1 only, not {cfg.host}[/]; set"
+            " MEMSCHED_API_KEYS=tenant:key or run `memsched keys add TENANT` to serve other hosts"
+        )
+        return cfg.replace(host="127.0.0.1")
+    console.print("no API keys configured: loopback only, no authentication")
+    return cfg

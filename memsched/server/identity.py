@@ -1,10 +1,15 @@
 """Who a request acts for: THE seam between the `user` a client names and memsched's internal user id.
 
 Every route that takes a user (in the path or the body) calls `user_id(request, user)`; nothing else
-turns a client-given name into a store user id. `IdentityMiddleware` runs before every route and may
-put what it learns about the caller (a tenant, an API key's scope) on `request.state.identity`, which
-`user_id` then uses. Today there are no tenants: the internal id is the name the client gave, and the
-middleware only sets an empty identity. Tenants/API keys plug in here and nowhere else.
+turns a client-given name into a store user id. `IdentityMiddleware` runs before every route: when API
+keys are configured (`MEMSCHED_API_KEYS` or `memsched keys add`), it requires `Authorization: Bearer
+<key>` on every path but the open ones (health, metrics, the API schema and its docs), answers 401 in
+OpenAI format otherwise, and puts the key's tenant on `request.state.identity`.
+
+Tenants are namespaces: the internal id of user `bob` of tenant `acme` is `acme/bob`, so a key of
+another tenant naming `bob` reaches a different user, and nothing of acme's. The `default` tenant keeps
+unprefixed ids (the data of a service that ran without keys); its user names may not contain `/`.
+Without keys there is one namespace and no check (the service then listens on loopback only).
 """
 
 from __future__ import annotations
@@ -14,26 +19,68 @@ from dataclasses import dataclass
 from starlette.requests import Request
 from starlette.types import ASGIApp, Receive, Scope, Send
 
+from memsched.auth import DEFAULT_TENANT
 from memsched.errors import InputError
+from memsched.server.errors import error_response
+
+# Paths served without a key: they carry no user data.
+OPEN_PATHS = ("/healthz", "/metrics", "/openapi.json")
+OPEN_PREFIXES = ("/docs", "/static-offline-docs")
+SEPARATOR = "/"
 
 
 @dataclass(frozen=True, slots=True)
 class Identity:
-    """What the middleware knows about the caller (nothing yet: one tenant, no keys)."""
+    """What the middleware knows about the caller: the tenant of its key (None: no keys configured)."""
 
     tenant: str | None = None
+    key_id: str | None = None
 
 
 class IdentityMiddleware:
-    """Sets `scope["state"]["identity"]` for every HTTP request (authentication hooks in here)."""
+    """Authenticates every HTTP request (when keys exist) and sets `scope["state"]["identity"]`."""
 
     def __init__(self, app: ASGIApp) -> None:
         self.app = app
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] == "http":
-            scope.setdefault("state", {})["identity"] = Identity()
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        identity = Identity()
+        service = getattr(getattr(scope.get("app"), "state", None), "service", None)
+        keyring = getattr(service, "keyring", None)
+        path = scope.get("path", "")
+        is_open = path in OPEN_PATHS or path.startswith(OPEN_PREFIXES)
+        if keyring is not None and not is_open and keyring.configured():
+            token = _bearer(scope)
+            principal = keyring.verify(token) if token else None
+            if principal is None:
+                message = (
+                    "invalid API key"
+                    if token
+                    else "this service needs an API key: send Authorization: Bearer <key>"
+                )
+                response = error_response(
+                    401,
+                    message,
+                    "invalid_request_error",
+                    "invalid_api_key",
+                    headers={"WWW-Authenticate": "Bearer"},
+                )
+                await response(scope, receive, send)
+                return
+            identity = Identity(tenant=principal.tenant, key_id=principal.key_id)
+        scope.setdefault("state", {})["identity"] = identity
         await self.app(scope, receive, send)
+
+
+def _bearer(scope: Scope) -> str:
+    for name, value in scope.get("headers", []):
+        if name == b"authorization":
+            scheme, _, token = value.decode("latin-1").partition(" ")
+            return token.strip() if scheme.lower() == "bearer" else ""
+    return ""
 
 
 def identity(request: Request) -> Identity:
@@ -45,5 +92,31 @@ def user_id(request: Request, user: str | None) -> str:
     """The internal user id for the `user` a request names (a path parameter or the body's field)."""
     if not isinstance(user, str) or not user.strip():
         raise InputError("user: the `user` field names the user whose memory to use; it is required")
-    _ = identity(request)  # tenants: map (identity.tenant, user) to an internal id here
-    return user
+    tenant = identity(request).tenant
+    if tenant is None:
+        return user
+    if tenant == DEFAULT_TENANT:
+        if SEPARATOR in user:
+            raise InputError(f"user: names of the {DEFAULT_TENANT} tenant may not contain {SEPARATOR!r}")
+        return user
+    return f"{tenant}{SEPARATOR}{user}"
+
+
+def visible(request: Request, internal_id: str | None) -> bool:
+    """Whether a stored user id (of a trace, a job, a listing) belongs to the caller's tenant."""
+    if internal_id is None:
+        return False
+    tenant = identity(request).tenant
+    if tenant is None:
+        return True
+    if tenant == DEFAULT_TENANT:
+        return SEPARATOR not in internal_id
+    return internal_id.startswith(f"{tenant}{SEPARATOR}")
+
+
+def external(request: Request, internal_id: str) -> str:
+    """The name the caller knows a stored user by (its internal id without the tenant prefix)."""
+    tenant = identity(request).tenant
+    if tenant is None or tenant == DEFAULT_TENANT:
+        return internal_id
+    return internal_id.removeprefix(f"{tenant}{SEPARATOR}")

@@ -32,6 +32,9 @@ class Service:
             workers=max(1, config.workers),
         )
         self.started = time.time()
+        from memsched.auth import Keyring
+
+        self.keyring = Keyring(self.memory.store, config.api_keys)
         self._upstream: Upstream | None = None
 
     @property

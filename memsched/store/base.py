@@ -289,6 +289,18 @@ class ForgetStore(Protocol):
         ...
 
 
+class KeyStore(Protocol):
+    """API keys of the HTTP service, by tenant. Only a salted hash of each secret is stored."""
+
+    def key_add(self, key_id: str, tenant: str, salt: bytes, digest: bytes, *, now: float) -> None: ...
+    def key_get(self, key_id: str) -> dict[str, Any] | None: ...
+    def keys_list(self, tenant: str | None = None) -> list[dict[str, Any]]: ...
+    def key_revoke(self, key_id: str, *, now: float) -> bool: ...
+    def keys_active(self) -> int:
+        """How many keys are not revoked (0: the service runs without keys, on loopback only)."""
+        ...
+
+
 @runtime_checkable
 class Store(
     TransactionStore,
@@ -300,6 +312,7 @@ class Store(
     LockStore,
     # feature protocols, one per line
     ForgetStore,
+    KeyStore,
     Protocol,
 ):
     """Everything memsched asks of storage. Feature protocols join its bases."""

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from fastapi import APIRouter
 
-from memsched.server.routes import chat, context, jobs, memories, meta, traces, users
+from memsched.server.routes import chat, context, forget, jobs, memories, meta, traces, users
 
 ROUTERS: list[APIRouter] = [
     meta.router,
@@ -19,4 +19,5 @@ ROUTERS: list[APIRouter] = [
     users.router,
     traces.router,
     jobs.router,
+    forget.router,
 ]

@@ -9,7 +9,7 @@ from fastapi import APIRouter, Depends, Query, Request
 
 from memsched.jobs.queue import STATUSES, Job
 from memsched.server.errors import ERRORS
-from memsched.server.identity import user_id
+from memsched.server.identity import identity, user_id, visible
 from memsched.server.schemas import JobOut
 from memsched.server.service import Service, get_service
 
@@ -51,5 +51,9 @@ async def jobs(
     svc: Service = Depends(get_service),
 ) -> list[JobOut]:
     uid = user_id(request, user) if user is not None else None
+    if uid is None and identity(request).tenant is not None:
+        # A tenant sees its own users' jobs only: filter a wider page of the queue.
+        rows = await asyncio.to_thread(svc.scheduler.queue.list, status, 1000)
+        return [job_out(j) for j in rows if visible(request, j.user_id)][:limit]
     rows = await asyncio.to_thread(svc.scheduler.queue.list, status, limit, user_id=uid)
     return [job_out(j) for j in rows]

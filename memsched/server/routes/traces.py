@@ -8,7 +8,7 @@ from typing import Any
 from fastapi import APIRouter, Depends, Query, Request
 
 from memsched.server.errors import ERRORS, ApiError
-from memsched.server.identity import user_id
+from memsched.server.identity import user_id, visible
 from memsched.server.service import Service, get_service
 
 router = APIRouter(tags=["traces"])
@@ -20,9 +20,9 @@ router = APIRouter(tags=["traces"])
     responses=ERRORS,
     summary="One turn's trace (the X-Memsched-Trace-Id of its response)",
 )
-async def trace(trace_id: str, svc: Service = Depends(get_service)) -> dict[str, Any]:
+async def trace(request: Request, trace_id: str, svc: Service = Depends(get_service)) -> dict[str, Any]:
     found = await asyncio.to_thread(svc.scheduler.trace, trace_id)
-    if found is None:
+    if found is None or not visible(request, found.get("user_id")):  # another tenant's: not found
         raise ApiError(404, f"no trace {trace_id!r}", "not_found_error", "no_trace")
     return found
 

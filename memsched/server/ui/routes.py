@@ -21,7 +21,7 @@ from starlette.routing import BaseRoute, Mount, Route
 from starlette.staticfiles import StaticFiles
 from starlette.templating import Jinja2Templates
 
-from memsched.server.identity import user_id
+from memsched.server.identity import external, user_id, visible
 from memsched.server.ui import i18n, views
 from memsched.server.ui.views import Backend
 
@@ -88,6 +88,8 @@ def ui_routes(backend: Callable[[], Backend]) -> list[BaseRoute]:
 
     async def index(request: Request) -> Response:
         found = await run_in_threadpool(views.users, backend())
+        # A tenant's key sees its own users only, by the names it knows them by.
+        found = [{**u, "id": external(request, u["id"])} for u in found if visible(request, u["id"])]
         return render(request, "index.html", users=found)
 
     async def user_page(request: Request) -> Response:

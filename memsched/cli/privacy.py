@@ -1,0 +1,136 @@
+"""`memsched forget` (hard delete with everything derived) and `memsched keys` (tenants' API keys)."""
+
+from __future__ import annotations
+
+import json
+from datetime import UTC, datetime
+from pathlib import Path
+
+import typer
+from rich.table import Table
+
+from memsched.auth import DEFAULT_TENANT, check_tenant, new_key
+from memsched.cli.common import (
+    DbOption,
+    HomeOption,
+    app,
+    console,
+    err_console,
+    fail,
+    load_config,
+    reports_errors,
+)
+from memsched.model import utcnow
+
+keys_app = typer.Typer(name="keys", help="API keys of the HTTP service, per tenant.", no_args_is_help=True)
+app.add_typer(keys_app, name="keys")
+
+
+def _internal(user: str, tenant: str | None) -> str:
+    if tenant is None or tenant == DEFAULT_TENANT:
+        return user
+    return f"{check_tenant(tenant)}/{user}"
+
+
+@app.command()
+@reports_errors
+def forget(
+    user: str = typer.Option(..., "--user", "-u", help="Whose data."),
+    session: str | None = typer.Option(
+        None, "--session", "-s", help="Only this session (all of it, or with --last/--turn)."
+    ),
+    turn: list[int] = typer.Option([], "--turn", help="A turn id (repeatable)."),
+    last: int | None = typer.Option(
+        None, "--last", help="The last N turns (of the session, or of the user)."
+    ),
+    everything: bool = typer.Option(False, "--all", help="Everything of the user."),
+    tenant: str | None = typer.Option(
+        None, "--tenant", help="The user's tenant, when the service uses API keys."
+    ),
+    as_json: bool = typer.Option(False, "--json", help="Print what was deleted as JSON."),
+    home: Path | None = HomeOption,
+    db: Path | None = DbOption,
+) -> None:
+    """Hard-delete a user's turns, a session, or the whole user, with everything made from them
+    (index rows, vectors, bookmarks, summaries, facts, traces, jobs), and purge their bytes."""
+    from memsched.forget import forget as do_forget
+    from memsched.memory import Memory
+
+    cfg = load_config(home=home, db=db)
+    uid = _internal(user, tenant)
+    with Memory(cfg, embedders={}) as memory:
+        memory.require_user(uid)
+        out = do_forget(memory, uid, session_id=session, turn_ids=turn, last=last, everything=everything)
+    if as_json:
+        console.print_json(json.dumps(out.as_dict()))
+        return
+    console.print(
+        f"forgot {len(out.turn_ids)} turns of {user!r}"
+        + (f" in {', '.join(out.sessions)}" if out.sessions else "")
+        + f"; {sum(out.rows.values())} rows in all; WAL truncated: {out.purge.get('wal_truncated', '-')}"
+    )
+
+
+@keys_app.command("add")
+@reports_errors
+def keys_add(
+    tenant: str = typer.Argument(..., help="The tenant the key belongs to (its users' namespace)."),
+    home: Path | None = HomeOption,
+    db: Path | None = DbOption,
+) -> None:
+    """Create an API key for TENANT. The key is printed once: only a salted hash of it is stored."""
+    from memsched.store import open_store
+
+    store = open_store(load_config(home=home, db=db))
+    try:
+        key = new_key(store, tenant)
+    finally:
+        store.close()
+    err_console.print(f"API key for tenant {tenant!r} (shown once; store it now):")
+    print(key)
+
+
+@keys_app.command("list")
+@reports_errors
+def keys_list(
+    tenant: str | None = typer.Option(None, "--tenant", help="Only this tenant's keys."),
+    home: Path | None = HomeOption,
+    db: Path | None = DbOption,
+) -> None:
+    """The stored keys by public id (never the secret)."""
+    from memsched.store import open_store
+
+    store = open_store(load_config(home=home, db=db))
+    try:
+        rows = store.keys_list(tenant)
+    finally:
+        store.close()
+    table = Table("id", "tenant", "created", "revoked")
+    for r in rows:
+        table.add_row(
+            f"msk-{r['key_id']}",
+            str(r["tenant"]),
+            datetime.fromtimestamp(r["created_at"], UTC).isoformat(timespec="seconds"),
+            "yes" if r["revoked_at"] else "",
+        )
+    console.print(table)
+
+
+@keys_app.command("revoke")
+@reports_errors
+def keys_revoke(
+    key_id: str = typer.Argument(..., help="The key's public id, msk-<id> (as `keys list` shows)."),
+    home: Path | None = HomeOption,
+    db: Path | None = DbOption,
+) -> None:
+    """Revoke a key: requests with it get 401 from then on."""
+    from memsched.store import open_store
+
+    store = open_store(load_config(home=home, db=db))
+    try:
+        ok = store.key_revoke(key_id.removeprefix("msk-"), now=utcnow().timestamp())
+    finally:
+        store.close()
+    if not ok:
+        fail(f"no active key {key_id!r}")
+    console.print(f"revoked {key_id}")

@@ -1,0 +1,89 @@
+"""Forgetting over HTTP: delete a user, a session, or one turn, with everything made from them.
+
+Each call returns when the content is gone from the database files (see `memsched.forget`): the
+response says how many turns and rows went and what the byte purge cost.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+from fastapi import APIRouter, Depends, Request
+from pydantic import BaseModel, Field
+
+from memsched.errors import UnknownUserError
+from memsched.forget import forget
+from memsched.model import Forgotten
+from memsched.server.errors import ERRORS, ApiError
+from memsched.server.identity import user_id
+from memsched.server.service import Service, get_service
+
+router = APIRouter(tags=["forget"])
+
+
+class ForgetResponse(BaseModel):
+    """What a delete removed."""
+
+    user: str
+    turns: int = Field(description="Turns deleted")
+    turn_ids: list[int]
+    sessions: list[str] = Field(description="Sessions that lost turns or were deleted")
+    rows: dict[str, int] = Field(description="Rows deleted per table, derived artifacts included")
+    summaries_rewritten: int
+    pages_rebookmarked: int
+    purge: dict[str, Any] = Field(description="The byte purge: FTS merge and WAL truncation, with their ms")
+
+
+def _out(user: str, done: Forgotten) -> ForgetResponse:
+    return ForgetResponse.model_validate({**done.as_dict(), "user": user})
+
+
+async def _forget(svc: Service, uid: str, **what: Any) -> Forgotten:
+    return await asyncio.to_thread(forget, svc.memory, uid, queue=svc.scheduler.queue, **what)
+
+
+@router.delete(
+    "/v1/users/{user}",
+    response_model=ForgetResponse,
+    responses=ERRORS,
+    summary="Delete a user and everything stored about them",
+)
+async def delete_user(request: Request, user: str, svc: Service = Depends(get_service)) -> ForgetResponse:
+    uid = user_id(request, user)
+    svc.memory.require_user(uid)
+    return _out(user, await _forget(svc, uid, everything=True))
+
+
+@router.delete(
+    "/v1/users/{user}/sessions/{session_id}",
+    response_model=ForgetResponse,
+    responses=ERRORS,
+    summary="Delete a session: its turns and everything made from them",
+)
+async def delete_session(
+    request: Request, user: str, session_id: str, svc: Service = Depends(get_service)
+) -> ForgetResponse:
+    uid = user_id(request, user)
+    store = svc.memory.store
+    if not store.has_user(uid):
+        raise UnknownUserError(uid)
+    if not any(s.id == session_id for s in store.sessions(uid)):
+        raise ApiError(404, f"user {user!r} has no session {session_id!r}", "not_found_error", "no_session")
+    return _out(user, await _forget(svc, uid, session_id=session_id))
+
+
+@router.delete(
+    "/v1/users/{user}/turns/{turn_id}",
+    response_model=ForgetResponse,
+    responses=ERRORS,
+    summary="Delete one turn and everything made from it",
+)
+async def delete_turn(
+    request: Request, user: str, turn_id: int, svc: Service = Depends(get_service)
+) -> ForgetResponse:
+    uid = user_id(request, user)
+    svc.memory.require_user(uid)
+    if not svc.memory.store.get_turns(uid, [turn_id]):
+        raise ApiError(404, f"user {user!r} has no turn {turn_id}", "not_found_error", "no_turn")
+    return _out(user, await _forget(svc, uid, turn_ids=[turn_id]))
