@@ -82,7 +82,7 @@ def _later() -> list[Migration]:
     from memsched.store.sqlite_fts import m_fts_per_user
     from memsched.store.sqlite_ids import m005_ids_never_reused
     from memsched.store.sqlite_jobs import m002_jobs
-    from memsched.store.sqlite_keys import m006_api_keys
+    from memsched.store.sqlite_keys import m007_api_keys
     from memsched.store.sqlite_state import m004_state
 
     return [

@@ -13,7 +13,7 @@ from typing import Any
 from memsched.store.sqlite_base import SQLiteMixin, SQLiteTx, run_script
 
 
-def m006_api_keys(db: Any) -> None:
+def m007_api_keys(db: Any) -> None:
     run_script(
         db,
         """
