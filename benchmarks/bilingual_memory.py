@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from memsched.assemble import assemble
+from memsched.bookmarks import generate_bookmarks
 from memsched.config import Config
 from memsched.importers import parse_timestamp
 from memsched.memory import Memory
@@ -101,6 +102,17 @@ def run(budget: int) -> dict[str, dict[str, float]]:
                     )
                     hits += any(t.id == fact.id for t in result.recalled)
                 out.setdefault(setup.name, {})[lang] = round(hits / len(block["questions"]), 3)
+            # What a user gets: Memory.context with the pager (bookmarks as the background job makes
+            # them, page priors, decomposition, feedback), asked in a new session.
+            mem.retriever.weights = FusionWeights()
+            generate_bookmarks(mem, lang)
+            hits = 0
+            for q in block["questions"]:
+                fact = stored[q["fact_turn_index"]]
+                ctx = mem.context(lang, q["question"], session_id="question", budget=budget, backfill=False)
+                assert ctx.assembly is not None
+                hits += any(t.id == fact.id for t in ctx.assembly.recalled)
+            out.setdefault("memsched context (pager)", {})[lang] = round(hits / len(block["questions"]), 3)
         mem.close()
     return out
 

@@ -43,9 +43,11 @@ def sweeps() -> dict[str, dict[str, Variant]]:
     out: dict[str, dict[str, Variant]] = {
         "stages": {
             **{name: Variant(options=asdict(STAGES[stage])) for name, stage in _STAGE_NAMES.items()},
+            "+ contextual vectors": _weights(context=1.0),
             DEFAULT: Variant(),
         },
         "rrf_k": {f"k={k:g}": _weights(rrf_k=float(k)) for k in (5, 20, 60)},
+        "context": {f"context={v:g}": _weights(context=v) for v in (0.5, 1.0, 2.0)},
         "bm25_weight": {f"bm25={v:g}": _weights(bm25=v) for v in (1.0, 2.0)},
         "page_weight": {f"page={v:g}": _opts(page_weight=v) for v in (0.0, 1.0, 4.0)},
         "bookmark_weight": {f"bookmark={v:g}": _opts(bookmark_weight=v) for v in (0.0, 0.5)},
@@ -53,8 +55,8 @@ def sweeps() -> dict[str, dict[str, Variant]]:
         "neighbour_decay": {f"neighbour={v:g}": _opts(neighbour_decay=v) for v in (0.0, 0.6)},
         "subquery_weight": {f"subquery={v:g}": _opts(subquery_weight=v) for v in (0.0, 1.0)},
         "diversity": {f"diversity={v:g}": _opts(diversity=v) for v in (0.1, 0.2, 0.35, 0.5)},
-        "feedback": {f"feedback={v:g}": _opts(feedback=v) for v in (0.0, 0.5, 2.0)},
-        "graph_weight": {f"graph={v:g}": _opts(graph_weight=v) for v in (0.0, 0.5)},
+        "feedback": {f"feedback={v:g}": _opts(feedback=v) for v in (0.5, 1.0, 2.0)},
+        "graph_weight": {f"graph={v:g}": _opts(graph_weight=v) for v in (0.25, 0.5)},
     }
     for grid in out.values():
         grid.setdefault(DEFAULT, Variant())
@@ -66,7 +68,8 @@ _STAGE_NAMES = {
     "+ bookmarks": "+bookmarks",
     "+ page expansion": "+expansion",
     "+ multi-hop": "+multihop",
-    "+ speaker focus": "+focus",
+    "+ feedback": "+feedback",
+    "+ session diversity": "+diversity",
 }
 
 

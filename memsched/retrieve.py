@@ -13,6 +13,7 @@ from typing import Any
 
 import numpy as np
 
+from memsched.contextual import ContextIndex
 from memsched.embed.base import Embedder
 from memsched.model import Candidate, Hit, content_hash
 from memsched.store.base import Store
@@ -36,6 +37,11 @@ class FusionWeights:
     # For Chinese queries the English-only MiniLM counts half and WordLlama fully: on the bilingual
     # memory test fusing both beat either alone (BENCHMARKS.md, "Which embedder").
     dense_cjk: dict[str, float] = field(default_factory=lambda: {"minilm": 0.5, "wordllama": 1.0})
+    # Contextual vectors (memsched.contextual): each dense layer gets a twin over turn vectors
+    # averaged with their session neighbours', counting this much of the plain layer. Off: alone it
+    # ranks evidence far better than plain vectors, but next to neighbour and page expansion it
+    # did not hold up out of sample on the dev conversations (BENCHMARKS.md "Leave-one-out").
+    context: float = 0.0
     neighbour_decay: float = 0.5  # a neighbour's priority relative to the hit that pulled it in
     neighbour_distance_decay: float = 0.8  # extra factor per step beyond the first
     neighbour_radius: int = 2
@@ -75,6 +81,7 @@ class Retriever:
         self.embedders = embedders
         self.weights = weights or FusionWeights()
         self._indexes: dict[tuple[str, str], VectorIndex] = {}
+        self._contexts: dict[tuple[str, str], ContextIndex] = {}
         self._checked: dict[tuple[str, str], int] = {}  # (user, model) -> turns up to here have vectors
         self._lock = threading.Lock()
         self._ann_threshold = ann_threshold
@@ -138,9 +145,22 @@ class Retriever:
             index.version = version
         return index
 
+    def context_dense(self, user_id: str, name: str, query_vector: np.ndarray, k: int = 50) -> list[Hit]:
+        """Dense search over the contextual vectors (a turn with its session neighbours)."""
+        base = self._index(user_id, name)
+        key = (user_id, self.embedders[name].model_id)
+        with self._lock:
+            ctx = self._contexts.get(key)
+            if ctx is None:
+                ctx = self._contexts[key] = ContextIndex()
+        ctx.refresh(self.store, user_id, base)
+        return ctx.search(query_vector, k)
+
     def forget(self, user_id: str, turn_ids: Iterable[int] | None = None) -> None:
         """Drop deleted turns (or the whole user) from the in-memory indexes."""
         with self._lock:
+            for key in [k for k in self._contexts if k[0] == user_id]:
+                del self._contexts[key]  # rebuilt from the base index on next use
             for key in [k for k in self._checked if k[0] == user_id and turn_ids is None]:
                 del self._checked[key]
             for (uid, model), index in list(self._indexes.items()):
@@ -222,6 +242,10 @@ class Retriever:
                 t0 = time.perf_counter()
                 hits[name] = self.dense(user_id, name, vectors[name], k)
                 timings[f"dense:{name}"] = _ms(t0)
+                if not plain_rrf and w.context > 0 and (layers is None or f"context:{name}" in layers):
+                    t0 = time.perf_counter()
+                    hits[f"context:{name}"] = self.context_dense(user_id, name, vectors[name], k)
+                    timings[f"context:{name}"] = _ms(t0)
 
         t0 = time.perf_counter()
         rrf_k = RRF_K if plain_rrf else w.rrf_k
@@ -231,6 +255,8 @@ class Retriever:
                 weight = 1.0
             elif layer == "bm25":
                 weight = w.bm25
+            elif layer.startswith("context:"):
+                weight = w.context * w.dense_weight(layer.split(":", 1)[1], cjk)
             else:
                 weight = w.dense_weight(layer, cjk)
             for hit in layer_hits:

@@ -315,8 +315,8 @@ def test_chinese_question_reaches_its_page_through_bookmark_keywords(tmp_path: P
 
 def test_feedback_searches_again_from_the_best_turns(mem: Memory) -> None:
     query = "Mozart piano lessons"
-    with_feedback = Pager(mem, PagingOptions(cooperative=False)).retrieve("u", query)
-    assert PagingOptions().feedback > 0  # on by default
+    with_feedback = Pager(mem, PagingOptions(cooperative=False, feedback=1.0)).retrieve("u", query)
+    assert PagingOptions().feedback == 0  # measured, off by default
     assert with_feedback.layers["feedback:hash"]  # the Rocchio search ran and its hits are traced
     assert "feedback" in with_feedback.timings_ms
     fed = [c for c in with_feedback.candidates if "feedback" in c.scores]
@@ -324,7 +324,7 @@ def test_feedback_searches_again_from_the_best_turns(mem: Memory) -> None:
     without = Pager(mem, PagingOptions(cooperative=False, feedback=0.0)).retrieve("u", query)
     assert not any(k.startswith("feedback") for k in without.layers)
     # Chinese queries go through the same path
-    zh = Pager(mem, PagingOptions(cooperative=False)).retrieve("u", "钢琴课 莫扎特")
+    zh = Pager(mem, PagingOptions(cooperative=False, feedback=1.0)).retrieve("u", "钢琴课 莫扎特")
     assert "feedback" in zh.timings_ms or not zh.candidates
 
 

@@ -32,11 +32,26 @@ ABLATION = (
     "+ bookmarks",
     "+ page expansion",
     "+ multi-hop",
-    "+ speaker focus",
     "full memsched",
+    "+ feedback",
+    "+ contextual vectors",
+    "+ session diversity",
 )
 _ABLATION_STAGE = dict(
-    zip(ABLATION, ("hybrid", "+bookmarks", "+expansion", "+multihop", "+focus", "full"), strict=True)
+    zip(
+        ABLATION,
+        (
+            "hybrid",
+            "+bookmarks",
+            "+expansion",
+            "+multihop",
+            "full",
+            "+feedback",
+            "+context",
+            "+diversity",
+        ),
+        strict=True,
+    )
 )
 QUESTION_SESSION = "locomo-question"
 OFFICIAL_URL = "https://github.com/snap-research/locomo/raw/main/data/locomo10.json"
@@ -142,7 +157,11 @@ def run(
 
             from memsched.paging import STAGES
 
-            variants[name] = Variant(options=asdict(STAGES[_ABLATION_STAGE[name]]))
+            stage = _ABLATION_STAGE[name]
+            variants[name] = Variant(
+                options=asdict(STAGES[stage]),
+                weights=FusionWeights(context=1.0) if stage == "+context" else None,
+            )
     systems = [*systems, *(v for v in variants if v not in systems)]
     samples = read_locomo(data)
     tallies = {str(b): {s: Tally() for s in systems} for b in budgets}
