@@ -127,4 +127,6 @@ def test_side_line_reads_every_stage() -> None:
     ):
         assert part in line, (part, line)
     assert "command" not in line
+    companion = side_line({**trace, "mood": {"carried": {"label": "calm"}, "after": {"label": "sad"}}})
+    assert "mood sad" in companion
     assert side_line(None) == "memsched: no trace"

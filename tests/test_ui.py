@@ -213,6 +213,36 @@ def test_unknown_trace_keys_are_rendered(site: Site, browser: Any) -> None:
     assert "novel_stage" in more and "新的阶段" in more
 
 
+def test_companion_mood_and_strategy_read_well(site: Site, browser: Any) -> None:
+    """The companion stages' shapes: a mood carried into the turn and after it, a strategy with the
+    budget shares it gives each memory source."""
+    store = site.service.memory.store
+    trace = dict(store.trace_get(site.traces[1], DEMO_USER) or {})
+    trace["route"] = {**trace["route"], "mood": "sad", "mood_intensity": 0.7}
+    trace.update(
+        id="t-companion",
+        mood={
+            "carried": {"label": "calm", "intensity": 0.2, "cause_turn_ids": []},
+            "after": {"label": "sad", "intensity": 0.7, "cause_turn_ids": [394]},
+            "event": "setback",
+        },
+        strategy={
+            "name": "comfort",
+            "reason": "mode comfort + mood sad",
+            "shares": {"recalled": 0.5, "recent": 0.3},
+        },
+    )
+    with store.transaction() as tx:
+        store.trace_put(tx, "t-companion", DEMO_USER, DEMO_SESSION, created_at=0.0, turn_ids=[], data=trace)
+    browser.get(f"{site.base}/ui/u/{DEMO_USER}/trace/t-companion?lang=zh")
+    mood = _css(browser, "#mood")
+    labels = [e.text for e in _all(mood, ".mood-label")]
+    assert labels == ["平静", "难过"] and "setback" in mood.text
+    strategy = _css(browser, "#strategy")
+    assert _css(strategy, ".strat").text == "comfort" and "mode comfort + mood sad" in strategy.text
+    assert [e.text for e in _all(strategy, ".mb-v")] == ["50%", "30%"]
+
+
 def test_not_found_and_escaping(site: Site) -> None:
     assert httpx.get(f"{site.base}/ui/u/nobody").status_code == 404
     assert httpx.get(f"{site.base}/ui/u/{DEMO_USER}/trace/nope").status_code == 404

@@ -75,12 +75,10 @@ def side_line(trace: dict[str, Any] | None) -> str:
     signals = [k for k, on in (route.get("signals") or {}).items() if on]
     if signals:
         parts.append("signals " + ",".join(signals))
-    for key in ("mood", "strategy"):  # present once the companion stages record them
-        value = trace.get(key, route.get(key))
-        if isinstance(value, dict):
-            value = value.get("label") or value.get("name") or next(iter(value.values()), None)
-        if value:
-            parts.append(f"{key} {value}")
+    for key in ("mood", "strategy"):  # recorded by the companion stages
+        label = _label(trace.get(key, route.get(key)))
+        if label:
+            parts.append(f"{key} {label}")
     selected = trace.get("selected") or []
     if selected:
         shown = [f"{s.get('session_id')}#{s.get('turn_id')}" for s in selected[:SIDE_MAX_RECALLED]]
@@ -99,6 +97,19 @@ def side_line(trace: dict[str, Any] | None) -> str:
         parts.append(f"{tokens.get('total')}/{tokens.get('budget', '?')} tokens")
     parts.append(f"trace {str(trace.get('id', ''))[:8]}")
     return " · ".join(parts)
+
+
+def _label(value: Any) -> str | None:
+    """The name of a mood or strategy: a string, a dict's label/name, or a mood's state after the turn."""
+    if isinstance(value, str):
+        return value or None
+    if isinstance(value, dict):
+        if "after" in value:
+            return _label(value["after"])
+        for key in ("label", "name"):
+            if isinstance(value.get(key), str):
+                return str(value[key])
+    return None
 
 
 def _recall_calls(trace: dict[str, Any]) -> list[str]:

@@ -174,6 +174,8 @@ def trace_view(backend: Backend, trace: dict[str, Any]) -> dict[str, Any]:
         "route": route,
         "mood": trace.get("mood", route.get("mood")),
         "strategy": trace.get("strategy", route.get("strategy")),
+        "mood_view": mood_view(trace.get("mood", route.get("mood")), route),
+        "strategy_view": strategy_view(trace.get("strategy", route.get("strategy"))),
         "route_more": {k: v for k, v in route.items() if k not in KNOWN_ROUTE_KEYS},
         "signals": route.get("signals") or {},
         "layers": layers,
@@ -189,6 +191,75 @@ def trace_view(backend: Backend, trace: dict[str, Any]) -> dict[str, Any]:
         "jobs": queued_jobs(backend, trace.get("jobs") or []),
         "timings": timing_bars(trace.get("timings_ms") or trace.get("context_timings_ms") or {}),
         "more": {k: v for k, v in trace.items() if k not in KNOWN_TRACE_KEYS},
+    }
+
+
+def _mood_state(value: Any) -> dict[str, Any] | None:
+    if isinstance(value, str) and value:
+        return {"label": value, "intensity": None}
+    if isinstance(value, dict) and isinstance(value.get("label"), str):
+        intensity = value.get("intensity")
+        return {
+            "label": value["label"],
+            "intensity": intensity if isinstance(intensity, int | float) else None,
+        }
+    return None
+
+
+def mood_view(mood: Any, route: dict[str, Any]) -> dict[str, Any] | None:
+    """A mood as states (carried into the turn, then after it) with labels and intensities, or None
+    when the trace's mood has another shape (it is then shown as it is)."""
+    if mood is None:
+        return None
+    states = []
+    if isinstance(mood, dict) and ("after" in mood or "carried" in mood):
+        for key in ("carried", "after"):
+            state = _mood_state(mood.get(key))
+            if state is not None:
+                states.append({"when": key, **state})
+        rest = {k: v for k, v in mood.items() if k not in ("carried", "after")}
+    else:
+        state = _mood_state(mood)
+        if state is None:
+            return None
+        if state["intensity"] is None and isinstance(route.get("mood_intensity"), int | float):
+            state["intensity"] = route["mood_intensity"]
+        states.append({"when": "now", **state})
+        rest = (
+            {k: v for k, v in mood.items() if k not in ("label", "intensity")}
+            if isinstance(mood, dict)
+            else {}
+        )
+    if not states:
+        return None
+    for state in states:
+        if state["intensity"] is not None:
+            state["pct"] = max(0.0, min(100.0, 100.0 * float(state["intensity"])))
+    return {"states": states, "rest": {k: v for k, v in rest.items() if v not in (None, "", [], {})}}
+
+
+def strategy_view(strategy: Any) -> dict[str, Any] | None:
+    """A strategy as its name, why it was chosen, and the budget shares it gives each memory source;
+    None when the trace's strategy has another shape."""
+    if isinstance(strategy, str) and strategy:
+        return {"name": strategy, "reason": "", "shares": [], "rest": {}}
+    if not isinstance(strategy, dict) or not isinstance(strategy.get("name"), str):
+        return None
+    found = strategy.get("shares")
+    shares: dict[str, Any] = found if isinstance(found, dict) else {}
+    return {
+        "name": strategy["name"],
+        "reason": strategy.get("reason") or "",
+        "shares": [
+            {"name": k, "share": v, "pct": max(0.0, min(100.0, 100.0 * float(v)))}
+            for k, v in shares.items()
+            if isinstance(v, int | float)
+        ],
+        "rest": {
+            k: v
+            for k, v in strategy.items()
+            if k not in ("name", "reason", "shares") and v not in (None, "", [], {})
+        },
     }
 
 
