@@ -14,6 +14,7 @@ from memsched.assemble import Assembly, assemble
 from memsched.config import Config
 from memsched.embed import base as embed_base
 from memsched.embed.base import Embedder
+from memsched.embed.batch import MicroBatcher, batched
 from memsched.errors import UnknownUserError
 from memsched.model import Candidate, Role, Turn, as_utc, utcnow
 from memsched.retrieve import FusionWeights, Retriever
@@ -82,7 +83,10 @@ class Memory:
             self.config = config.replace(**overrides)
         self.store = store if store is not None else open_store(self.config)
         if embedders is None:
-            embedders = {name: embed_base.create(name, self.config) for name in self.config.embedder_names}
+            # Heavy models sit behind a micro-batcher: concurrent turns share model calls.
+            embedders = {
+                name: batched(embed_base.create(name, self.config)) for name in self.config.embedder_names
+            }
         self.embedders = embedders
         self.retriever = Retriever(self.store, embedders, weights=weights)
         self._counter: TokenCounter | None = None
@@ -109,6 +113,9 @@ class Memory:
 
     def close(self) -> None:
         self.store.close()
+        for embedder in self.embedders.values():
+            if isinstance(embedder, MicroBatcher):
+                embedder.close()
 
     def __enter__(self) -> Memory:
         return self

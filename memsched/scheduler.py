@@ -258,7 +258,7 @@ class Scheduler:
         cross_process_lock: bool = True,
         barrier_timeout: float = DEFAULT_BARRIER_TIMEOUT,
         lock_timeout: float = DEFAULT_LOCK_TIMEOUT,
-        post_threads: int = 2,
+        post_threads: int = 8,
     ) -> None:
         self.memory = memory
         self.store = memory.store

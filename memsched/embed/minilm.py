@@ -34,6 +34,7 @@ class MiniLMEmbedder:
 
     dim = 384
     batch_size = 64
+    micro_batch = True  # concurrent callers share model calls (embed.batch.MicroBatcher)
 
     def __init__(
         self,

@@ -47,6 +47,7 @@ class OpenAIEmbedder:
         self.timeout = timeout
         self.retries = retries
         self.backoff = backoff
+        self.micro_batch = True  # one request for the texts of concurrent turns (embed.batch)
         self._api_key = api_key or None
         self._dim: int | None = None
         self._http = httpx.Client()

@@ -1,0 +1,292 @@
+"""Proxy throughput and latency: `memsched serve` answering POST /v1/chat/completions on loopback.
+
+Three processes, all on 127.0.0.1: a fake upstream that answers at once (`memsched.testing.FakeOpenAI`,
+echoing "ok: " + the message), `memsched serve` with the default configuration (MiniLM + WordLlama,
+in-process workers) on a fresh data directory, and this driver (asyncio + httpx).
+
+1. Closed loop: `--clients` clients, each its own user and session, send `--messages` messages one
+   after the other (the next when the reply is back). Reported: turns/s over the phase, latency.
+2. Open loop: `--rate` turns/s offered for `--seconds` (evenly spaced, spread over `--sessions`
+   sessions of new users; a session never has two messages in flight), latency p50/p95/p99.
+3. Order check: every session's stored turns (read from the SQLite file after the server stopped)
+   must be exactly its messages in the order sent, each followed by the reply to that message.
+
+Every loop is bounded (count and a timeout per request); nothing leaves loopback.
+
+    python benchmarks/proxy_throughput.py                      # prints one JSON object
+    python benchmarks/proxy_throughput.py --clients 50 --messages 8 --rate 20 --seconds 15
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import socket
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+import httpx
+
+DATA = Path(__file__).parent / "data" / "bilingual_memory.json"
+UPSTREAM = """
+import sys
+from memsched.testing import FakeOpenAI, fake_openai
+# Keep-alive, as real upstreams do (the fake speaks HTTP/1.0 for its streaming replies, which end
+# by closing; this benchmark sends no streaming request).
+fake_openai._Handler.protocol_version = "HTTP/1.1"
+with FakeOpenAI() as fake:
+    print(fake.base_url, flush=True)
+    sys.stdin.read()  # until the driver closes our stdin
+"""
+
+
+def _pct(values: list[float], q: float) -> float:
+    ordered = sorted(values)
+    k = max(0, min(len(ordered) - 1, round(q * (len(ordered) - 1))))
+    return round(ordered[k], 1)
+
+
+def _cpu_s(pid: int) -> float:
+    """User + system CPU seconds of a process so far (Linux /proc)."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def _messages() -> list[str]:
+    data = json.loads(DATA.read_text(encoding="utf-8"))
+    lines = [
+        t["content"] for lang in ("en", "zh") for t in data["languages"][lang]["turns"] if t["role"] == "user"
+    ]
+    questions = [q["question"] for lang in ("en", "zh") for q in data["languages"][lang]["questions"]]
+    # Interleave statements and questions, English and Chinese.
+    out: list[str] = []
+    for i in range(max(len(lines), len(questions))):
+        if i < len(lines):
+            out.append(lines[i])
+        if i < len(questions):
+            out.append(questions[i])
+    return out
+
+
+class Driver:
+    def __init__(self, base: str, texts: list[str], timeout: float) -> None:
+        self.base = base
+        self.texts = texts
+        self.sent: dict[tuple[str, str], list[str]] = {}
+        self.errors: list[str] = []
+        self.http = httpx.AsyncClient(
+            base_url=base,
+            timeout=timeout,
+            limits=httpx.Limits(max_connections=200, max_keepalive_connections=200),
+        )
+        self._n = 0
+        self.pids: dict[str, int] = {"driver": os.getpid()}
+
+    def next_text(self, user: str, session: str) -> str:
+        self._n += 1
+        # A number makes each message unique, so the order check can tell them apart.
+        text = f"{self.texts[self._n % len(self.texts)]} #{self._n}"
+        self.sent.setdefault((user, session), []).append(text)
+        return text
+
+    async def turn(self, user: str, session: str) -> float:
+        text = self.next_text(user, session)
+        body = {
+            "model": "fake",
+            "user": user,
+            "metadata": {"session_id": session},
+            "messages": [
+                {"role": "system", "content": "You are a companion."},
+                {"role": "user", "content": text},
+            ],
+        }
+        t0 = time.perf_counter()
+        try:
+            r = await self.http.post("/v1/chat/completions", json=body)
+            ms = (time.perf_counter() - t0) * 1000.0
+            if r.status_code != 200:
+                self.errors.append(f"{r.status_code}: {r.text[:200]}")
+            elif not r.json()["choices"][0]["message"]["content"].startswith("ok: "):
+                self.errors.append(f"unexpected reply {r.text[:200]}")
+        except httpx.HTTPError as exc:
+            ms = (time.perf_counter() - t0) * 1000.0
+            self.errors.append(f"{type(exc).__name__}: {exc}")
+        return ms
+
+    async def closed_loop(self, clients: int, messages: int, tag: str) -> dict[str, Any]:
+        latencies: list[float] = []
+        cpu0 = {name: _cpu_s(pid) for name, pid in self.pids.items()}
+
+        async def client(c: int) -> None:
+            for _ in range(messages):
+                latencies.append(await self.turn(f"{tag}-u{c}", "s1"))
+
+        t0 = time.perf_counter()
+        await asyncio.gather(*(client(c) for c in range(clients)))
+        wall = time.perf_counter() - t0
+        cpu = {name: _cpu_s(pid) - cpu0[name] for name, pid in self.pids.items()}
+        return {
+            "clients": clients,
+            "turns": len(latencies),
+            # CPU per turn of each process: steadier than wall-clock figures on a shared machine.
+            "cpu_ms_per_turn": {
+                name: round(1000.0 * c / max(1, len(latencies)), 2) for name, c in cpu.items()
+            },
+            "seconds": round(wall, 2),
+            "turns_per_s": round(len(latencies) / wall, 1),
+            "latency_ms": {q: _pct(latencies, p) for q, p in (("p50", 0.5), ("p95", 0.95), ("p99", 0.99))},
+        }
+
+    async def open_loop(self, rate: float, seconds: float, sessions: int) -> dict[str, Any]:
+        latencies: list[float] = []
+        busy: dict[int, asyncio.Lock] = {s: asyncio.Lock() for s in range(sessions)}
+        total = int(rate * seconds)
+        late = 0
+
+        async def one(i: int) -> None:
+            s = i % sessions
+            async with busy[s]:  # one message in flight per session, as a person types
+                latencies.append(await self.turn(f"open-u{s}", "s1"))
+
+        tasks = []
+        t0 = time.perf_counter()
+        for i in range(total):
+            delay = t0 + i / rate - time.perf_counter()
+            if delay > 0:
+                await asyncio.sleep(delay)
+            elif delay < -0.05:
+                late += 1
+            tasks.append(asyncio.create_task(one(i)))
+        await asyncio.gather(*tasks)
+        wall = time.perf_counter() - t0
+        return {
+            "offered_per_s": rate,
+            "sessions": sessions,
+            "turns": len(latencies),
+            "achieved_per_s": round(len(latencies) / wall, 1),
+            "sent_late": late,
+            "latency_ms": {
+                q: _pct(latencies, p) for q, p in (("p50", 0.5), ("p90", 0.9), ("p95", 0.95), ("p99", 0.99))
+            },
+            "mean_ms": round(statistics.fmean(latencies), 1),
+        }
+
+
+def check_order(db: Path, sent: dict[tuple[str, str], list[str]]) -> dict[str, Any]:
+    """Each session holds exactly its messages in the order sent, each followed by its own reply."""
+    from memsched.store.sqlite import SQLiteStore
+
+    store = SQLiteStore(db)
+    violations: list[str] = []
+    try:
+        for (user, session), texts in sent.items():
+            turns = store.session_turns(user, session)
+            users = [t.content for t in turns if t.role == "user"]
+            if users != texts:
+                violations.append(f"{user}/{session}: user turns out of order or missing")
+                continue
+            for i, t in enumerate(turns):
+                if t.role == "user":
+                    nxt = turns[i + 1] if i + 1 < len(turns) else None
+                    if nxt is None or nxt.role != "assistant" or nxt.content != f"ok: {t.content[:40]}":
+                        violations.append(f"{user}/{session}: turn {t.seq} not followed by its reply")
+    finally:
+        store.close()
+    return {"sessions": len(sent), "violations": len(violations), "examples": violations[:5]}
+
+
+async def run(args: argparse.Namespace, base: str, pids: dict[str, int]) -> tuple[dict[str, Any], Driver]:
+    driver = Driver(base, _messages(), timeout=args.timeout)
+    driver.pids.update(pids)
+    out: dict[str, Any] = {}
+    await driver.closed_loop(clients=min(10, args.clients), messages=2, tag="warm")  # models, JIT, pools
+    if args.clients:
+        out["closed_loop"] = await driver.closed_loop(args.clients, args.messages, tag="closed")
+    if args.rate > 0 and args.seconds > 0:
+        await asyncio.sleep(1.0)  # let the closed loop's post-reply work drain
+        out["open_loop"] = await driver.open_loop(args.rate, args.seconds, args.sessions)
+    await driver.http.aclose()
+    return out, driver
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--clients", type=int, default=50)
+    ap.add_argument("--messages", type=int, default=8, help="per client in the closed loop")
+    ap.add_argument("--rate", type=float, default=20.0, help="offered turns/s in the open loop (0: skip)")
+    ap.add_argument("--seconds", type=float, default=15.0)
+    ap.add_argument("--sessions", type=int, default=40, help="sessions the open loop spreads over")
+    ap.add_argument("--timeout", type=float, default=30.0, help="per request")
+    ap.add_argument("--embedders", default=None, help="default: the configured default (minilm,wordllama)")
+    args = ap.parse_args()
+
+    with tempfile.TemporaryDirectory() as tmp:
+        upstream = subprocess.Popen(
+            [sys.executable, "-c", UPSTREAM], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True
+        )
+        assert upstream.stdout is not None and upstream.stdin is not None
+        upstream_url = upstream.stdout.readline().strip()
+        port = _free_port()
+        env = {k: v for k, v in os.environ.items() if not k.startswith("MEMSCHED_")}
+        env.update(
+            MEMSCHED_HOME=tmp,
+            MEMSCHED_UPSTREAM_BASE_URL=upstream_url,
+            MEMSCHED_UPSTREAM_MODEL="fake",
+            MEMSCHED_PORT=str(port),
+        )
+        if args.embedders:
+            env["MEMSCHED_EMBEDDERS"] = args.embedders
+        cmd = [
+            sys.executable,
+            "-c",
+            "from memsched.cli import main; main()",
+            "serve",
+            "--log-level",
+            "warning",
+        ]
+        server = subprocess.Popen(cmd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+        base = f"http://127.0.0.1:{port}"
+        try:
+            deadline = time.time() + 180
+            while True:
+                try:
+                    if httpx.get(f"{base}/healthz", timeout=2).status_code == 200:
+                        break
+                except httpx.HTTPError:
+                    pass
+                if server.poll() is not None or time.time() > deadline:
+                    raise SystemExit(
+                        f"memsched serve did not start: {server.stderr.read() if server.stderr else ''}"
+                    )
+                time.sleep(0.2)
+            result, driver = asyncio.run(run(args, base, {"server": server.pid, "upstream": upstream.pid}))
+        finally:
+            server.terminate()
+            try:
+                server.wait(timeout=60)
+            except subprocess.TimeoutExpired:
+                server.kill()
+            upstream.stdin.close()
+            upstream.wait(timeout=10)
+        result["order"] = check_order(Path(tmp) / "memsched.db", driver.sent)
+        result["errors"] = {"count": len(driver.errors), "examples": driver.errors[:5]}
+    out = {"benchmark": "proxy_throughput", "embedders": args.embedders or "default", "cpus": os.cpu_count()}
+    out.update(result)
+    print(json.dumps(out, indent=2, ensure_ascii=False))
+
+
+if __name__ == "__main__":
+    main()
