@@ -61,7 +61,11 @@ class MicroBatcher:
 
     @property
     def dim(self) -> int:
-        return self.inner.dim
+        return self.inner.dim  # read through: the openai embedder learns its width on first use
+
+    @dim.setter
+    def dim(self, value: int) -> None:
+        self.inner.dim = value
 
     def __getattr__(self, name: str) -> Any:
         # Attributes of the wrapped embedder (e.g. `backend`) stay readable through the wrapper.
