@@ -311,6 +311,8 @@ class Memory:
                 budget=budget,
                 room=index_room,
                 in_context=[*result.recalled, *result.recent],
+                # Pages of the retrieval candidates that did not fit: listed first in the index.
+                prefer=[t.page_id for t in ranked_turns if t.page_id is not None],
             )
             result.tokens["total"] = self.counter.messages_tokens(result.messages)
             result.tokens["budget"] = budget

@@ -96,11 +96,13 @@ def render_index(
     exclude_pages: Iterable[int] = (),
     max_tokens: int | None = None,
     counter: TokenCounter | None = None,
+    prefer: Sequence[int] = (),
 ) -> str:
     """The bookmark index of pages not in the context, within `max_tokens` ("" when nothing fits).
 
-    When not every page fits, the highest-priority pages stay (importance, then use), still shown
-    in time order.
+    When not every page fits, the pages in `prefer` stay first, in its order (the pages of the
+    message's retrieval candidates that did not fit the context: the likeliest to be worth a
+    recall), then the highest-priority ones (importance, then use); all shown in time order.
     """
     lines = index_lines(memory, user_id, exclude_pages=exclude_pages)
     if not lines:
@@ -110,7 +112,10 @@ def render_index(
         return "\n".join([INDEX_HEADER, *(line for _, line, _ in lines)])
     room = max_tokens - counter.count(INDEX_HEADER) - 1
     keep: set[int] = set()
-    for p, line, _ in sorted(lines, key=lambda x: (-x[2], x[0])):
+    rank: dict[int, int] = {}
+    for p in prefer:
+        rank.setdefault(p, len(rank))
+    for p, line, _ in sorted(lines, key=lambda x: (x[0] not in rank, rank.get(x[0], 0), -x[2], x[0])):
         cost = counter.count(line) + 1
         if cost <= room:
             keep.add(p)
@@ -162,6 +167,7 @@ def attach_index(
     budget: int,
     room: int,
     in_context: Sequence[Turn],
+    prefer: Sequence[int] = (),
 ) -> dict[str, Any]:
     """Append the index of the pages not in the context to the system message, within `room` tokens
     and without taking the whole message list over `budget`. Returns a trace.
@@ -176,7 +182,9 @@ def attach_index(
             shown[t.page_id] = shown.get(t.page_id, 0) + 1
     sizes = memory.store.page_turn_ids(user_id, sorted(shown))
     covered = [p for p, n in shown.items() if n * 2 >= max(1, len(sizes.get(p, [])))]
-    text = render_index(memory, user_id, exclude_pages=covered, max_tokens=room, counter=counter)
+    text = render_index(
+        memory, user_id, exclude_pages=covered, max_tokens=room, counter=counter, prefer=prefer
+    )
     trace: dict[str, Any] = {"tools": ["recall"], "index_pages": 0, "index_tokens": 0}
     if not text or not messages:
         return trace

@@ -77,6 +77,32 @@ def test_memories_search_in_both_languages(server: str) -> None:
     )
 
 
+@pytest.mark.parametrize(
+    ("content", "query", "date"),
+    [
+        ("I met Sam for coffee last Tuesday", "coffee with Sam", "2024-03-05"),
+        ("上周二我和小林去喝了咖啡", "和小林喝咖啡", "2024-03-05"),
+    ],
+)
+def test_memories_carry_the_absolute_dates_a_turn_mentions(
+    server: str, content: str, query: str, date: str
+) -> None:
+    r = httpx.post(
+        f"{server}/v1/turns",
+        json={
+            "user": "dana",
+            "session_id": "s",
+            "role": "user",
+            "content": content,
+            "timestamp": "2024-03-12T10:00:00Z",
+        },
+    )
+    assert r.status_code == 201, r.text
+    hits = httpx.get(f"{server}/v1/users/dana/memories", params={"q": query}).json()
+    assert hits[0]["content"] == content
+    assert any(date in d for d in hits[0]["dates"]), hits[0]["dates"]
+
+
 def test_sessions_and_paged_turns(server: str) -> None:
     _seed(server)
     _seed(server, session="s2")
@@ -213,7 +239,7 @@ def test_openapi_and_docs(server: str) -> None:
     ):
         assert path in paths, path
     schemas = spec["components"]["schemas"]
-    assert {"ChatRequest", "ErrorResponse", "Memory", "BookmarkOut", "TurnPage", "JobOut"} <= set(schemas)
+    assert {"ChatRequest", "ErrorResponse", "MemoryHit", "BookmarkOut", "TurnPage", "JobOut"} <= set(schemas)
     assert "temperature" in schemas["ChatRequest"]["properties"]
     assert "413" in paths["/v1/turns"]["post"]["responses"]
     docs = httpx.get(f"{server}/docs")

@@ -81,6 +81,17 @@ def test_index_lists_pages_not_in_context_compactly(mem: Memory) -> None:
     assert render_index(mem, "u", max_tokens=3) == ""
 
 
+def test_a_tight_index_keeps_the_preferred_pages_first(mem: Memory) -> None:
+    # The pages of the message's retrieval candidates that did not fit the context come first.
+    pages = [p.id for p in mem.store.pages("u")]
+    room = mem.counter.count(INDEX_HEADER) + 28
+    for wanted in pages:
+        tight = render_index(mem, "u", max_tokens=room, prefer=[wanted])
+        assert f"[p{wanted} " in tight, (wanted, tight)
+    whole = render_index(mem, "u", prefer=[pages[2], pages[0]])
+    assert [int(x) for x in re.findall(r"\[p(\d+) ", whole)] == pages  # still in time order
+
+
 def test_recall_tool_schema_and_resolver_with_lfu_bookkeeping(mem: Memory) -> None:
     schema = recall_tool()
     assert schema["type"] == "function" and schema["function"]["name"] == "recall"

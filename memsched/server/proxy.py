@@ -34,6 +34,7 @@ from datetime import datetime
 from typing import Any
 
 from memsched.errors import InputError, LLMError
+from memsched.memory import Memory
 from memsched.scheduler import TurnResult
 from memsched.server.service import Service
 from memsched.server.upstream import Upstream
@@ -64,6 +65,38 @@ def text_of(content: Any) -> str:
                 parts.append("[image]")
         return "\n".join(p for p in parts if p)
     raise InputError("message content must be a string or a list of content parts")
+
+
+def answer_recall(
+    memory: Memory, user_id: str, call: dict[str, Any], max_tokens: int
+) -> tuple[str, dict[str, Any]]:
+    """(the tool message content, a trace entry) for one `recall` call: the page's turns cut to
+    `max_tokens` (0: no limit), or an `error: ...` the model can read. Counts the page's use (LFU)."""
+    function = call.get("function") or {}
+    entry: dict[str, Any] = {"call_id": call.get("id"), "arguments": function.get("arguments")}
+    try:
+        args = function.get("arguments") or "{}"
+        parsed = json.loads(args) if isinstance(args, str) else dict(args)
+        if not isinstance(parsed, dict):
+            raise InputError('recall takes {"page_id": <number>}')
+        page = parsed.get("page_id")
+        if isinstance(page, str):
+            page = page.strip().lstrip("pP")
+        if page is None or page == "":
+            raise InputError('recall needs a page_id, e.g. {"page_id": 12} for [p12 ...]')
+        entry["page_id"] = int(page)
+        text = resolve_recall(memory, user_id, int(page))
+        counter = memory.counter
+        tokens = counter.count(text)
+        if max_tokens > 0 and tokens > max_tokens:
+            text = counter.truncate(text, max_tokens) + "\n[... page cut to fit the recall budget]"
+            entry["truncated"] = True
+            tokens = max_tokens
+        entry.update(ok=True, tokens=tokens)
+        return text, entry
+    except (InputError, ValueError, TypeError) as exc:
+        entry.update(ok=False, error=str(exc))
+        return f"error: {exc}", entry
 
 
 @dataclass
@@ -197,37 +230,8 @@ class ProxyTurn:
         return mine, [c for c in calls if (c.get("function") or {}).get("name") != RECALL]
 
     def _resolve(self, call: dict[str, Any], round_no: int) -> dict[str, Any]:
-        function = call.get("function") or {}
-        entry: dict[str, Any] = {
-            "round": round_no,
-            "call_id": call.get("id"),
-            "arguments": function.get("arguments"),
-        }
-        try:
-            args = function.get("arguments") or "{}"
-            parsed = json.loads(args) if isinstance(args, str) else dict(args)
-            if not isinstance(parsed, dict):
-                raise InputError('recall takes {"page_id": <number>}')
-            page = parsed.get("page_id")
-            if isinstance(page, str):
-                page = page.strip().lstrip("pP")
-            if page is None or page == "":
-                raise InputError('recall needs a page_id, e.g. {"page_id": 12} for [p12 ...]')
-            entry["page_id"] = int(page)
-            text = resolve_recall(self.svc.memory, self.user, int(page))
-            counter = self.svc.memory.counter
-            limit = self.svc.config.recall_max_tokens
-            tokens = counter.count(text)
-            if limit > 0 and tokens > limit:
-                text = counter.truncate(text, limit) + "\n[... page cut to fit the recall budget]"
-                entry["truncated"] = True
-                tokens = limit
-            entry.update(ok=True, tokens=tokens)
-            content = text
-        except (InputError, ValueError, TypeError) as exc:
-            entry.update(ok=False, error=str(exc))
-            content = f"error: {exc}"
-        self.recalls.append(entry)
+        content, entry = answer_recall(self.svc.memory, self.user, call, self.svc.config.recall_max_tokens)
+        self.recalls.append({"round": round_no, **entry})
         return {"role": "tool", "tool_call_id": call.get("id", ""), "content": content}
 
     async def answer_recalls(self, calls: list[dict[str, Any]], round_no: int) -> list[dict[str, Any]]:

@@ -131,7 +131,7 @@ class LayerScores(BaseModel):
     fused: float
 
 
-class Memory(BaseModel):
+class MemoryHit(BaseModel):
     """A stored turn found by search."""
 
     turn_id: int

@@ -10,17 +10,17 @@ from fastapi import APIRouter, Depends, Query, Request
 from memsched.memory import SearchHit
 from memsched.server.errors import ERRORS
 from memsched.server.identity import user_id
-from memsched.server.schemas import BookmarkOut, LayerScores, Memory
+from memsched.server.schemas import BookmarkOut, LayerScores, MemoryHit
 from memsched.server.service import Service, get_service
 from memsched.text.timeexpr import turn_dates
 
 router = APIRouter(tags=["memories"])
 
 
-def _memory(hit: SearchHit) -> Memory:
+def _memory(hit: SearchHit) -> MemoryHit:
     t, c = hit.turn, hit.candidate
     assert t.id is not None
-    return Memory(
+    return MemoryHit(
         turn_id=t.id,
         session_id=t.session_id,
         created_at=t.created_at.isoformat(),
@@ -35,7 +35,7 @@ def _memory(hit: SearchHit) -> Memory:
     )
 
 
-async def _search(svc: Service, user: str, q: str, limit: int) -> list[Memory]:
+async def _search(svc: Service, user: str, q: str, limit: int) -> list[MemoryHit]:
     svc.memory.require_user(user)
     hits = await asyncio.to_thread(svc.memory.search, user, q, limit)
     return [_memory(h) for h in hits]
@@ -43,7 +43,7 @@ async def _search(svc: Service, user: str, q: str, limit: int) -> list[Memory]:
 
 @router.get(
     "/v1/users/{user}/memories",
-    response_model=list[Memory],
+    response_model=list[MemoryHit],
     responses=ERRORS,
     summary="Search a user's turns (best first, with per-layer scores)",
 )
@@ -53,13 +53,13 @@ async def memories(
     q: str = Query(min_length=1, description="What to look for (any language)"),
     limit: int = Query(default=10, ge=1, le=200),
     svc: Service = Depends(get_service),
-) -> list[Memory]:
+) -> list[MemoryHit]:
     return await _search(svc, user_id(request, user), q, limit)
 
 
 @router.get(
     "/v1/users/{user}/search",
-    response_model=list[Memory],
+    response_model=list[MemoryHit],
     responses=ERRORS,
     summary="Same as /memories (kept for older clients)",
 )
@@ -69,7 +69,7 @@ async def search(
     q: str = Query(min_length=1),
     limit: int = Query(default=10, ge=1, le=200),
     svc: Service = Depends(get_service),
-) -> list[Memory]:
+) -> list[MemoryHit]:
     return await _search(svc, user_id(request, user), q, limit)
 
 
