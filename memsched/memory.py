@@ -5,7 +5,7 @@ from __future__ import annotations
 import threading
 import time
 import uuid
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
@@ -14,11 +14,12 @@ from memsched.assemble import Assembly, assemble
 from memsched.config import Config
 from memsched.embed import base as embed_base
 from memsched.embed.base import Embedder
-from memsched.embed.batch import MicroBatcher, batched
+from memsched.embed.batch import MicroBatcher, PendingVectors, batched, embed_soon
 from memsched.errors import UnknownUserError
 from memsched.model import Candidate, Role, Turn, as_utc, utcnow
 from memsched.retrieve import FusionWeights, Retriever
 from memsched.store import Store, open_store
+from memsched.text.segment import cjk_ratio
 from memsched.text.timeexpr import stamp
 from memsched.text.tokens import TokenCounter, get_counter
 from memsched.tools import DEFAULT_INDEX_SHARE, attach_index
@@ -210,6 +211,13 @@ class Memory:
         by_id = {t.id: t for t in self.store.get_turns(user_id, [c.turn_id for c in top])}
         return [by_id[c.turn_id] for c in top if c.turn_id in by_id]
 
+    def query_vectors(self, message: str) -> PendingVectors:
+        """Start embedding `message` for the layers that count for its script (as
+        `Retriever.embed_query` picks them) and return at once; vectors are read when needed."""
+        cjk = cjk_ratio(message)
+        names = [n for n in self.embedders if self.retriever.weights.dense_weight(n, cjk) > 0]
+        return embed_soon(self.embedders, names, message)
+
     def require_user(self, user_id: str) -> None:
         if not self.store.has_user(user_id):
             raise UnknownUserError(user_id)
@@ -239,7 +247,7 @@ class Memory:
         record: bool = False,
         backfill: bool = True,
         recent_after_seq: int | None = None,
-        query_vectors: dict[str, Any] | None = None,
+        query_vectors: Mapping[str, Any] | None = None,
     ) -> ContextResult:
         """Build the messages for the next LLM call: system, recalled memory, recent turns, `message`.
 
@@ -267,7 +275,8 @@ class Memory:
             self.retriever.index_user(user_id)
             timings["backfill"] = _ms(t0)
         t0 = time.perf_counter()
-        qvecs = dict(query_vectors) if query_vectors else self.retriever.embed_query(message)
+        # Started now, read where the dense layers need it: the model runs while the SQL stages do.
+        qvecs = query_vectors if query_vectors else self.query_vectors(message)
         timings["embed_query"] = _ms(t0)
 
         exclude = {t.id for t in recent if t.id is not None}

@@ -26,7 +26,7 @@ import re
 import threading
 import time
 from collections import Counter, OrderedDict
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any, Protocol
 
@@ -475,13 +475,15 @@ class Pager:
         *,
         session_id: str | None = None,
         exclude: set[int] | None = None,
-        query_vectors: dict[str, np.ndarray] | None = None,
+        query_vectors: Mapping[str, np.ndarray] | None = None,
     ) -> Paging:
         """Ranked candidates for `query`, with every layer's hits and the paging decision in `info`."""
         t_start = time.perf_counter()
         opts = self.options
         exclude = exclude or set()
-        qvecs = dict(query_vectors) if query_vectors is not None else self.retriever.embed_query(query)
+        # Not copied: the vectors may still be computing (Memory.query_vectors) and are read only by
+        # the dense layers, after BM25 and the bookmark lookups.
+        qvecs = query_vectors if query_vectors is not None else self.retriever.embed_query(query)
         info: dict[str, Any] = {
             "stages": {
                 k: getattr(opts, k)
@@ -551,7 +553,7 @@ class Pager:
         self,
         user_id: str,
         query: str,
-        qvecs: dict[str, np.ndarray] | None,
+        qvecs: Mapping[str, np.ndarray] | None,
         exclude: set[int],
         index: _NameIndex | None,
     ) -> _Ranked:
@@ -710,7 +712,7 @@ class Pager:
         self,
         user_id: str,
         query: str,
-        qvecs: dict[str, np.ndarray],
+        qvecs: Mapping[str, np.ndarray],
         scores: dict[int, Candidate],
         layers: dict[str, list[Hit]],
         exclude: set[int],
@@ -770,7 +772,7 @@ class Pager:
         return out + tail
 
     def _bookmark_layers(
-        self, user_id: str, query: str, qvecs: dict[str, np.ndarray], index: _NameIndex
+        self, user_id: str, query: str, qvecs: Mapping[str, np.ndarray], index: _NameIndex
     ) -> dict[str, list[Hit]]:
         k = self.options.bookmark_k
         out: dict[str, list[Hit]] = {"bookmarks:bm25": self.store.search_bookmarks_bm25(user_id, query, k)}
@@ -799,7 +801,7 @@ class Pager:
         user_id: str,
         session_id: str | None,
         query: str,
-        qvecs: dict[str, np.ndarray],
+        qvecs: Mapping[str, np.ndarray],
         ranked: list[Candidate],
         pages: dict[int, float],
         index: _NameIndex,

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -203,7 +203,7 @@ class Retriever:
         k: int = 50,
         layers: Sequence[str] | None = None,
         exclude: set[int] | None = None,
-        query_vectors: dict[str, np.ndarray] | None = None,
+        query_vectors: Mapping[str, np.ndarray] | None = None,
         expand: bool = True,
         plain_rrf: bool = False,
         hits: dict[str, list[Hit]] | None = None,

@@ -35,7 +35,7 @@ import logging
 import threading
 import time
 import uuid
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
@@ -582,12 +582,15 @@ class Scheduler:
         system_prompt: str | None,
     ) -> TurnResult:
         sw = Stopwatch()
+        # The message's embedding starts now and runs (in the embedder's dispatcher) while this
+        # thread waits for the session and runs the barrier, commands and overflow check.
+        pending = self.memory.query_vectors(message)
         hold = self._acquire(ticket, user_id, session_id)
         sw.add("lock_wait", hold.wait_ms)
         handed_off = False
         try:
             result, post = self._turn_locked(
-                sw, hold, user_id, session_id, message, now, timezone, call_llm, system_prompt
+                sw, hold, user_id, session_id, message, now, timezone, call_llm, system_prompt, pending
             )
             if post:
                 # The reply's vectors are computed after the caller has the reply; the session stays
@@ -628,6 +631,7 @@ class Scheduler:
         timezone: str | None,
         call_llm: bool,
         system_prompt: str | None = None,
+        pending: Mapping[str, np.ndarray] | None = None,
     ) -> tuple[TurnResult, bool]:
         t = _TurnState(
             user_id=user_id,
@@ -646,8 +650,8 @@ class Scheduler:
             skip_kinds = self._take_failed_turn(user_id, session_id, message)
         self._commands(t, skip_kinds)
         self._overflow(t)
-        with sw.stage("embed_query"):
-            t.qvecs = self.memory.retriever.embed_query(message)
+        with sw.stage("embed_query"):  # what is left of it after the stages above
+            t.qvecs = dict(pending) if pending is not None else self.memory.retriever.embed_query(message)
         self._route(t, t.timezone)
         with sw.stage("backfill"):
             # Only turns stored outside the scheduler lack vectors here (an import, another client):

@@ -103,3 +103,38 @@ def test_memory_batches_minilm_by_default_and_stops_the_batcher_on_close(tmp_pat
     assert not isinstance(mem.embedders["wordllama"], MicroBatcher)  # sub-millisecond: not worth it
     mem.close()
     assert not any(t.is_alive() for t in minilm._threads)
+
+
+def test_embed_soon_returns_before_the_model_runs_and_reads_wait_for_it() -> None:
+    from memsched.embed.batch import embed_soon
+
+    slow = Slow()  # held until the gate opens
+    batcher = MicroBatcher(slow, threads=1)
+    embedders = {"slow": batcher, "hash": HashEmbedder()}
+    pending = embed_soon(embedders, ["slow", "hash"], "我的猫叫什么名字 what's my cat called")
+    assert set(pending) == {"slow", "hash"} and len(pending) == 2  # known before any vector is
+    assert slow.calls == []  # the model has not run: the caller went on
+    slow.gate.set()
+    expected = HashEmbedder().embed(["我的猫叫什么名字 what's my cat called"])[0]
+    assert np.allclose(pending["slow"], expected) and np.allclose(pending["hash"], expected)
+    assert slow.calls == [1]
+    batcher.close()
+
+
+def test_context_with_pending_vectors_matches_precomputed_ones(tmp_path: Any) -> None:
+    from memsched.memory import Memory
+
+    slow = Slow()
+    slow.gate.set()
+    mem = Memory(home=tmp_path / "m", embedders={"slow": MicroBatcher(slow, threads=1)})
+    mem.add("u", "s1", "user", "My cat is called Sesame, a British shorthair")
+    mem.add("u", "s1", "user", "我的猫叫芝麻，是只英短")
+    mem.add("u", "s1", "user", "The tax report is due on Friday")
+    for question in ("What's my cat called?", "我的猫叫什么？"):
+        pending = mem.context("u", question, session_id="s2")
+        direct = mem.context(
+            "u", question, session_id="s2", query_vectors=mem.retriever.embed_query(question)
+        )
+        assert pending.messages == direct.messages
+        assert "Sesame" in pending.messages[0]["content"] or "芝麻" in pending.messages[0]["content"]
+    mem.close()

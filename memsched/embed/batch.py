@@ -18,7 +18,7 @@ import logging
 import os
 import threading
 from collections import deque
-from collections.abc import Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from concurrent.futures import Future
 from typing import Any
 
@@ -78,13 +78,21 @@ class MicroBatcher:
             return np.zeros((0, self.dim), dtype=np.float32)
         if background_pause() is not None or len(texts) >= self.max_batch:
             return self.inner.embed(texts)  # background chunks and bulk batches go straight through
+        return self.submit(texts).result()
+
+    def submit(self, texts: Sequence[str]) -> Future[np.ndarray]:
+        """Queue `texts` and return at once; the future holds their vectors when the batch is done."""
         future: Future[np.ndarray] = Future()
         with self._cond:
-            if self._closed:
-                return self.inner.embed(texts)
-            self._queue.append((texts, future))
-            self._cond.notify()
-        return future.result()
+            if not self._closed:
+                self._queue.append((texts, future))
+                self._cond.notify()
+                return future
+        try:
+            future.set_result(self.inner.embed(texts))
+        except Exception as exc:
+            future.set_exception(exc)
+        return future
 
     def close(self) -> None:
         with self._cond:
@@ -122,6 +130,43 @@ class MicroBatcher:
             for request, future in taken:
                 future.set_result(matrix[start : start + len(request)])
                 start += len(request)
+
+
+class PendingVectors(Mapping[str, np.ndarray]):
+    """The vectors of one text under several embedders, some still being computed.
+
+    The names are known at once; reading a vector waits for its embedding. Code that starts the
+    query's embedding first and reads the vectors only where it needs them (the dense layers, after
+    BM25 and the other SQL stages) overlaps the model with the database work.
+    """
+
+    def __init__(self, parts: dict[str, Future[np.ndarray] | np.ndarray]) -> None:
+        self._parts = parts
+
+    def __getitem__(self, name: str) -> np.ndarray:
+        part = self._parts[name]
+        if isinstance(part, Future):
+            part = self._parts[name] = part.result()[0]
+        return part
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._parts)
+
+    def __len__(self) -> int:
+        return len(self._parts)
+
+
+def embed_soon(embedders: Mapping[str, Embedder], names: Iterable[str], text: str) -> PendingVectors:
+    """Start embedding `text` with each named embedder: batched ones in the background (their
+    dispatcher runs the model while the caller goes on), the others (cheap ones) now."""
+    parts: dict[str, Future[np.ndarray] | np.ndarray] = {}
+    for name in names:
+        embedder = embedders[name]
+        if isinstance(embedder, MicroBatcher) and background_pause() is None:
+            parts[name] = embedder.submit([text])
+        else:
+            parts[name] = embedder.embed([text])[0]
+    return PendingVectors(parts)
 
 
 def batched(embedder: Embedder) -> Embedder:
