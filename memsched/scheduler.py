@@ -56,7 +56,7 @@ from memsched.commands import (
     last_message_ids,
 )
 from memsched.errors import ConfigError, InputError, LLMError, StoreError
-from memsched.jobs.queue import Job, JobQueue, Priority, SessionLock, default_owner
+from memsched.jobs.queue import Job, JobQueue, Priority, SessionLock, default_owner, recover_dead_owners
 from memsched.jobs.worker import ForegroundGate
 from memsched.memory import UNSET, ContextResult, Memory
 from memsched.model import Role, Turn, as_utc, content_hash, utcnow
@@ -267,6 +267,7 @@ class Scheduler:
         self.summary_llm = llm if summary_llm is UNSET else summary_llm
         self.queue = queue if queue is not None else JobQueue(self.store)
         self.locks = SessionLock(self.store)
+        recover_dead_owners(self.store)  # session locks of a killed predecessor are free at once
         self.profile = Profile(self.store)
         self.router = router or Router()
         self.metrics = Metrics(depth=self.queue.depth)

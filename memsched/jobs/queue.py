@@ -111,6 +111,38 @@ def default_owner(prefix: str = "w") -> str:
     return f"{prefix}-{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
 
 
+def owner_is_dead(owner: str) -> bool:
+    """True when `owner` (as `default_owner` makes them) is a process of this host that no longer runs.
+
+    Owners of other hosts, and owners whose process still runs, are not dead: their leases expire
+    on their own. (A pid reused by an unrelated process only delays the take-over to the lease's end.)
+    """
+    _, _, rest = owner.partition("-")
+    parts = rest.split(":")
+    if len(parts) < 3 or parts[0] != socket.gethostname() or not parts[1].isdigit():
+        return False
+    pid = int(parts[1])
+    if pid == os.getpid():
+        return False
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return True
+    except PermissionError:
+        return False
+    return False
+
+
+def recover_dead_owners(store: Any, now: float | None = None) -> int:
+    """Re-queue the running jobs and release the session locks of this host's dead processes (a
+    server or worker killed with SIGKILL), so a restart does not wait for their leases to expire."""
+    n = 0
+    for owner in store.lease_owners():
+        if owner_is_dead(owner):
+            n += store.release_owner(owner, now=time.time() if now is None else now)
+    return n
+
+
 class JobQueue:
     """The job queue of one store. Thread-safe: the store gives each thread its own connection.
 

@@ -298,6 +298,9 @@ class Worker:
         """Start the worker threads (daemons) and return self."""
         if self._threads:
             return self
+        from memsched.jobs.queue import recover_dead_owners
+
+        recover_dead_owners(self.queue.store)  # a killed predecessor's jobs run now, not at lease end
         self._stop.clear()
         for i in range(self.threads):
             t = threading.Thread(target=self._loop, name=f"memsched-worker-{i}", daemon=True)

@@ -289,6 +289,13 @@ class ForgetStore(Protocol):
         ...
 
 
+class LeaseRecoveryStore(Protocol):
+    """Taking back at start-up what a killed process of this host held, without waiting for its leases."""
+
+    def lease_owners(self) -> list[str]: ...
+    def release_owner(self, owner: str, *, now: float) -> int: ...
+
+
 class KeyStore(Protocol):
     """API keys of the HTTP service, by tenant. Only a salted hash of each secret is stored."""
 
@@ -313,6 +320,7 @@ class Store(
     # feature protocols, one per line
     ForgetStore,
     KeyStore,
+    LeaseRecoveryStore,
     Protocol,
 ):
     """Everything memsched asks of storage. Feature protocols join its bases."""

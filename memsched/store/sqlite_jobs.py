@@ -200,6 +200,31 @@ class JobsMixin(SQLiteMixin):
         )
         return cur.rowcount
 
+    def lease_owners(self) -> list[str]:
+        """Every owner holding a running job's lease or a session lock (operator view, all users)."""
+        rows = self.db.execute(
+            "SELECT lease_owner FROM jobs WHERE status = 'running' AND lease_owner IS NOT NULL"
+            " UNION SELECT owner FROM session_locks"
+        )
+        return sorted({str(r[0]) for r in rows})
+
+    def release_owner(self, owner: str, *, now: float) -> int:
+        """Give back what a dead `owner` held: its running jobs are queued again (as an expired lease
+        would), its session locks are released. Returns how many rows changed."""
+        with self.transaction() as tx:
+            n = tx.execute(
+                "UPDATE jobs SET"
+                " status = CASE WHEN attempts + 1 >= max_attempts THEN 'dead' ELSE 'queued' END,"
+                " finished_at = CASE WHEN attempts + 1 >= max_attempts THEN ? ELSE NULL END,"
+                " attempts = attempts + 1,"
+                " last_error = 'the process of ' || lease_owner || ' died (found at restart)',"
+                " lease_owner = NULL, lease_until = NULL, run_after = ?"
+                " WHERE status = 'running' AND lease_owner = ?",
+                (now, now, owner),
+            ).rowcount
+            n += tx.execute("DELETE FROM session_locks WHERE owner = ?", (owner,)).rowcount
+            return n
+
     def jobs_renew(self, job_id: int, owner: str, lease_until: float) -> bool:
         """Extend the lease of a job `owner` is running. False when the lease was lost."""
         with self.transaction() as tx:
