@@ -96,6 +96,7 @@ class Config:
     workers: int = 1
     max_body_bytes: int = DEFAULT_MAX_BODY_BYTES  # 0: no limit
     max_message_tokens: int = DEFAULT_MAX_MESSAGE_TOKENS  # 0: no limit
+    max_image_bytes: int = 20 * 1024 * 1024  # an inline (data: URL) image over this is a 413
     # "tenant:key,tenant:key": API keys of the HTTP service (more with `memsched keys add TENANT`).
     api_keys: str | None = field(default=None, repr=False)
 

@@ -125,8 +125,11 @@ def install_error_handlers(app: FastAPI) -> None:
         kind = "not_found_error" if exc.status_code == 404 else "invalid_request_error"
         if exc.status_code >= 500:
             kind = "internal_error"
+        detail = str(exc.detail)
+        if detail == "There was an error parsing the body":  # FastAPI's words for undecodable bytes
+            detail = "request body is not valid JSON: it must be UTF-8 encoded JSON text"
         return error_response(
-            exc.status_code, str(exc.detail), kind, headers=dict(exc.headers) if exc.headers else None
+            exc.status_code, detail, kind, headers=dict(exc.headers) if exc.headers else None
         )
 
     async def on_error(request: Request, exc: Exception) -> Response:

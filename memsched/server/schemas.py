@@ -13,7 +13,9 @@ class ContextRequest(BaseModel):
     user: str = Field(min_length=1, description="Whose memory to use")
     message: str = Field(description="The new message the context is built for")
     session_id: str | None = None
-    budget: int | None = Field(default=None, ge=1, description="Token budget (default: MEMSCHED_BUDGET)")
+    budget: int | None = Field(
+        default=None, ge=1, le=1_000_000, description="Token budget (default: MEMSCHED_BUDGET)"
+    )
     timestamp: str | None = Field(default=None, description="ISO 8601 time of the message (default: now)")
     timezone: str | None = None
     record: bool = Field(default=False, description="Also record the message as a user turn")

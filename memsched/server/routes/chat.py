@@ -15,6 +15,7 @@ from memsched.server.limits import check_message_tokens, message_texts
 from memsched.server.routes.context import when
 from memsched.server.schemas import ChatCompletion, ChatRequest
 from memsched.server.service import TRACE_HEADER, Service, get_service
+from memsched.server.validate import check_images, check_timezone
 
 router = APIRouter(tags=["chat"])
 
@@ -56,6 +57,8 @@ async def chat(body: ChatRequest, request: Request, svc: Service = Depends(get_s
         raise InputError(f"messages.{last}.content: the last user message is empty")
     check_message_tokens(svc.memory.counter, message_texts(messages), svc.config.max_message_tokens)
     now = when(meta.timestamp if meta else None, "metadata.timestamp")
+    check_timezone(meta.timezone if meta else None, "metadata.timezone")
+    check_images(messages, svc.config.max_image_bytes)
     upstream = svc.upstream
     if upstream is None:
         raise ConfigError("no upstream LLM: set MEMSCHED_UPSTREAM_BASE_URL and MEMSCHED_UPSTREAM_MODEL")

@@ -11,19 +11,19 @@ from fastapi import APIRouter, Depends, Request
 from starlette.responses import JSONResponse
 
 from memsched.errors import InputError
-from memsched.importers import parse_timestamp
 from memsched.model import Role
 from memsched.server.errors import ERRORS
 from memsched.server.identity import user_id
 from memsched.server.limits import check_message_tokens
 from memsched.server.schemas import ContextRequest, ContextResponse, TurnCreated, TurnRequest
 from memsched.server.service import TRACE_HEADER, Service, get_service
+from memsched.server.validate import check_timezone, request_time
 
 router = APIRouter(tags=["context"])
 
 
 def when(value: str | None, field: str = "timestamp") -> datetime | None:
-    return parse_timestamp(value, field) if value else None
+    return request_time(value, field)
 
 
 @router.post("/v1/context", response_model=ContextResponse, responses=ERRORS, summary="Build a context")
@@ -32,6 +32,9 @@ async def context(
 ) -> JSONResponse:
     user = user_id(request, body.user)
     now = when(body.timestamp)
+    check_timezone(body.timezone)
+    if not body.message.strip():
+        raise InputError("message: the message is empty")
     check_message_tokens(svc.memory.counter, [body.message], svc.config.max_message_tokens)
     if body.record:
         if not body.session_id:

@@ -1,0 +1,112 @@
+"""Checks at the HTTP edge that pydantic's types alone do not make: times, time zones and images.
+
+Each raises `InputError` (a 400 naming the field) or `LimitError` (a 413) before anything is stored.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import re
+from datetime import UTC, datetime, timedelta
+from typing import Any
+from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
+
+from memsched.errors import InputError
+from memsched.server.errors import LimitError
+
+# A message may be stamped a little ahead of this server's clock (clock skew), not more.
+MAX_FUTURE = timedelta(days=1)
+EARLIEST = datetime(1970, 1, 1, tzinfo=UTC)
+MAX_IMAGE_BYTES = 20 * 1024 * 1024  # what OpenAI accepts per image
+_DATA_URL = re.compile(
+    r"^data:(?P<mime>[\w.+-]+/[\w.+-]+)?(?P<params>(?:;[\w-]+=[^;,]*)*)(?P<b64>;base64)?,", re.I
+)
+# Leading bytes of the image formats vision models take.
+_MAGIC = (
+    (b"\x89PNG\r\n\x1a\n", "png"),
+    (b"\xff\xd8\xff", "jpeg"),
+    (b"GIF87a", "gif"),
+    (b"GIF89a", "gif"),
+)
+
+
+def request_time(value: str | None, field: str = "timestamp") -> datetime | None:
+    """The aware UTC time of an ISO 8601 timestamp with a zone; None when absent.
+
+    A time without a UTC offset is refused (it would be read in the server's zone, not the user's),
+    and so is one before 1970 or more than a day ahead of the server's clock (year 9999).
+    """
+    if value is None:
+        return None
+    if not isinstance(value, str) or not value.strip():
+        raise InputError(f"{field}: expected an ISO 8601 time such as 2024-05-08T13:56:00+08:00")
+    text = value.strip()
+    try:
+        parsed = datetime.fromisoformat(text[:-1] + "+00:00" if text.endswith(("Z", "z")) else text)
+    except ValueError:
+        raise InputError(
+            f"{field}: {value!r} is not an ISO 8601 time such as 2024-05-08T13:56:00+08:00"
+        ) from None
+    if parsed.tzinfo is None or parsed.utcoffset() is None:
+        raise InputError(f"{field}: {value!r} has no UTC offset; add one (+08:00) or Z for UTC")
+    at = parsed.astimezone(UTC)
+    if at < EARLIEST:
+        raise InputError(f"{field}: {value!r} is before 1970")
+    if at > datetime.now(UTC) + MAX_FUTURE:
+        raise InputError(f"{field}: {value!r} is in the future; send the time the message was written")
+    return at
+
+
+def check_timezone(name: str | None, field: str = "timezone") -> str | None:
+    """`name` if it is an IANA time zone (Asia/Shanghai, Europe/Berlin, UTC); None when absent."""
+    if name is None:
+        return None
+    try:
+        ZoneInfo(name)
+    except (ZoneInfoNotFoundError, ValueError, TypeError):
+        raise InputError(
+            f"{field}: unknown time zone {name!r}; use an IANA name such as Asia/Shanghai"
+        ) from None
+    return name
+
+
+def check_images(messages: list[dict[str, Any]], max_bytes: int = MAX_IMAGE_BYTES) -> None:
+    """Inline images (`data:` URLs) must decode and be PNG, JPEG, GIF or WebP within `max_bytes`.
+
+    Remote image URLs are left to the upstream (memsched fetches nothing).
+    """
+    for i, message in enumerate(messages):
+        content = message.get("content")
+        if not isinstance(content, list):
+            continue
+        for j, part in enumerate(content):
+            if not isinstance(part, dict) or part.get("type") != "image_url":
+                continue
+            where = f"messages.{i}.content.{j}.image_url"
+            spec = part.get("image_url")
+            url = spec.get("url") if isinstance(spec, dict) else spec
+            if not isinstance(url, str) or not url:
+                raise InputError(f"{where}: an image part needs a url")
+            if not url.startswith("data:"):
+                continue
+            m = _DATA_URL.match(url)
+            if m is None or not m.group("b64"):
+                raise InputError(
+                    f"{where}: an inline image must be a base64 data URL (data:image/png;base64,...)"
+                )
+            payload = url[m.end() :]
+            if len(payload) * 3 // 4 > max_bytes:
+                raise LimitError(f"{where}: the image is over {max_bytes} bytes", "image_too_large")
+            try:
+                data = base64.b64decode(payload, validate=True)
+            except (binascii.Error, ValueError):
+                raise InputError(f"{where}: the image's base64 data does not decode") from None
+            if not _is_image(data):
+                raise InputError(f"{where}: the data is not a PNG, JPEG, GIF or WebP image")
+
+
+def _is_image(data: bytes) -> bool:
+    if data[:4] == b"RIFF" and data[8:12] == b"WEBP":
+        return True
+    return any(data.startswith(magic) for magic, _ in _MAGIC)

@@ -1,0 +1,181 @@
+"""Bad input over HTTP: a clear 4xx in OpenAI format naming the problem, never a 500, and nothing stored
+(the user's turns and the job queue are exactly as before the request)."""
+
+from __future__ import annotations
+
+import base64
+from collections.abc import Iterator
+from typing import Any
+
+import httpx
+import pytest
+
+from memsched.config import Config
+from memsched.server.app import create_app
+from memsched.testing import FakeOpenAI, LiveServer
+
+PNG = base64.b64encode(b"\x89PNG\r\n\x1a\n" + b"\x00" * 32).decode()
+
+
+@pytest.fixture(scope="module")
+def base(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    with FakeOpenAI() as fake:
+        cfg = Config.load(
+            home=tmp_path_factory.mktemp("bad"),
+            embedders="hash",
+            upstream_base_url=fake.base_url,
+            upstream_model="fake-model",
+            max_body_bytes=200_000,
+            max_message_tokens=2000,
+            max_image_bytes=100_000,
+        )
+        with LiveServer(create_app(cfg)) as url:
+            r = httpx.post(
+                f"{url}/v1/turns", json={"user": "u", "session_id": "s", "role": "user", "content": "hi"}
+            )
+            assert r.status_code == 201
+            yield url
+
+
+def _chat(content: Any, **extra: Any) -> dict[str, Any]:
+    return {"user": "u", "messages": [{"role": "user", "content": content}], **extra}
+
+
+def _turn(**extra: Any) -> dict[str, Any]:
+    return {"user": "u", "session_id": "s", "role": "user", "content": "hello", **extra}
+
+
+def _image(url: str) -> list[dict[str, Any]]:
+    return [{"type": "text", "text": "look"}, {"type": "image_url", "image_url": {"url": url}}]
+
+
+# (name, method, path, json body or raw bytes, expected status, words the error message must contain)
+CASES: list[tuple[str, str, str, Any, int, str]] = [
+    ("malformed JSON", "POST", "/v1/turns", b'{"user": "u",', 400, "not valid JSON"),
+    (
+        "invalid UTF-8",
+        "POST",
+        "/v1/turns",
+        b'{"user":"u","session_id":"s","content":"\xff\xfe"}',
+        400,
+        "UTF-8",
+    ),
+    ("body is a list", "POST", "/v1/chat/completions", [1, 2], 400, "body"),
+    ("content not a string", "POST", "/v1/turns", _turn(content=123), 400, "content"),
+    ("unknown role (turns)", "POST", "/v1/turns", _turn(role="wizard"), 400, "role"),
+    (
+        "unknown role (chat)",
+        "POST",
+        "/v1/chat/completions",
+        {"user": "u", "messages": [{"role": "robot", "content": "x"}]},
+        400,
+        "role",
+    ),
+    ("empty turn", "POST", "/v1/turns", _turn(content="   "), 400, "empty"),
+    ("empty chat message", "POST", "/v1/chat/completions", _chat(""), 400, "empty"),
+    ("no messages", "POST", "/v1/chat/completions", {"user": "u", "messages": []}, 400, "messages"),
+    ("empty context message", "POST", "/v1/context", {"user": "u", "message": " "}, 400, "message"),
+    ("no user", "POST", "/v1/context", {"message": "hi"}, 400, "user"),
+    ("negative budget", "POST", "/v1/context", {"user": "u", "message": "hi", "budget": -5}, 400, "budget"),
+    ("absurd budget", "POST", "/v1/context", {"user": "u", "message": "hi", "budget": 10**12}, 400, "budget"),
+    ("budget too small", "POST", "/v1/context", {"user": "u", "message": "hi", "budget": 1}, 400, "budget"),
+    ("year 9999", "POST", "/v1/turns", _turn(timestamp="9999-12-31T23:59:59Z"), 400, "future"),
+    ("no time zone", "POST", "/v1/turns", _turn(timestamp="2024-01-01T10:00:00"), 400, "offset"),
+    ("not a time", "POST", "/v1/turns", _turn(timestamp="next blursday"), 400, "timestamp"),
+    (
+        "year 9999 (chat)",
+        "POST",
+        "/v1/chat/completions",
+        _chat("hi", metadata={"timestamp": "9999-01-01T00:00:00+00:00"}),
+        400,
+        "metadata.timestamp",
+    ),
+    (
+        "unknown time zone",
+        "POST",
+        "/v1/context",
+        {"user": "u", "message": "hi", "timezone": "Mars/Olympus"},
+        400,
+        "time zone",
+    ),
+    (
+        "unknown time zone (chat)",
+        "POST",
+        "/v1/chat/completions",
+        _chat("hi", metadata={"timezone": "Nowhere/Land"}),
+        400,
+        "time zone",
+    ),
+    (
+        "undecodable image",
+        "POST",
+        "/v1/chat/completions",
+        _chat(_image("data:image/png;base64,!!!notbase64")),
+        400,
+        "decode",
+    ),
+    (
+        "not an image",
+        "POST",
+        "/v1/chat/completions",
+        _chat(_image("data:image/png;base64," + base64.b64encode(b"hello").decode())),
+        400,
+        "not a PNG",
+    ),
+    (
+        "huge image",
+        "POST",
+        "/v1/chat/completions",
+        _chat(_image("data:image/png;base64," + PNG + "A" * 190_000)),
+        413,
+        "",
+    ),
+    ("huge body", "POST", "/v1/turns", _turn(content="x" * 300_000), 413, "MEMSCHED_MAX_BODY_BYTES"),
+    ("huge message", "POST", "/v1/turns", _turn(content="word " * 5000), 413, "MEMSCHED_MAX_MESSAGE_TOKENS"),
+    ("unknown user", "GET", "/v1/users/nobody/sessions", None, 404, "nobody"),
+    ("unknown trace", "GET", "/v1/traces/0123456789abcdef", None, 404, "trace"),
+    ("unknown turn", "DELETE", "/v1/users/u/turns/99999", None, 404, "99999"),
+    ("turn id not a number", "DELETE", "/v1/users/u/turns/abc", None, 400, "turn_id"),
+    ("unknown session", "DELETE", "/v1/users/u/sessions/nope", None, 404, "nope"),
+    ("negative limit", "GET", "/v1/users/u/memories?q=x&limit=-1", None, 400, "limit"),
+]
+
+
+def _state(base: str) -> tuple[list[str], int]:
+    turns = httpx.get(f"{base}/v1/users/u/sessions/s/turns", params={"limit": 500}).json()["turns"]
+    return [t["content"] for t in turns], len(httpx.get(f"{base}/v1/jobs", params={"limit": 1000}).json())
+
+
+@pytest.mark.parametrize(
+    ("name", "method", "path", "body", "status", "words"), CASES, ids=[c[0] for c in CASES]
+)
+def test_bad_input_is_a_clear_4xx_and_stores_nothing(
+    base: str, name: str, method: str, path: str, body: Any, status: int, words: str
+) -> None:
+    before = _state(base)
+    if isinstance(body, bytes):
+        r = httpx.request(
+            method, base + path, content=body, headers={"content-type": "application/json"}, timeout=30
+        )
+    else:
+        r = httpx.request(method, base + path, json=body, timeout=30)
+    assert r.status_code == status, r.text
+    error = r.json()["error"]
+    assert set(error) >= {"message", "type", "code"}
+    assert words.lower() in error["message"].lower(), error["message"]
+    assert _state(base) == before
+
+
+def test_fts_syntax_in_a_query_is_literal(base: str) -> None:
+    for q in ['" AND NEAR(', "hi*", "a:b OR (", "NOT"]:
+        r = httpx.get(f"{base}/v1/users/u/memories", params={"q": q})
+        assert r.status_code == 200, (q, r.text)
+    r = httpx.post(f"{base}/v1/context", json={"user": "u", "message": '" AND NEAR( * : hi'})
+    assert r.status_code == 200
+
+
+def test_a_good_image_goes_through(base: str) -> None:
+    r = httpx.post(
+        f"{base}/v1/chat/completions", json=_chat(_image("data:image/png;base64," + PNG)), timeout=30
+    )
+    assert r.status_code == 200, r.text
