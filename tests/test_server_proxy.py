@@ -24,7 +24,7 @@ import pytest
 
 from memsched.config import Config
 from memsched.server.app import create_app
-from memsched.testing import Fail, FakeOpenAI, Hold, LiveServer
+from memsched.testing import Cut, Fail, FakeOpenAI, Hold, LiveServer
 
 WEATHER_TOOL = {
     "type": "function",
@@ -277,6 +277,20 @@ def test_a_client_hanging_up_mid_stream_leaves_the_partial_reply(server: str, fa
     assert (
         stored[1]["meta"]["partial"] is True and stored[1]["meta"]["partial_reason"] == "client_disconnected"
     )
+
+
+def test_an_upstream_breaking_off_mid_stream(server: str, fake: FakeOpenAI) -> None:
+    fake.script(Cut("one two three four", after=2))
+    r = _post(server, _body("count again", stream=True))
+    assert r.status_code == 200  # the stream had started
+    events = [json.loads(line[6:]) for line in r.text.splitlines() if line.startswith("data: {")]
+    assert _streamed_text(events) == "one two "
+    assert (
+        events[-1]["error"]["type"] == "upstream_error" and "ended before" in events[-1]["error"]["message"]
+    )
+    stored = _turns(server)[-1]
+    assert stored["content"] == "one two " and stored["meta"]["partial_reason"] == "upstream_error"
+    assert "ended before" in _trace(server, r)["error"]
 
 
 def test_stream_with_usage_and_one_id(server: str, fake: FakeOpenAI) -> None:

@@ -337,7 +337,14 @@ class ProxyTurn:
         if stored_id is not None:
             turn_ids.append(stored_id)
             trace["turn_ids"] = turn_ids
-            trace["jobs"] = [*trace.get("jobs", []), *({"id": j, "kind": "page"} for j in jobs)]
+            queued = [job for job in (svc.scheduler.queue.get(j) for j in jobs) if job is not None]
+            trace["jobs"] = [
+                *trace.get("jobs", []),
+                *(
+                    {"id": job.id, "kind": job.kind, "priority": int(job.priority), "payload": job.payload}
+                    for job in queued
+                ),
+            ]
         with store.transaction() as tx:
             store.trace_put(
                 tx,

@@ -119,6 +119,7 @@ class Upstream:
                         if _retryable(resp.status_code):
                             continue
                         raise LLMError(self._scrub(f"POST {self.url} failed: {last}"))
+                    finished = False
                     async for line in resp.aiter_lines():
                         if not line.startswith("data:"):
                             continue  # blank separators, comments, "event:" lines
@@ -136,7 +137,13 @@ class Upstream:
                         if "error" in chunk and not chunk.get("choices"):
                             raise LLMError(self._scrub(f"the upstream stream failed: {chunk['error']}"))
                         received = True
+                        finished = finished or any(
+                            isinstance(c, dict) and c.get("finish_reason") for c in chunk.get("choices") or []
+                        )
                         yield chunk
+                    if not finished:
+                        # No [DONE] and no finish_reason: the connection closed mid-reply.
+                        raise LLMError(f"the stream from {self.url} ended before the reply was finished")
                     return
             except httpx.TimeoutException:
                 last = f"timed out after {self.timeout:g}s"

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from memsched.testing.fake_openai import (
+    Cut,
     Delay,
     Fail,
     FakeOpenAI,
@@ -16,6 +17,7 @@ from memsched.testing.fake_openai import (
 from memsched.testing.live_server import LiveServer, free_port
 
 __all__ = [
+    "Cut",
     "Delay",
     "Fail",
     "FakeOpenAI",

@@ -66,8 +66,16 @@ class Hold:
     timeout: float = 30.0
 
 
+@dataclass(frozen=True)
+class Cut:
+    """Stream the first `after` pieces of `then`, then close the connection (no finish, no [DONE])."""
+
+    then: Reply
+    after: int = 1
+
+
 # A str is the reply content; a dict is a message ({"content": ..., "tool_calls": [...]}).
-Reply = str | dict[str, Any] | Fail | Delay | Malformed | Hold
+Reply = str | dict[str, Any] | Fail | Delay | Malformed | Hold | Cut
 Responder = Callable[[dict[str, Any]], "Reply"]
 
 
@@ -298,6 +306,9 @@ class _Handler(BaseHTTPRequestHandler):
             self.fake._sleep(reply.seconds)
             reply = reply.then if reply.then is not None else self.fake._next_chat_reply(body)
         hold: Hold | None = None
+        cut: Cut | None = None
+        if isinstance(reply, Cut):
+            cut, reply = reply, reply.then
         if isinstance(reply, Hold):
             hold, reply = reply, reply.then
             if not body.get("stream"):
@@ -308,7 +319,7 @@ class _Handler(BaseHTTPRequestHandler):
         message = _message(reply)
         if body.get("stream"):
             try:
-                self._stream(message, body, hold)
+                self._stream(message, body, hold, cut)
                 with self.fake._lock:
                     self.fake.streams_finished += 1
             except OSError:  # the client hung up mid-stream
@@ -334,7 +345,9 @@ class _Handler(BaseHTTPRequestHandler):
             },
         )
 
-    def _stream(self, message: dict[str, Any], body: dict[str, Any], hold: Hold | None = None) -> None:
+    def _stream(
+        self, message: dict[str, Any], body: dict[str, Any], hold: Hold | None = None, cut: Cut | None = None
+    ) -> None:
         completion_id = f"chatcmpl-fake-{self.fake._next_id()}"
         model = body.get("model") or self.fake.model
 
@@ -386,6 +399,8 @@ class _Handler(BaseHTTPRequestHandler):
             pieces.append(f"data: {json.dumps(tail)}\n\n".encode())
         pieces.append(b"data: [DONE]\n\n")
         for i, piece_bytes in enumerate(pieces):
+            if cut is not None and i == cut.after + 1:
+                return  # the handler ends: the connection closes mid-reply
             if hold is not None and i == hold.after + 1:
                 hold.gate.wait(hold.timeout)
             elif i and self.fake.chunk_delay:
