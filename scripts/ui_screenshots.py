@@ -15,20 +15,24 @@ import tempfile
 import time
 from pathlib import Path
 
+from memsched.client import Client
 from memsched.config import Config
-from memsched.llm.client import OpenAIChatClient
-from memsched.memory import Memory
-from memsched.scheduler import Scheduler
 from memsched.server.app import Service, create_app
-from memsched.server.ui.demo import DEMO_USER, LIVE_TURNS, seed
+from memsched.server.ui.demo import DEMO_USER, LIVE_TURNS, demo_responder, run_live, seed_history
 from memsched.testing import FakeOpenAI, LiveServer
 from memsched.testing.browser import chromium, full_page_screenshot
 
-REPLIES = (
-    "是 Blue Heron 呀，你们那天点了海鲜饭和两杯热红酒。要不要提前订位？",
-    "Her name is 芝麻 (Sesame) — a British Shorthair, and she hates the vacuum cleaner.",
-    "好的，大伟。以后就这么叫你。",
-    "You had the second-round interview at the design studio on Thursday, and you were nervous about the portfolio review.",
+REPLIES = dict(
+    zip(
+        LIVE_TURNS,
+        (
+            "是 Blue Heron 呀，永康路上那家爵士酒吧。你们那天点了海鲜饭，还各喝了两杯可乐。要不要提前订位？",
+            "Her name is 芝麻 (Sesame) — a British Shorthair, and she hates the vacuum cleaner.",
+            "好的，大伟。以后就这么叫你。",
+            "You had the second-round interview at the design studio on Thursday, and you were nervous about the portfolio review.",
+        ),
+        strict=True,
+    )
 )
 
 
@@ -37,27 +41,29 @@ def main() -> int:
     parser.add_argument("--embedders", default="minilm,wordllama")
     parser.add_argument("--out", type=Path, default=Path(__file__).resolve().parents[1] / "docs")
     args = parser.parse_args()
-    with tempfile.TemporaryDirectory(prefix="memsched-shots-") as tmp, FakeOpenAI() as fake:
-        for question, reply in zip(LIVE_TURNS, REPLIES, strict=True):
-            fake.script_for(question, reply)
+    with (
+        tempfile.TemporaryDirectory(prefix="memsched-shots-") as tmp,
+        FakeOpenAI(demo_responder(REPLIES)) as fake,
+    ):
         cfg = Config.load(
             home=Path(tmp),
             embedders=args.embedders,
             budget=1000,
+            paging_mode="both",  # the bookmark index and the recall tool, so the trace shows the loop
             upstream_base_url=fake.base_url,
             upstream_model="qwen2.5",
         )
-        memory = Memory(cfg)
-        scheduler = Scheduler(memory, llm=OpenAIChatClient(fake.base_url, "k", "qwen2.5"))
-        results = seed(scheduler)
-        time.sleep(2)  # let the in-process worker take the queued bookmark jobs
-        service = Service(cfg, memory=memory, scheduler=scheduler)
-        first, rename = results[0].trace_id, results[2].trace_id
-        with LiveServer(create_app(cfg, service=service, warm_up=False)) as base:
+        service = Service(cfg)
+        seed_history(service.memory)
+        service.warm_up()
+        with LiveServer(create_app(cfg, service=service, warm_up=False)) as base, Client(base) as client:
+            results = run_live(client)
+            time.sleep(2)  # let the in-process worker take the queued bookmark jobs
+            first, cat = results[0].trace_id, results[1].trace_id
             shots = [
                 ("ui-timeline.png", f"/ui/u/{DEMO_USER}?lang=en&trace={first}", 1440, 1000),
-                ("ui-trace.png", f"/ui/u/{DEMO_USER}/trace/{first}?lang=en", 1280, 0),
-                ("ui-trace-zh.png", f"/ui/u/{DEMO_USER}/trace/{rename}?lang=zh", 1280, 0),
+                ("ui-trace.png", f"/ui/u/{DEMO_USER}/trace/{cat}?lang=en", 1280, 0),
+                ("ui-trace-zh.png", f"/ui/u/{DEMO_USER}/trace/{first}?lang=zh", 1280, 0),
                 ("ui-profile-zh.png", f"/ui/u/{DEMO_USER}/profile?lang=zh", 1280, 640),
                 ("ui-bookmarks.png", f"/ui/u/{DEMO_USER}/bookmarks?lang=en", 1280, 1000),
             ]
@@ -70,7 +76,7 @@ def main() -> int:
                         args.out.mkdir(parents=True, exist_ok=True)
                         driver.save_screenshot(str(args.out / name))
                     else:
-                        full_page_screenshot(driver, args.out / name, width=width, max_height=2600)
+                        full_page_screenshot(driver, args.out / name, width=width, max_height=3400)
                     print(args.out / name)
         service.close()
     return 0

@@ -2,12 +2,16 @@
 
 from __future__ import annotations
 
+import json
+import re
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import Any
 
 import pytest
 from typer.testing import CliRunner
 
+from memsched.bookmarks import generate_bookmarks
 from memsched.cli import app
 from memsched.cli.chat import side_line
 from memsched.config import Config
@@ -77,6 +81,40 @@ def test_chat_streams_replies_and_shows_what_was_recalled(
     ]
 
 
+def test_chat_side_line_names_the_pages_the_model_recalled(
+    upstream_env: FakeOpenAI, isolated_env: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Paging mode `both`: the model calls `recall` on a page of the bookmark index, then answers."""
+    monkeypatch.setenv("MEMSCHED_PAGING_MODE", "both")
+    monkeypatch.setenv("MEMSCHED_PAGE_SIZE", "2")
+    monkeypatch.setenv("MEMSCHED_BUDGET", "600")
+    _history(isolated_env)
+    with Memory(home=isolated_env, embedders="hash", page_size=2) as mem:
+        for i in range(30):  # more history than the context holds: the rest is in the bookmark index
+            mem.add(
+                "li", f"week-{i // 10}", "user", f"Day {i}: walked the dog by the canal and cooked noodles"
+            )
+        generate_bookmarks(mem, "li")
+    asked: list[int] = []
+
+    def respond(body: dict[str, Any]) -> Any:
+        system = str(body["messages"][0]["content"])
+        pages = [int(p) for p in re.findall(r"\[p(\d+)\b", system)]
+        offered = {(t.get("function") or {}).get("name") for t in body.get("tools") or []}
+        if "recall" in offered and pages and not any(m.get("role") == "tool" for m in body["messages"]):
+            asked.append(pages[0])
+            call = {"name": "recall", "arguments": json.dumps({"page_id": pages[0]})}
+            return {"content": None, "tool_calls": [{"id": "c1", "type": "function", "function": call}]}
+        return "Found it."
+
+    upstream_env.responder = respond
+    result = runner.invoke(app, ["chat", "--user", "li", "--session", "new"], input="我的大提琴呢？\n")
+    assert result.exit_code == 0, result.output
+    assert "ai › Found it." in result.output
+    side = next(line for line in result.output.splitlines() if line.strip().startswith("↳"))
+    assert asked and f"paged in p{asked[0]}" in side
+
+
 def test_chat_through_a_running_server(tmp_path: Path, fake: FakeOpenAI) -> None:
     cfg = Config.load(
         home=tmp_path / "srv", embedders="hash", upstream_base_url=fake.base_url, upstream_model="fake-model"
@@ -110,7 +148,7 @@ def test_side_line_reads_every_stage() -> None:
         "strategy": {"name": "listen_first"},
         "selected": [{"session_id": f"s{i}", "turn_id": i} for i in range(7)],
         "recent": [10, 11],
-        "paging_tools": {"calls": [{"page_id": 4}, {"page_id": 9}]},
+        "llm": {"recall": [{"page_id": 4, "ok": True}, {"page_id": 99999, "ok": False}]},
         "tokens": {"total": 812, "budget": 2000},
     }
     line = side_line(trace)
@@ -121,7 +159,7 @@ def test_side_line_reads_every_stage() -> None:
         "strategy listen_first",
         "recalled 7: s0#0 s1#1 s2#2 s3#3 s4#4 +2",
         "recent 2 turns",
-        "paged in p4 p9",
+        "paged in p4 p99999!",
         "812/2000 tokens",
         "trace abcdef01",
     ):

@@ -7,32 +7,27 @@ The server holds the shipped bilingual demo conversation plus live turns run thr
 from __future__ import annotations
 
 import os
-import socket
-import threading
-import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import httpx
 import pytest
-import uvicorn
 
+from memsched.client import Client
 from memsched.config import Config
-from memsched.llm.client import OpenAIChatClient
-from memsched.memory import Memory
-from memsched.scheduler import Scheduler
 from memsched.server.app import Service, create_app
 from memsched.server.ui import views
-from memsched.server.ui.demo import DEMO_SESSION, DEMO_USER, LIVE_TURNS, seed
-from memsched.testing import FakeOpenAI
+from memsched.server.ui.demo import (
+    DEMO_SESSION,
+    DEMO_USER,
+    LIVE_TURNS,
+    demo_responder,
+    run_live,
+    seed_history,
+)
+from memsched.testing import FakeOpenAI, LiveServer
 from memsched.testing.browser import chromium, find_chromium
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 class Site:
@@ -42,37 +37,32 @@ class Site:
         self.traces = traces  # the live turns' trace ids, in order
 
 
+REPLIES = {
+    LIVE_TURNS[0]: "是 Blue Heron 呀，你们点了海鲜饭。",
+    LIVE_TURNS[1]: "Sesame, a British Shorthair.",
+    LIVE_TURNS[2]: "好的，大伟。",
+    LIVE_TURNS[3]: "The design studio, on Thursday.",
+}
+
+
 @pytest.fixture(scope="module")
 def site(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Site]:
     home = tmp_path_factory.mktemp("ui")
-    with FakeOpenAI() as fake:
+    with FakeOpenAI(demo_responder(REPLIES)) as fake:
         cfg = Config.load(
             home=home,
             embedders="hash",
             budget=1000,
             page_size=4,  # small pages: the live turns fill some, so their traces queue bookmark jobs
+            paging_mode="both",  # the bookmark index and the recall tool next to retrieval
             upstream_base_url=fake.base_url,
             upstream_model="fake",
         )
-        memory = Memory(cfg)
-        scheduler = Scheduler(memory, llm=OpenAIChatClient(fake.base_url, "k", "fake"))
-        results = seed(scheduler)
-        service = Service(cfg, memory=memory, scheduler=scheduler)
-        port = _free_port()
-        app = create_app(cfg, service=service, warm_up=False)
-        server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning"))
-        thread = threading.Thread(target=server.run, daemon=True)
-        thread.start()
-        base = f"http://127.0.0.1:{port}"
-        for _ in range(200):
-            try:
-                if httpx.get(f"{base}/healthz").status_code == 200:
-                    break
-            except httpx.TransportError:
-                time.sleep(0.05)
-        yield Site(base, service, [r.trace_id for r in results])
-        server.should_exit = True
-        thread.join(timeout=10)
+        service = Service(cfg)
+        seed_history(service.memory)
+        with LiveServer(create_app(cfg, service=service, warm_up=False)) as base, Client(base) as client:
+            results = run_live(client)
+            yield Site(base, service, [r.trace_id for r in results])
         service.close()
 
 
@@ -273,3 +263,19 @@ def test_ui_files_ship_with_the_package() -> None:
     assert (root / "templates" / "trace_body.html").is_file() and (root / "static" / "ui.css").is_file()
     pyproject = (Path(__file__).parents[1] / "pyproject.toml").read_text()
     assert "server/ui/templates/*.html" in pyproject and "server/ui/static/*" in pyproject
+
+
+def test_recall_tool_loop_is_shown(site: Site, browser: Any) -> None:
+    """The model paged the first-date story in through `recall` before answering: the trace shows the
+    page with its bookmark keywords, and both upstream calls; the timeline marks the reply."""
+    trace = site.service.memory.store.trace_get(site.traces[0], DEMO_USER) or {}
+    pages = [r["page_id"] for r in trace["llm"]["recall"] if r["ok"]]
+    assert pages
+    browser.get(f"{site.base}/ui/u/{DEMO_USER}/trace/{site.traces[0]}?lang=en")
+    recalls = _all(browser, "#recalls li.ok")
+    assert [r.find_element("css selector", ".mono").text for r in recalls] == [f"p{p}" for p in pages]
+    assert _all(recalls[0], ".chip.key")  # what the page's bookmark says it is about
+    assert len(_all(browser, "#llm-calls tbody tr")) == 2  # the recall round, then the answer
+    browser.get(f"{site.base}/ui/u/{DEMO_USER}?lang=en")
+    reply = _all(browser, "#timeline .turn.role-assistant")[0]
+    assert f"p{pages[0]}" in reply.text and "Blue Heron" in reply.text

@@ -113,14 +113,14 @@ def _label(value: Any) -> str | None:
 
 
 def _recall_calls(trace: dict[str, Any]) -> list[str]:
-    """The pages the model recalled through the tool loop, if the trace records any."""
-    tools = trace.get("paging_tools")
-    calls = tools.get("calls") if isinstance(tools, dict) else None
+    """The pages the model read through the `recall` tool loop (an unknown page is marked with !)."""
+    llm = trace.get("llm")
+    calls = llm.get("recall") if isinstance(llm, dict) else None
     out = []
     for call in calls or []:
         if isinstance(call, dict):
-            page = call.get("page_id", call.get("page"))
-            out.append(f"p{page}" if page is not None else "?")
+            page = call.get("page_id")
+            out.append(f"p{page if page is not None else '?'}{'' if call.get('ok') else '!'}")
     return out
 
 

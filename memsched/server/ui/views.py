@@ -187,11 +187,34 @@ def trace_view(backend: Backend, trace: dict[str, Any]) -> dict[str, Any]:
             for c in candidates
         ],
         "selected": [{**s, "text": _snippet(turns.get(s.get("turn_id")))} for s in selected],
+        "recalls": recalls(backend, user_id, trace.get("llm")),
+        "llm_summary": {k: v for k, v in (trace.get("llm") or {}).items() if k not in ("calls", "recall")},
+        "llm_calls": list((trace.get("llm") or {}).get("calls") or []),
         "budget": budget_bar(trace.get("tokens") or {}),
         "jobs": queued_jobs(backend, trace.get("jobs") or []),
         "timings": timing_bars(trace.get("timings_ms") or trace.get("context_timings_ms") or {}),
         "more": {k: v for k, v in trace.items() if k not in KNOWN_TRACE_KEYS},
     }
+
+
+def recalls(backend: Backend, user_id: str, llm: Any) -> list[dict[str, Any]]:
+    """The pages the model asked for through the `recall` tool, each with what its bookmarks say."""
+    if not isinstance(llm, dict):
+        return []
+    out = []
+    for entry in llm.get("recall") or []:
+        if not isinstance(entry, dict):
+            continue
+        page = entry.get("page_id")
+        marks = backend.memory.store.bookmarks(user_id, page_id=int(page)) if isinstance(page, int) else []
+        out.append(
+            {
+                **entry,
+                "keywords": [k for b in marks for k in b.keywords][:12],
+                "summary": marks[0].summary if marks else "",
+            }
+        )
+    return out
 
 
 def _mood_state(value: Any) -> dict[str, Any] | None:
@@ -312,9 +335,11 @@ def queued_jobs(backend: Backend, jobs: list[dict[str, Any]]) -> list[dict[str, 
     out = []
     for job in jobs:
         now = queue.get(int(job["id"])) if job.get("id") is not None else None
+        known = {"kind": now.kind, "priority": int(now.priority), "payload": now.payload} if now else {}
         out.append(
             {
                 **job,
+                **known,  # the queue's record of the job is complete; a trace may list only its id
                 "status": now.status if now else "gone",
                 "attempts": now.attempts if now else None,
                 "last_error": now.last_error if now else None,
