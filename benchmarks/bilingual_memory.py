@@ -36,9 +36,24 @@ class Setup:
     expand: bool = True
 
 
-def setups() -> list[Setup]:
+def setups(extra: list[str] | None = None) -> list[Setup]:
+    """The offline setups, plus for each `extra` embedder (e.g. "openai" with bge-m3 behind it) that
+    model alone, with BM25, and added to the default fusion."""
     only = {"minilm": 0.0, "wordllama": 0.0}
+    more: list[Setup] = []
+    for name in extra or []:
+        zero = {**only, name: 0.0}
+        more += [
+            Setup(name, [name], expand=False),
+            Setup(
+                f"bm25+{name}",
+                ["bm25", name],
+                FusionWeights(dense={**zero, name: 1.0}, dense_cjk={**zero, name: 1.0}),
+            ),
+            Setup(f"memsched default + {name}", ["bm25", "minilm", "wordllama", name], FusionWeights()),
+        ]
     return [
+        *more,
         Setup("bm25 (jieba)", ["bm25"], expand=False),
         Setup("minilm", ["minilm"], expand=False),
         Setup("wordllama", ["wordllama"], expand=False),
@@ -63,11 +78,20 @@ def setups() -> list[Setup]:
     ]
 
 
-def run(budget: int) -> dict[str, dict[str, float]]:
+def run(
+    budget: int,
+    embedders: str = "minilm,wordllama",
+    ranks: dict[str, dict[str, dict[str, float]]] | None = None,
+) -> dict[str, dict[str, float]]:
     data = json.loads(DATA.read_text(encoding="utf-8"))
     out: dict[str, dict[str, float]] = {}
+    names = [n.strip() for n in embedders.split(",") if n.strip()]
+    extra = [n for n in names if n not in ("minilm", "wordllama")]
     with tempfile.TemporaryDirectory() as tmp:
-        mem = Memory(Config.load(home=Path(tmp), embedders="minilm,wordllama"))
+        # The MEMSCHED_EMBED_* settings (base URL, model, key) apply to an extra `openai` embedder.
+        mem = Memory(
+            Config.load(home=Path(tmp), embedders=",".join(dict.fromkeys(["minilm", "wordllama", *names])))
+        )
         for lang, block in data["languages"].items():
             turns = [
                 Turn(
@@ -81,7 +105,22 @@ def run(budget: int) -> dict[str, dict[str, float]]:
             ]
             stored = mem.add_many(turns, index=False)
             mem.index(lang)
-            for setup in setups():
+            if ranks is not None:  # where the fact ranks in each setup's list, budget aside
+                for setup in setups(extra):
+                    mem.retriever.weights = setup.weights
+                    found = []
+                    for q in block["questions"]:
+                        fact = stored[q["fact_turn_index"]]
+                        r = mem.retriever.retrieve(
+                            lang, q["question"], k=200, layers=setup.layers, expand=False
+                        )
+                        order = [c.turn_id for c in r.candidates]
+                        found.append(order.index(fact.id) + 1 if fact.id in order else 10**6)
+                    ranks.setdefault(setup.name, {})[lang] = {
+                        f"top{n}": round(sum(1 for f in found if f <= n) / len(found), 3)
+                        for n in (5, 10, 20, 50, 200)
+                    }
+            for setup in setups(extra):
                 mem.retriever.weights = setup.weights
                 hits = 0
                 for q in block["questions"]:
@@ -120,8 +159,19 @@ def run(budget: int) -> dict[str, dict[str, float]]:
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--budget", type=int, default=1000)
+    ap.add_argument(
+        "--embedders",
+        default="minilm,wordllama",
+        help="add e.g. openai (MEMSCHED_EMBED_BASE_URL / _MODEL: a multilingual model such as bge-m3)",
+    )
+    ap.add_argument(
+        "--ranks", action="store_true", help="also: share of facts in each setup's top 5/10/20/50/200"
+    )
     args = ap.parse_args()
-    result = run(args.budget)
+    ranks: dict[str, dict[str, dict[str, float]]] | None = {} if args.ranks else None
+    result = run(args.budget, args.embedders, ranks)
+    if ranks:
+        print(json.dumps({"ranks": ranks}, ensure_ascii=False))
     print(
         json.dumps(
             {"benchmark": "bilingual_memory", "budget": args.budget, "recall": result}, ensure_ascii=False

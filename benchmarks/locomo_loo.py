@@ -49,7 +49,7 @@ def sweeps() -> dict[str, dict[str, Variant]]:
         "rrf_k": {f"k={k:g}": _weights(rrf_k=float(k)) for k in (5, 20, 60)},
         "context": {f"context={v:g}": _weights(context=v) for v in (0.5, 1.0, 2.0)},
         "bm25_weight": {f"bm25={v:g}": _weights(bm25=v) for v in (1.0, 2.0)},
-        "page_weight": {f"page={v:g}": _opts(page_weight=v) for v in (0.0, 1.0, 4.0)},
+        "page_weight": {f"page={v:g}": _opts(page_weight=v) for v in (0.0, 1.0, 3.0, 4.0, 6.0)},
         "bookmark_weight": {f"bookmark={v:g}": _opts(bookmark_weight=v) for v in (0.0, 0.5)},
         "speaker_boost": {f"speaker={v:g}": _opts(speaker_boost=v) for v in (0.0, 0.5, 2.0)},
         "neighbour_decay": {f"neighbour={v:g}": _opts(neighbour_decay=v) for v in (0.0, 0.6)},

@@ -106,6 +106,7 @@ def test_import_locomo_and_eval_json_shape(locomo_file: Path) -> None:
     data = json.loads(out)
     assert set(data) >= {"questions", "full_context_tokens", "results"}
     assert data["questions"] == 3  # category 5 is left out
+    assert data["over_budget"] == 0
     assert set(data["results"]) == {"200", "400"}
     systems = data["results"]["400"]
     assert set(systems) >= {"memsched", "window", "bm25", "dense", "hybrid"}

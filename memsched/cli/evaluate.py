@@ -152,6 +152,7 @@ def eval_locomo(
             by_cat.add_row(b, system, *("-" if v is None else f"{v:.3f}" for v in cells))
         by_cat.add_section()
     console.print(by_cat)
+    console.print(f"contexts over their budget: {result['over_budget']}")
     console.print(f"full context: {result['full_context_tokens']:.0f} tokens on average")
     if "judge" in result:
         console.print(

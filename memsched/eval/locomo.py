@@ -168,6 +168,7 @@ def run(
     by_cat = {str(b): {s: {c: Tally() for c in CATEGORIES.values()} for s in systems} for b in budgets}
     full_tokens: list[int] = []
     n_questions = 0
+    over_budget = 0
     judged: dict[str, list[float]] = {str(b): [] for b in budgets}
     cached: list[CachedEmbedder] = []
     embedders = None
@@ -237,6 +238,8 @@ def run(
                             recall = sum(1 for t in evidence if t.content in text) / len(evidence)
                             hit = 1.0 if q.answer.lower() in text.lower() else 0.0
                             tokens = mem.counter.messages_tokens(messages)
+                            if tokens > budget:  # the assembly's promise; counted, and reported
+                                over_budget += 1
                             tallies[str(budget)][system].add(recall, hit, tokens, elapsed)
                             by_cat[str(budget)][system][category].add(recall, hit, tokens, elapsed)
                             if records is not None:
@@ -265,6 +268,7 @@ def run(
     result: dict[str, Any] = {
         "questions": n_questions,
         "full_context_tokens": round(statistics.fmean(full_tokens), 1) if full_tokens else 0.0,
+        "over_budget": over_budget,  # contexts above their budget, every system: must be 0
         "results": results,
     }
     if judge is not None:
