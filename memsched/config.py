@@ -33,7 +33,7 @@ DEFAULT_SYSTEM_PROMPT = (
 DEFAULT_LLM_TIMEOUT = 20.0
 DEFAULT_RERANK_TIMEOUT = 2.0
 # The service's limits: bigger bodies / messages are a 413 (nothing is stored).
-DEFAULT_MAX_BODY_BYTES = 4 * 1024 * 1024
+DEFAULT_MAX_BODY_BYTES = 32 * 1024 * 1024  # room for an inline image of 20 MB (base64) and its text
 DEFAULT_MAX_MESSAGE_TOKENS = 32_000
 DEFAULT_HOST = "127.0.0.1"
 DEFAULT_PORT = 8377

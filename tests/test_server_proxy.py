@@ -293,6 +293,20 @@ def test_an_upstream_breaking_off_mid_stream(server: str, fake: FakeOpenAI) -> N
     assert "ended before" in _trace(server, r)["error"]
 
 
+def test_an_upstream_that_ignores_stream_true_still_streams_to_the_client(
+    server: str, fake: FakeOpenAI
+) -> None:
+    fake.ignore_stream = True
+    fake.script("whole at once")
+    r = _post(server, _body("hi", stream=True, stream_options={"include_usage": True}))
+    events = _events(r.text)
+    assert _streamed_text(events) == "whole at once"
+    assert (
+        events[-2]["choices"][0]["finish_reason"] == "stop" and events[-1]["usage"]["completion_tokens"] == 3
+    )
+    assert _turns(server)[-1]["content"] == "whole at once"
+
+
 def test_stream_with_usage_and_one_id(server: str, fake: FakeOpenAI) -> None:
     fake.script("short answer")
     r = _post(server, _body("hi", stream=True, stream_options={"include_usage": True}))

@@ -119,6 +119,11 @@ class Upstream:
                         if _retryable(resp.status_code):
                             continue
                         raise LLMError(self._scrub(f"POST {self.url} failed: {last}"))
+                    if "json" in resp.headers.get("content-type", ""):
+                        # A server that ignores `stream: true` and answers whole: one chunk of it.
+                        await resp.aread()
+                        yield _as_chunk(resp.json(), self.url)
+                        return
                     finished = False
                     async for line in resp.aiter_lines():
                         if not line.startswith("data:"):
@@ -155,6 +160,28 @@ class Upstream:
 
     async def aclose(self) -> None:
         await self._http.aclose()
+
+
+def _as_chunk(data: Any, url: str) -> dict[str, Any]:
+    """A whole completion as one stream chunk (delta = the message, tool calls indexed)."""
+    try:
+        choice = data["choices"][0]
+        message = dict(choice.get("message") or {})
+    except (KeyError, IndexError, TypeError, AttributeError):
+        raise LLMError(f"invalid response from {url}: no choices[0].message") from None
+    delta: dict[str, Any] = {"role": "assistant", "content": message.get("content") or ""}
+    if message.get("tool_calls"):
+        delta["tool_calls"] = [{"index": i, **c} for i, c in enumerate(message["tool_calls"])]
+    chunk: dict[str, Any] = {
+        "id": data.get("id"),
+        "object": "chat.completion.chunk",
+        "created": data.get("created"),
+        "model": data.get("model"),
+        "choices": [{"index": 0, "delta": delta, "finish_reason": choice.get("finish_reason") or "stop"}],
+    }
+    if data.get("usage"):
+        chunk["usage"] = data["usage"]
+    return chunk
 
 
 def _retryable(status: int) -> bool:

@@ -133,6 +133,8 @@ class FakeOpenAI:
         self.usage = usage
         # Seconds between streamed chunks (a slow model).
         self.chunk_delay = chunk_delay
+        # True: answer `stream: true` requests with a whole JSON completion (as some servers do).
+        self.ignore_stream = False
         self.streams_finished = 0  # streams sent to the end
         self.streams_broken = 0  # streams whose client hung up before the end
         self._lock = threading.Lock()
@@ -317,7 +319,7 @@ class _Handler(BaseHTTPRequestHandler):
         if self._misbehave(reply, stream=bool(body.get("stream"))):
             return
         message = _message(reply)
-        if body.get("stream"):
+        if body.get("stream") and not self.fake.ignore_stream:
             try:
                 self._stream(message, body, hold, cut)
                 with self.fake._lock:
