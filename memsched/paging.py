@@ -385,6 +385,12 @@ class _Ranked:
     timings: dict[str, float]
 
 
+# Turns without a speaker are labelled by role in `turn_meta`; those labels are not names.
+_ROLES = frozenset(("user", "assistant", "system", "tool"))
+# Up to this many new turn ids, new speakers are looked for among the new turns alone.
+_SPEAKER_RECHECK = 64
+
+
 class Pager:
     """Decides which turns (grouped in pages) to load for a query; see the module docstring.
 
@@ -457,6 +463,15 @@ class Pager:
             cached = self._speakers.get(user_id)
         if cached is not None and cached[0] == count:
             return cached[1]
+        if cached is not None and 0 < count - cached[0] <= _SPEAKER_RECHECK:
+            # Only the turns since the last look can bring a new name: look at those alone (counting
+            # every speaker scans all of the user's turns, and every turn adds turns).
+            fresh = self.store.turn_meta(user_id, range(cached[0] + 1, count + 1))
+            known = set(cached[1].values())
+            if all(m[3] in known or m[3] in _ROLES for m in fresh.values()):
+                with self._lock:
+                    self._speakers[user_id] = (count, cached[1])
+                return cached[1]
         names: dict[str, str] = {}
         for label in self.store.speakers(user_id):
             names[label.lower()] = label

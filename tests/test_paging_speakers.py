@@ -1,0 +1,39 @@
+"""The pager's speaker names stay right while it avoids recounting every turn's speaker each turn."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from memsched.embed.hashing import HashEmbedder
+from memsched.memory import Memory
+from memsched.model import Turn
+
+
+def _say(mem: Memory, speaker: str, text: str, n: int = 1) -> None:
+    mem.add_many(
+        [
+            Turn(user_id="u", session_id="s1", role="user", content=f"{text} {i}", speaker=speaker)
+            for i in range(n)
+        ]
+    )
+
+
+def test_a_new_speaker_is_found_after_few_and_after_many_new_turns(tmp_path: Path) -> None:
+    mem = Memory(home=tmp_path / "m", embedders={"hash": HashEmbedder()})
+    _say(mem, "Caroline Smith", "I went to a pottery class")
+    assert mem.pager._speaker_names("u") == {"caroline smith": "Caroline Smith", "caroline": "Caroline Smith"}
+    _say(mem, "Caroline Smith", "it was fun", n=3)  # nobody new: the cached names stand
+    assert set(mem.pager._speaker_names("u")) == {"caroline smith", "caroline"}
+    _say(mem, "王小明", "我的猫叫芝麻")  # a new name among the new turns
+    assert mem.pager._speaker_names("u")["王小明"] == "王小明"
+    mem.add("u", "s1", "assistant", "no speaker: labelled by role, not a name")
+    assert "assistant" not in mem.pager._speaker_names("u")
+    _say(mem, "Caroline Smith", "filler", n=80)
+    _say(mem, "Melanie", "I painted a sunrise")  # past the recheck window: a full recount
+    names = mem.pager._speaker_names("u")
+    assert (
+        names["melanie"] == "Melanie"
+        and names["王小明"] == "王小明"
+        and names["caroline"] == "Caroline Smith"
+    )
+    mem.close()
