@@ -65,7 +65,6 @@ class MiniLMEmbedder:
                     minilm_onnx.ensure_exported(self.cache),
                     minilm_onnx.model_dir(),
                     threads=self.threads,
-                    batch_size=self.batch_size,
                 )
             if self._model is None:
                 os.environ.setdefault("HF_HUB_OFFLINE", "1")
