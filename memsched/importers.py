@@ -40,7 +40,10 @@ def detect_format(path: Path) -> str:
 def parse_timestamp(value: Any, where: str) -> datetime:
     """An aware UTC datetime from ISO 8601 text or epoch seconds; naive text is taken as UTC."""
     if isinstance(value, int | float) and not isinstance(value, bool):
-        return as_utc(datetime.fromtimestamp(float(value)).astimezone())
+        try:
+            return as_utc(datetime.fromtimestamp(float(value)).astimezone())
+        except (OverflowError, OSError, ValueError):
+            raise InputError(f"{where}: epoch seconds {value!r} are out of range") from None
     if not isinstance(value, str) or not value.strip():
         raise InputError(f"{where}: timestamp missing or not a string")
     text = value.strip().replace("Z", "+00:00")
@@ -50,7 +53,10 @@ def parse_timestamp(value: Any, where: str) -> datetime:
         pass
     import dateparser
 
-    parsed = dateparser.parse(text, settings={"TIMEZONE": "UTC", "RETURN_AS_TIMEZONE_AWARE": True})
+    try:
+        parsed = dateparser.parse(text, settings={"TIMEZONE": "UTC", "RETURN_AS_TIMEZONE_AWARE": True})
+    except (ValueError, OverflowError, OSError):
+        parsed = None
     if parsed is None:
         raise InputError(f"{where}: cannot parse timestamp {value!r}")
     return as_utc(parsed)
@@ -59,11 +65,15 @@ def parse_timestamp(value: Any, where: str) -> datetime:
 def read_jsonl(path: Path, user_id: str, batch: int = 500) -> Iterator[list[Turn]]:
     """Turns from `{"session_id","role","content","timestamp"}` lines (optional: speaker, external_id)."""
     pending: list[Turn] = []
-    with path.open("r", encoding="utf-8") as fh:
-        for lineno, line in enumerate(fh, start=1):
-            if not line.strip():
-                continue
+    with path.open("rb") as fh:
+        for lineno, raw in enumerate(fh, start=1):
             try:
+                try:
+                    line = raw.decode("utf-8")
+                except UnicodeDecodeError:
+                    raise ImportFileError("not valid UTF-8 text", line=lineno) from None
+                if not line.strip():
+                    continue
                 try:
                     obj = json.loads(line)
                 except json.JSONDecodeError as exc:
@@ -98,6 +108,9 @@ def _jsonl_turn(obj: Any, user_id: str) -> Turn:
     session = obj["session_id"]
     if not isinstance(session, str | int) or str(session) == "":
         raise InputError("session_id must be a non-empty string")
+    for key in ("speaker", "external_id", "user_id"):
+        if obj.get(key) is not None and not isinstance(obj[key], str):
+            raise InputError(f"{key} must be a string")
     created = parse_timestamp(obj.get("timestamp"), "timestamp") if "timestamp" in obj else None
     turn = Turn(
         user_id=str(obj.get("user_id") or user_id),
@@ -121,6 +134,10 @@ def read_locomo(path: Path, user_prefix: str | None = None) -> list[LocomoSample
     """
     try:
         data = json.loads(path.read_text(encoding="utf-8"))
+    except UnicodeDecodeError:
+        raise ImportFileError(f"{path}: not valid UTF-8 text") from None
+    except RecursionError:
+        raise ImportFileError(f"{path}: JSON nested too deeply") from None
     except json.JSONDecodeError as exc:
         raise ImportFileError(
             f"{path}: not valid JSON ({exc.msg} at line {exc.lineno})", line=exc.lineno
@@ -134,19 +151,29 @@ def read_locomo(path: Path, user_prefix: str | None = None) -> list[LocomoSample
         sid = str(sample.get("sample_id", f"sample-{i}"))
         user_id = f"{user_prefix}{sid}" if user_prefix else sid
         conv = sample["conversation"]
+        if not isinstance(conv, dict):
+            raise ImportFileError(f"{path}: sample {sid}: 'conversation' must be an object")
         a, b = conv.get("speaker_a"), conv.get("speaker_b")
-        if not a or not b:
+        if not a or not b or not isinstance(a, str) or not isinstance(b, str):
             raise ImportFileError(f"{path}: sample {sid} lacks speaker_a/speaker_b")
         turns: list[Turn] = []
         n = 1
         while f"session_{n}" in conv:
             date_key = f"session_{n}_date_time"
             when = parse_timestamp(conv.get(date_key), f"sample {sid} {date_key}")
-            for j, t in enumerate(conv[f"session_{n}"]):
+            session = conv[f"session_{n}"]
+            if not isinstance(session, list) or not all(isinstance(t, dict) for t in session):
+                raise ImportFileError(f"{path}: sample {sid} session_{n} must be a list of turn objects")
+            for j, t in enumerate(session):
+                if not isinstance(t.get("text", ""), str) or not isinstance(t.get("dia_id"), str | None):
+                    raise ImportFileError(
+                        f"{path}: sample {sid} session_{n} turn {j}: text and dia_id must be strings"
+                    )
                 text = str(t.get("text", ""))
                 if t.get("blip_caption"):
                     text = f"{text} [shared a photo: {t['blip_caption']}]"
                 speaker = t.get("speaker")
+                speaker = speaker if isinstance(speaker, str) else None
                 turns.append(
                     Turn(
                         user_id=user_id,
@@ -159,7 +186,10 @@ def read_locomo(path: Path, user_prefix: str | None = None) -> list[LocomoSample
                     )
                 )
             n += 1
-        samples.append(LocomoSample(sid, a, b, turns, list(sample.get("qa", []))))
+        qa = sample.get("qa", [])
+        if not isinstance(qa, list):
+            raise ImportFileError(f"{path}: sample {sid}: 'qa' must be a list")
+        samples.append(LocomoSample(sid, a, b, turns, list(qa)))
     return samples
 
 
