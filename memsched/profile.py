@@ -1,13 +1,22 @@
 """The user profile: key/value facts with history ("preferred name: 大王 since 2024-10-15, formerly 小王").
 
-A new value supersedes the old one instead of overwriting it, so the history stays queryable and a
-forgotten command can hand the key back to the value before it. Every fact records the turn ids it
-came from. The profile is rendered into the system prompt of every turn (`Profile.section`).
+A new value supersedes the old one instead of overwriting it (`superseded_by` names the fact that
+replaced it), so the history stays queryable and a forgotten command can hand the key back to the
+value before it. Some keys hold several values at once (`MULTI_KEYS`: likes, pets, allergies …):
+a new like is added beside the others, and "I don't like jazz any more" retracts one. Every fact
+records the turn ids it came from. The profile is rendered compactly into the system prompt of every
+turn under its own token budget (`Profile.section`).
+
+Facts come from three places: consistency commands (rename, P1, `commands.py`), rule patterns over
+every user message (`profile_extract.py`, applied with the turn), and, when an LLM is configured,
+a P2 extraction job per page (`profile_extract.py`). Observations may arrive out of order (a P2 job
+reports what a turn said after later turns changed it): an older observation never replaces a newer
+fact, it is filed as history.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
@@ -16,12 +25,50 @@ from memsched.model import as_utc, utcnow
 from memsched.store import Store, Tx
 
 PREFERRED_NAME = "preferred_name"
+NAME = "name"
+BIRTHDAY = "birthday"
+LOCATION = "location"
+OCCUPATION = "occupation"
+PARTNER_NAME = "partner_name"
+PETS = "pets"
+LIKES = "likes"
+DISLIKES = "dislikes"
+ALLERGIES = "allergies"
+SLEEP_TIME = "sleep_time"
 TIMEZONE = "timezone"
 
+# The canonical keys, in the order they are shown (and kept when the budget is tight: what a
+# companion must never get wrong comes first).
+KEYS: tuple[str, ...] = (
+    PREFERRED_NAME,
+    NAME,
+    ALLERGIES,
+    PARTNER_NAME,
+    PETS,
+    BIRTHDAY,
+    LOCATION,
+    OCCUPATION,
+    TIMEZONE,
+    SLEEP_TIME,
+    LIKES,
+    DISLIKES,
+)
+# Keys that hold a set of values: a new value joins the others instead of replacing them.
+MULTI_KEYS: frozenset[str] = frozenset({PETS, LIKES, DISLIKES, ALLERGIES})
+# Keys whose earlier values are worth naming ("formerly 小王"): old mentions in history are outdated.
+FORMERLY_KEYS: frozenset[str] = frozenset({PREFERRED_NAME, NAME, LOCATION, OCCUPATION, PARTNER_NAME})
+
 # How keys read in the system prompt; unknown keys read as their name with spaces.
-KEY_LABELS: dict[str, str] = {PREFERRED_NAME: "preferred name (call the user this)"}
+KEY_LABELS: dict[str, str] = {
+    PREFERRED_NAME: "preferred name (call the user this)",
+    PARTNER_NAME: "partner",
+    ALLERGIES: "allergies (never suggest these)",
+    SLEEP_TIME: "usual bedtime",
+}
 
 SECTION_HEADER = "User profile (current facts; they override anything said earlier):"
+# The profile's share of the context budget until the strategy table gives one per mode.
+DEFAULT_PROFILE_SHARE = 0.1
 
 
 @dataclass(frozen=True, slots=True)
@@ -36,6 +83,7 @@ class Fact:
     superseded_at: datetime | None = None
     source_turn_ids: tuple[int, ...] = ()
     meta: dict[str, Any] = field(default_factory=dict)
+    superseded_by: int | None = None
 
     @property
     def current(self) -> bool:
@@ -46,8 +94,10 @@ class Fact:
             "id": self.id,
             "key": self.key,
             "value": self.value,
+            "current": self.current,
             "valid_from": self.valid_from.isoformat(),
             "superseded_at": self.superseded_at.isoformat() if self.superseded_at else None,
+            "superseded_by": self.superseded_by,
             "source_turn_ids": list(self.source_turn_ids),
             "meta": dict(self.meta),
         }
@@ -63,7 +113,13 @@ def _fact(row: dict[str, Any]) -> Fact:
         superseded_at=datetime.fromtimestamp(row["superseded_at"], UTC) if row["superseded_at"] else None,
         source_turn_ids=tuple(row["source_turn_ids"]),
         meta=row["meta"],
+        superseded_by=row.get("superseded_by"),
     )
+
+
+def same_value(a: str, b: str) -> bool:
+    """Values that name the same thing ("Jazz" and "jazz ", "芝麻" and "芝麻")."""
+    return a.strip().casefold() == b.strip().casefold()
 
 
 class Profile:
@@ -71,6 +127,8 @@ class Profile:
 
     def __init__(self, store: Store) -> None:
         self.store = store
+
+    # -- writing ---------------------------------------------------------------------------------
 
     def set(
         self,
@@ -83,75 +141,162 @@ class Profile:
         meta: dict[str, Any] | None = None,
         tx: Tx | None = None,
     ) -> int:
-        """Make `value` the current `key` of the user from `at` on; returns the id of the fact in force.
+        """Make `value` the current `key` of the user from `at` on; returns the id of the fact.
 
-        The previous value is kept as history (superseded at `at`). Setting the value already in
-        force only adds `source_turn_ids` to it. With `tx`, the write joins that transaction.
+        For a multi-valued key the value joins the others; otherwise the previous value is kept as
+        history (superseded at `at`, `superseded_by` the new fact). Setting a value already in force
+        only adds `source_turn_ids` to it. An observation older than the fact in force is filed as
+        history and does not replace it. With `tx`, the write joins that transaction.
         """
-        valid_from = as_utc(at or utcnow()).timestamp()
-        now = utcnow().timestamp()
+        return self._write(tx, lambda t: self._set(t, user_id, key, value, at, source_turn_ids, meta))
+
+    def retract(
+        self,
+        user_id: str,
+        key: str,
+        value: str,
+        *,
+        at: datetime | None = None,
+        tx: Tx | None = None,
+    ) -> int:
+        """End the user's `key` = `value` fact(s) in force at `at` ("I don't like jazz any more").
+        Returns how many were ended."""
+
+        def run(t: Tx) -> int:
+            when = as_utc(at or utcnow()).timestamp()
+            ids = [
+                r["id"]
+                for r in self.store.facts(user_id, key, current=True)
+                if same_value(r["value"], value) and r["valid_from"] <= when
+            ]
+            return self.store.fact_supersede(t, user_id, ids, at=when)
+
+        return self._write(tx, run)
+
+    def _write(self, tx: Tx | None, fn: Callable[[Tx], int]) -> int:
         if tx is not None:
-            return self.store.fact_set(
+            return fn(tx)
+        with self.store.transaction() as own:
+            return fn(own)
+
+    def _set(
+        self,
+        tx: Tx,
+        user_id: str,
+        key: str,
+        value: str,
+        at: datetime | None,
+        source_turn_ids: Sequence[int],
+        meta: dict[str, Any] | None,
+    ) -> int:
+        value = value.strip()
+        when = as_utc(at or utcnow()).timestamp()
+        now = utcnow().timestamp()
+        rows = self.store.facts(user_id, key)
+        current = [r for r in rows if r["superseded_at"] is None]
+        # A fact with this value that already covers `when` (or is in force): only sources to add.
+        # This is what makes re-observing an old turn harmless after the value changed.
+        covering = [
+            r
+            for r in rows
+            if same_value(r["value"], value)
+            and (r["superseded_at"] is None or r["valid_from"] <= when < r["superseded_at"])
+        ]
+        if covering:
+            fid = int(covering[-1]["id"])
+            self.store.fact_add_sources(tx, fid, source_turn_ids)
+            return fid
+        others = [] if key in MULTI_KEYS else current
+        newer = [r for r in others if r["valid_from"] > when]
+        if newer:  # an older observation: history, not the value in force
+            first = min(newer, key=lambda r: (r["valid_from"], r["id"]))
+            return self.store.fact_insert(
                 tx,
                 user_id,
                 key,
                 value,
-                valid_from=valid_from,
+                valid_from=when,
                 source_turn_ids=source_turn_ids,
                 meta=meta,
                 now=now,
+                superseded_at=first["valid_from"],
+                superseded_by=int(first["id"]),
             )
-        with self.store.transaction() as own:
-            return self.store.fact_set(
-                own,
-                user_id,
-                key,
-                value,
-                valid_from=valid_from,
-                source_turn_ids=source_turn_ids,
-                meta=meta,
-                now=now,
-            )
+        fid = self.store.fact_insert(
+            tx, user_id, key, value, valid_from=when, source_turn_ids=source_turn_ids, meta=meta, now=now
+        )
+        self.store.fact_supersede(tx, user_id, [int(r["id"]) for r in others], at=when, by=fid)
+        return fid
+
+    # -- reading ---------------------------------------------------------------------------------
 
     def current(self, user_id: str) -> dict[str, Fact]:
-        """The facts in force, by key."""
-        return {row["key"]: _fact(row) for row in self.store.facts_current(user_id)}
+        """The fact in force per key (for a multi-valued key, its newest value; see `facts`)."""
+        return {f.key: f for f in self.facts(user_id, current=True)}
 
     def get(self, user_id: str, key: str) -> Fact | None:
-        """The fact in force for `key`, or None."""
-        return self.current(user_id).get(key)
+        """The fact in force for `key` (the newest, for a multi-valued key), or None."""
+        found = self.facts(user_id, key, current=True)
+        return found[-1] if found else None
+
+    def values(self, user_id: str, key: str) -> list[str]:
+        """Every value of `key` in force, oldest first."""
+        return [f.value for f in self.facts(user_id, key, current=True)]
+
+    def facts(self, user_id: str, key: str | None = None, *, current: bool = False) -> list[Fact]:
+        """The user's facts (of `key`; only those in force with `current`), oldest first."""
+        return [_fact(r) for r in self.store.facts(user_id, key, current=current)]
 
     def history(self, user_id: str, key: str | None = None) -> list[Fact]:
         """Every value of `key` (or of every key) the user has had, oldest first."""
-        return [_fact(r) for r in self.store.facts_history(user_id, key)]
+        return self.facts(user_id, key)
 
-    def section(self, user_id: str) -> str:
+    def section(
+        self, user_id: str, *, max_tokens: int | None = None, count: Callable[[str], int] = len
+    ) -> str:
         """The system-prompt section for the user's current facts, or "" when there are none.
 
-        One line per key: `- preferred name (...): 大王 (since 2024-10-15; formerly 小王)`. Formerly-used
-        values are listed so the model knows which old mentions in the history are outdated.
+        One line per key, canonical keys first: `- preferred name (...): 大王 (since 2024-10-15;
+        formerly 小王)`, `- likes: jazz, hiking`. Formerly-used values are named for keys where old
+        mentions would mislead. With `max_tokens` (costed by `count`), lines that do not fit are
+        left out, least important key first.
         """
-        rows = self.store.facts_history(user_id)
+        rows = self.store.facts(user_id)
         if not rows:
             return ""
         by_key: dict[str, list[dict[str, Any]]] = {}
         for row in rows:
             by_key.setdefault(row["key"], []).append(row)
-        lines = [SECTION_HEADER]
-        for key, facts in by_key.items():
-            current = [f for f in facts if f["superseded_at"] is None]
-            if not current:
-                continue
-            fact = current[-1]
-            since = datetime.fromtimestamp(fact["valid_from"], UTC).strftime("%Y-%m-%d")
-            former: list[str] = []
-            for old in reversed(facts):
-                if old["value"] != fact["value"] and old["value"] not in former:
-                    former.append(old["value"])
-            replaces = fact["meta"].get("replaces")
-            if replaces and replaces != fact["value"] and replaces not in former:
-                former.append(replaces)
-            note = f"since {since}" + (f"; formerly {', '.join(former[:3])}" if former else "")
-            label = KEY_LABELS.get(key, key.replace("_", " "))
-            lines.append(f"- {label}: {fact['value']} ({note})")
-        return "\n".join(lines) if len(lines) > 1 else ""
+        order = [k for k in KEYS if k in by_key] + sorted(k for k in by_key if k not in KEYS)
+        lines: list[str] = []
+        for key in order:
+            line = _line(key, by_key[key])
+            if line:
+                lines.append(line)
+        if not lines:
+            return ""
+        while max_tokens is not None and lines and count("\n".join([SECTION_HEADER, *lines])) > max_tokens:
+            lines.pop()
+        return "\n".join([SECTION_HEADER, *lines]) if lines else ""
+
+
+def _line(key: str, facts: list[dict[str, Any]]) -> str:
+    current = [f for f in facts if f["superseded_at"] is None]
+    if not current:
+        return ""
+    label = KEY_LABELS.get(key, key.replace("_", " "))
+    if key in MULTI_KEYS:
+        values = list(dict.fromkeys(f["value"] for f in current))
+        return f"- {label}: {', '.join(values)}"
+    fact = current[-1]
+    since = datetime.fromtimestamp(fact["valid_from"], UTC).strftime("%Y-%m-%d")
+    former: list[str] = []
+    if key in FORMERLY_KEYS:
+        for old in reversed(facts):
+            if not same_value(old["value"], fact["value"]) and old["value"] not in former:
+                former.append(old["value"])
+        replaces = fact["meta"].get("replaces")
+        if replaces and not same_value(replaces, fact["value"]) and replaces not in former:
+            former.append(replaces)
+    note = f"since {since}" + (f"; formerly {', '.join(former[:3])}" if former else "")
+    return f"- {label}: {fact['value']} ({note})"

@@ -60,7 +60,9 @@ from memsched.jobs.queue import Job, JobQueue, Priority, SessionLock, default_ow
 from memsched.jobs.worker import ForegroundGate
 from memsched.memory import UNSET, ContextResult, Memory
 from memsched.model import Role, Turn, as_utc, content_hash, utcnow
-from memsched.profile import PREFERRED_NAME, TIMEZONE, Profile
+from memsched.profile import DEFAULT_PROFILE_SHARE, PREFERRED_NAME, TIMEZONE, Profile
+from memsched.profile_extract import apply as apply_facts
+from memsched.profile_extract import extract as extract_facts
 from memsched.router import Route, Router, topic_similarity
 from memsched.summarize import compress, covered_seq, render
 from memsched.text.timeexpr import clock_line, local_now, stamp
@@ -482,6 +484,10 @@ class Scheduler:
                         # The payload names only the command turn: no job row keeps the topic.
                         payload = {"command_turn_id": turn.id}
                         jobs.append(_p1(cmd.kind, user_id, session_id, payload, turn.id))
+                if role == "user":
+                    apply_facts(
+                        self.profile, user_id, extract_facts(content), at=at, source_turn_ids=[turn.id], tx=tx
+                    )
                 jobs.extend(page_jobs([turn], self.store.page_size))
                 job_ids = self.queue.enqueue(jobs, tx=tx) if jobs else []
             # Embedding here keeps the next turn's P0 path free of it; the user is not waiting on record().
@@ -757,7 +763,11 @@ class Scheduler:
         with t.sw.stage("overflow_check"):
             sections = (
                 clock_line(t.at, t.timezone),
-                self.profile.section(t.user_id),
+                self.profile.section(
+                    t.user_id,
+                    max_tokens=int(self.config.budget * DEFAULT_PROFILE_SHARE),
+                    count=self.memory.counter.count,
+                ),
                 *(a.note for a in t.applied),
             )
             t.sections = [s for s in sections if s]
@@ -892,6 +902,15 @@ class Scheduler:
                 for done in t.applied:
                     if done.fact_id is not None:
                         self.store.fact_add_sources(tx, done.fact_id, [user_turn.id])
+                # Facts the message states (rules; microseconds) hold from the next turn on.
+                trace["facts"] = apply_facts(
+                    self.profile,
+                    t.user_id,
+                    extract_facts(t.message),
+                    at=t.at,
+                    source_turn_ids=[user_turn.id],
+                    tx=tx,
+                )
                 if t.timezone and local_now(t.at, t.timezone).tzinfo is not UTC:
                     # A timezone sent with a turn is remembered for turns and records that come without.
                     self.profile.set(
@@ -1094,6 +1113,16 @@ def page_jobs(turns: list[Turn], page_size: int) -> list[Job]:
                 payload={"page_id": turn.page_id},
                 priority=Priority.P2,
                 dedupe_key=f"page:{turn.page_id}",
+            )
+        )
+        jobs.append(
+            Job(
+                kind="profile_extract",
+                user_id=turn.user_id,
+                session_id=turn.session_id,
+                payload={"page_id": turn.page_id},
+                priority=Priority.P2,
+                dedupe_key=f"profile:{turn.page_id}",
             )
         )
         jobs.append(

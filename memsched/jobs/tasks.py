@@ -38,6 +38,7 @@ KNOWN_TASK_MODULES = (
     "memsched.commands",
     "memsched.summarize",
     "memsched.profile",
+    "memsched.profile_extract",
     "memsched.mood",
     "memsched.router",
 )

@@ -308,6 +308,39 @@ class KeyStore(Protocol):
         ...
 
 
+class ProfileStore(Protocol):
+    """Profile facts with supersession (issue 7): a key may hold several current values (likes, pets);
+    a value is superseded by a newer one (`superseded_by` names it) or retracted (`by` None). Rows are
+    dicts: id, user_id, key, value, valid_from, superseded_at, superseded_by, source_turn_ids, meta."""
+
+    def facts(self, user_id: str, key: str | None = None, *, current: bool = False) -> list[dict[str, Any]]:
+        """The user's facts (of `key`; only those in force with `current`), oldest first."""
+        ...
+
+    def fact_insert(
+        self,
+        tx: Tx,
+        user_id: str,
+        key: str,
+        value: str,
+        *,
+        valid_from: float,
+        source_turn_ids: Sequence[int] = (),
+        meta: dict[str, Any] | None = None,
+        now: float,
+        superseded_at: float | None = None,
+        superseded_by: int | None = None,
+    ) -> int:
+        """Add one fact row as given (history rows come with `superseded_at`). Returns its id."""
+        ...
+
+    def fact_supersede(
+        self, tx: Tx, user_id: str, fact_ids: Sequence[int], *, at: float, by: int | None = None
+    ) -> int:
+        """End the facts still in force among `fact_ids` at `at`, replaced by fact `by` (None: retracted)."""
+        ...
+
+
 @runtime_checkable
 class Store(
     TransactionStore,
@@ -321,6 +354,7 @@ class Store(
     ForgetStore,
     KeyStore,
     LeaseRecoveryStore,
+    ProfileStore,
     Protocol,
 ):
     """Everything memsched asks of storage. Feature protocols join its bases."""

@@ -83,6 +83,7 @@ def _later() -> list[Migration]:
     from memsched.store.sqlite_ids import m005_ids_never_reused
     from memsched.store.sqlite_jobs import m002_jobs
     from memsched.store.sqlite_keys import m007_api_keys
+    from memsched.store.sqlite_profile import m008_profile_superseded_by
     from memsched.store.sqlite_state import m004_state
 
     return [
@@ -92,6 +93,7 @@ def _later() -> list[Migration]:
         ("005_ids_never_reused", m005_ids_never_reused),
         ("006_fts_per_user", m_fts_per_user),
         ("007_api_keys", m007_api_keys),
+        ("008_profile_superseded_by", m008_profile_superseded_by),
     ]
 
 

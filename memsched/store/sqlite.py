@@ -24,12 +24,13 @@ from memsched.store.sqlite_forget import ForgetMixin
 from memsched.store.sqlite_fts import user_match, user_tag
 from memsched.store.sqlite_jobs import JobsMixin
 from memsched.store.sqlite_keys import KeysMixin
+from memsched.store.sqlite_profile import ProfileMixin
 from memsched.store.sqlite_state import StateMixin
 from memsched.text.segment import index_text
 from memsched.text.timeexpr import searchable_text
 
 
-class SQLiteStore(JobsMixin, BookmarksMixin, StateMixin, ForgetMixin, KeysMixin):
+class SQLiteStore(JobsMixin, BookmarksMixin, StateMixin, ForgetMixin, KeysMixin, ProfileMixin):
     """A `Store` on one SQLite file. Safe to share between threads (a connection per thread)."""
 
     def __init__(self, path: str | Path, page_size: int | None = None) -> None:

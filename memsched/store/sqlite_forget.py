@@ -186,7 +186,10 @@ class ForgetMixin(SQLiteMixin):
                 (user_id, key, valid_from),
             ).fetchone()
             if prev is not None:
-                tx.execute("UPDATE profile_facts SET superseded_at = NULL WHERE id = ?", (prev[0],))
+                tx.execute(
+                    "UPDATE profile_facts SET superseded_at = NULL, superseded_by = NULL WHERE id = ?",
+                    (prev[0],),
+                )
 
     def _forget_jobs(self, tx: SQLiteTx, out: Forgotten, ids: list[int]) -> None:
         """Delete jobs (not running ones: they find their turns gone) whose payload names these turns."""

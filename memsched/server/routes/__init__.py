@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from fastapi import APIRouter
 
-from memsched.server.routes import chat, context, forget, jobs, memories, meta, traces, users
+from memsched.server.routes import chat, context, forget, jobs, memories, meta, profile, traces, users
 
 ROUTERS: list[APIRouter] = [
     meta.router,
@@ -17,6 +17,7 @@ ROUTERS: list[APIRouter] = [
     context.router,
     memories.router,
     users.router,
+    profile.router,
     traces.router,
     jobs.router,
     forget.router,

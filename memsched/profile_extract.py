@@ -1,0 +1,445 @@
+"""Profile facts from what the user says: bilingual rule patterns (always, microseconds, applied with
+the turn) and an LLM JSON extraction (a P2 job per page, when an LLM is configured).
+
+Rules are conservative, like the commands in `commands.py`: a statement at the start of a clause,
+never a question ("我对花生过敏" is a fact, "你对花生过敏吗？" is not), values cut at the clause's
+end and checked against stop lists (pronouns, "that", "it"). A missed fact costs little (the turn is
+still recalled by search); a false one would be shown on every turn.
+
+| key | 中文 | English |
+|---|---|---|
+| name | 我叫X, 我的名字是X (via `commands.detect`) | my name is X |
+| preferred_name | 叫我X, 别叫我X了 (a P1 command in `commands.py`) | call me X |
+| birthday | 我的生日是X, 我是X出生的 | my birthday is X, I was born on X |
+| location | 我住在X, 我搬到了X, 我在X生活 | I live in X, I moved to X, I'm based in X |
+| occupation | 我是一名X, 我的工作是X, 我是做X的 | I work as a X, my job is X, I'm a X by profession |
+| partner_name | 我男朋友/老婆/对象…叫X | my boyfriend/wife/partner… is called X |
+| pets | 我的猫叫X, 我养了一只狗 | my dog is called X, I have a cat |
+| likes | 我(很/最…)喜欢X, 我爱吃X | I love/like/enjoy/adore X |
+| dislikes | 我讨厌X, 我不喜欢X, 我受不了X | I hate/dislike X, I can't stand X, I don't like X |
+| allergies | 我对X过敏, 我X过敏 | I'm allergic to X, I have a X allergy |
+| sleep_time | 我一般11点睡, 我平时晚上十一点半睡觉 | I usually go to bed at 11pm |
+
+A like retracts the same dislike and a dislike the same like ("I don't like jazz any more").
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from typing import TYPE_CHECKING, Any, Literal
+
+from pydantic import BaseModel, Field
+
+from memsched.commands import detect
+from memsched.jobs.tasks import TaskContext, task
+from memsched.model import Turn
+from memsched.profile import (
+    ALLERGIES,
+    BIRTHDAY,
+    DISLIKES,
+    KEYS,
+    LIKES,
+    LOCATION,
+    NAME,
+    OCCUPATION,
+    PARTNER_NAME,
+    PETS,
+    PREFERRED_NAME,
+    SLEEP_TIME,
+    TIMEZONE,
+    Profile,
+)
+from memsched.store import Tx
+
+if TYPE_CHECKING:
+    from memsched.jobs.queue import Job
+    from memsched.llm.client import ChatClient
+
+log = logging.getLogger("memsched.profile")
+
+Op = Literal["set", "retract"]
+
+
+@dataclass(frozen=True, slots=True)
+class Observation:
+    """One fact a message states: `op` "set" (or "retract") `key` = `value`, found by `rule`."""
+
+    key: str
+    value: str
+    op: Op = "set"
+    rule: str = ""
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"key": self.key, "value": self.value, "op": self.op, "rule": self.rule}
+
+
+# -- values ----------------------------------------------------------------------------------------
+
+_CJK = "\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff"
+_STOP = r"，,。.!！?？；;、~～\n"
+# A CJK value runs to the end of its clause or to a sentence particle.
+_ZH_V = rf"(?P<v>[^{_STOP}\s]{{1,16}}?)(?=$|[{_STOP}\s]|了|啊|呀|吧|哦|呢|哈|嘛|的时候|因为|但是|可是|所以)"
+_ZH_NAME = rf"(?P<v>[{_CJK}·]{{1,6}}?|[A-Za-z][A-Za-z'\-]*(?: [A-Za-z][A-Za-z'\-]*)?)(?=$|[{_STOP}\s]|吧|啊|呀|哦|了)"
+# An English value runs to the end of its clause or to a conjunction.
+_EN_V = (
+    r"(?P<v>[^.,!?;:\n]{1,60}?)(?=$|[.,!?;:\n]|\s+(?:and|but|because|so|since|though|although|when|if|too|"
+    r"as well|last|next|yesterday|today|tonight|this|ago|anymore|any more|now|again|recently|lately)\b)"
+)
+# A value ending at a fixed word ("我对花生过敏"): the clause may not end there.
+_ZH_W = rf"(?P<v>[^{_STOP}\s]{{1,12}}?)"
+_EN_DATE = (
+    r"(?P<v>(?:January|February|March|April|May|June|July|August|September|October|November|December)"
+    r"\.? \d{1,2}(?:st|nd|rd|th)?(?:,? \d{4})?|\d{1,2}(?:st|nd|rd|th)? (?:of )?(?:January|February|March|April|"
+    r"May|June|July|August|September|October|November|December)(?:,? \d{4})?)"
+)
+_EN_NAME = r"(?P<v>[A-Z][a-z'\-]+(?: [A-Z][a-z'\-]+)?)"
+_ZH_HEAD = r"(?:^|(?<=[，,。.!！?？；;~～\s]))"
+_ZH_ADV = r"(?:真的|其实|一直|特别|非常|超级|超|很|最|好|挺|还挺|也|都|还是|比较)*"
+_EN_ADV = r"(?:really |absolutely |just |totally |kinda |kind of |also |still |truly |so )*"
+
+_ZH_NOT_VALUES = frozenset(
+    "你 你们 他 她 它 他们 她们 它们 这 那 这个 那个 这样 那样 这些 那些 什么 吗 自己 我 有点 有些 好像 会 一点 上 过".split()  # noqa: SIM905 - a word list reads better as text
+)
+_EN_NOT_VALUES = frozenset(
+    """you it that this them him her these those what which me us so much one ones doing being here there
+    yourself everything anything something nothing talking chatting""".split()  # noqa: SIM905 - a word list reads better as text
+)
+_PET_KINDS_ZH = "猫咪|小猫|猫|狗狗|小狗|狗|兔子|仓鼠|鹦鹉|乌龟|金鱼|龙猫"
+_PET_KINDS_EN = "cat|kitten|dog|puppy|rabbit|bunny|hamster|parrot|turtle|goldfish|guinea pig"
+_ZH_PARTNER = "男朋友|女朋友|男友|女友|老公|老婆|丈夫|妻子|太太|先生|对象|爱人|未婚夫|未婚妻"
+_EN_PARTNER = "boyfriend|girlfriend|husband|wife|partner|fiancée|fiancee|fiance|fiancé|spouse"
+
+
+def _clean(value: str, *, english: bool) -> str | None:
+    v = value.strip().strip("\"“”'‘’「」《》").strip()
+    if english:
+        v = re.sub(r"^(?:the|a|an|my|some|to)\s+", "", v, flags=re.I).strip()
+        words = v.split()
+        if not words or len(words) > 5 or v.lower() in _EN_NOT_VALUES or words[0].lower() in _EN_NOT_VALUES:
+            return None
+    else:
+        v = re.sub(r"^(?:一个|一只|一条|一名|一位|一些)", "", v)
+        if not v or v in _ZH_NOT_VALUES or v[0] in "你他她它这那我":
+            return None
+    return v or None
+
+
+# -- rules ---------------------------------------------------------------------------------------
+
+# (rule, key, pattern, english)
+_RULES: list[tuple[str, str, re.Pattern[str], bool]] = [
+    ("zh_birthday", BIRTHDAY, re.compile(rf"我的?生日(?:是|在)?{_ZH_V}"), False),
+    (
+        "zh_born_on",
+        BIRTHDAY,
+        re.compile(r"我(?:是)?(?P<v>(?:\d{4}年)?\d{1,2}月\d{1,2}[日号])(?:出生|生)的?"),
+        False,
+    ),
+    (
+        "zh_live_in",
+        LOCATION,
+        re.compile(rf"{_ZH_HEAD}我(?:现在|目前)?(?:住在|搬到了?|搬去了?|定居在?){_ZH_V}"),
+        False,
+    ),
+    (
+        "zh_live_in_2",
+        LOCATION,
+        re.compile(rf"{_ZH_HEAD}我(?:现在|目前)?在(?P<v>[{_CJK}]{{2,8}}?)(?:生活|定居|住)"),
+        False,
+    ),
+    (
+        "zh_occupation",
+        OCCUPATION,
+        re.compile(rf"{_ZH_HEAD}我(?:现在|目前)?是(?:一名|一位|一个职业)?{_ZH_V}"),
+        False,
+    ),
+    ("zh_job_is", OCCUPATION, re.compile(rf"我的?(?:工作|职业)是{_ZH_V}"), False),
+    (
+        "zh_do_x",
+        OCCUPATION,
+        re.compile(rf"{_ZH_HEAD}我(?:现在|目前)?是做(?P<v>[^{_STOP}\s]{{1,10}}?)的"),
+        False,
+    ),
+    (
+        "zh_partner",
+        PARTNER_NAME,
+        re.compile(rf"我(?:的)?(?:{_ZH_PARTNER})(?:的名字)?(?:叫|是){_ZH_NAME}"),
+        False,
+    ),
+    (
+        "zh_pet_named",
+        PETS,
+        re.compile(rf"我(?:养)?的(?P<kind>{_PET_KINDS_ZH})(?:的名字)?叫{_ZH_NAME}"),
+        False,
+    ),
+    (
+        "zh_pet_have",
+        PETS,
+        re.compile(rf"我(?:家)?养了(?:一只|一条|两只|三只|只|条)?(?P<v>{_PET_KINDS_ZH})"),
+        False,
+    ),
+    ("zh_allergic_to", ALLERGIES, re.compile(rf"我对{_ZH_W}过敏"), False),
+    ("zh_x_allergic", ALLERGIES, re.compile(rf"{_ZH_HEAD}我(?P<v>[^{_STOP}\s对]{{1,6}}?)过敏"), False),
+    (
+        "zh_dislike",
+        DISLIKES,
+        re.compile(rf"{_ZH_HEAD}我{_ZH_ADV}(?:讨厌|不喜欢|不爱|受不了|烦){_ZH_V}"),
+        False,
+    ),
+    (
+        "zh_like",
+        LIKES,
+        re.compile(rf"{_ZH_HEAD}我{_ZH_ADV}(?:喜欢|爱吃|爱喝|爱看|爱听|爱玩|热爱|迷上了|超爱){_ZH_V}"),
+        False,
+    ),
+    ("en_birthday", BIRTHDAY, re.compile(rf"\bmy birthday is (?:on )?(?:the )?{_EN_DATE}", re.I), True),
+    ("en_born_on", BIRTHDAY, re.compile(rf"\bI was born on (?:the )?{_EN_DATE}", re.I), True),
+    ("en_live_in", LOCATION, re.compile(rf"\bI (?:now |currently )?live in {_EN_V}", re.I), True),
+    (
+        "en_moved_to",
+        LOCATION,
+        re.compile(rf"\bI(?:'ve| have)? (?:just |recently )?moved to {_EN_V}", re.I),
+        True,
+    ),
+    ("en_based_in", LOCATION, re.compile(rf"\bI(?:'m| am) (?:now |currently )?based in {_EN_V}", re.I), True),
+    (
+        "en_work_as",
+        OCCUPATION,
+        re.compile(rf"\bI(?:'m| am)? (?:now )?work(?:ing)? as (?:an? )?{_EN_V}", re.I),
+        True,
+    ),
+    (
+        "en_job_is",
+        OCCUPATION,
+        re.compile(rf"\bmy (?:job|occupation|profession) is (?:an? )?{_EN_V}", re.I),
+        True,
+    ),
+    (
+        "en_by_profession",
+        OCCUPATION,
+        re.compile(r"\bI(?:'m| am) an? (?P<v>[a-z][a-z ]{1,40}?) by (?:profession|trade)", re.I),
+        True,
+    ),
+    (
+        "en_partner",
+        PARTNER_NAME,
+        re.compile(rf"\bmy (?:{_EN_PARTNER})(?:'s name is| is called| is named|,) {_EN_NAME}", re.I),
+        True,
+    ),
+    (
+        "en_pet_named",
+        PETS,
+        re.compile(rf"\bmy (?P<kind>{_PET_KINDS_EN})(?:'s name is| is called| is named) {_EN_NAME}", re.I),
+        True,
+    ),
+    (
+        "en_pet_have",
+        PETS,
+        re.compile(rf"\bI (?:have|got|adopted|own) (?:an?|two|three) (?P<v>(?:{_PET_KINDS_EN})s?)\b", re.I),
+        True,
+    ),
+    (
+        "en_allergic_to",
+        ALLERGIES,
+        re.compile(rf"\bI(?:'m| am) (?:very |really |severely )?allergic to {_EN_V}", re.I),
+        True,
+    ),
+    ("en_allergy", ALLERGIES, re.compile(r"\bI have an? (?P<v>[a-z][a-z ]{1,30}?) allergy", re.I), True),
+    (
+        "en_dislike",
+        DISLIKES,
+        re.compile(
+            rf"\bI {_EN_ADV}(?:hate|dislike|detest|can't stand|cannot stand|don't like|do not like){_EN_V.replace('(?P<v>', ' (?P<v>', 1)}",
+            re.I,
+        ),
+        True,
+    ),
+    (
+        "en_like",
+        LIKES,
+        re.compile(rf"\bI {_EN_ADV}(?:love|like|enjoy|adore){_EN_V.replace('(?P<v>', ' (?P<v>', 1)}", re.I),
+        True,
+    ),
+]
+
+_ZH_NUM = {"一": 1, "二": 2, "两": 2, "三": 3, "四": 4, "五": 5, "六": 6, "七": 7, "八": 8, "九": 9, "十": 10}
+_SLEEP_ZH = re.compile(
+    r"我(?:一般|通常|平时|平常|每天|每晚|基本上?|总是)*(?:都)?(?:是)?(?P<part>晚上|夜里|凌晨|半夜)?"
+    r"(?P<h>\d{1,2}|[一二两三四五六七八九十]{1,3})[点:：](?P<m>\d{2}|半)?(?:左右|前|多)?(?:就)?(?:睡|上床)"
+)
+_SLEEP_EN = re.compile(
+    r"\bI (?:usually |normally |always |often |typically |generally )?(?:go to bed|go to sleep|sleep|fall asleep|turn in)"
+    r" (?:at |around |by |before |about )+(?P<h>\d{1,2})(?::(?P<m>\d{2}))?\s*(?P<ampm>am|pm|a\.m\.|p\.m\.)?",
+    re.I,
+)
+
+
+def _hour(raw: str) -> int | None:
+    if raw.isdigit():
+        return int(raw)
+    if raw == "十":
+        return 10
+    if raw.startswith("十"):
+        return 10 + _ZH_NUM.get(raw[1:], 0)
+    return _ZH_NUM.get(raw)
+
+
+def _sleep_time(text: str) -> Observation | None:
+    m = _SLEEP_ZH.search(text)
+    if m:
+        h = _hour(m.group("h"))
+        if h is None or h > 24:
+            return None
+        minute = 30 if m.group("m") == "半" else int(m.group("m") or 0)
+        part = m.group("part")
+        if (part in ("晚上", "夜里") and 6 <= h < 12) or (part is None and 7 <= h < 12):
+            h += 12
+        return Observation(SLEEP_TIME, f"{h % 24:02d}:{minute:02d}", rule="zh_sleep_time")
+    m = _SLEEP_EN.search(text)
+    if m:
+        h, minute = int(m.group("h")), int(m.group("m") or 0)
+        ampm = (m.group("ampm") or "").lower().replace(".", "")
+        if h > 24 or minute > 59:
+            return None
+        if (ampm == "pm" and h < 12) or (not ampm and 7 <= h < 12):
+            h += 12
+        if ampm == "am" and h == 12:
+            h = 0
+        return Observation(SLEEP_TIME, f"{h % 24:02d}:{minute:02d}", rule="en_sleep_time")
+    return None
+
+
+def _is_question(text: str, end: int) -> bool:
+    tail = re.match(r"[^。.!！?？，,;；\n]*([?？]|吗|么)?", text[end:])
+    return bool(tail and tail.group(1))
+
+
+def extract(text: str) -> list[Observation]:
+    """The profile facts a user message states, by rule; [] for most messages.
+
+    Renames ("叫我大王") are not here: they are commands applied before the reply (`commands.py`).
+    A name statement ("我叫李伟", "my name is Li Wei") is also reported here as `name`.
+    """
+    text = text.strip()
+    if not text or len(text) > 2000:
+        return []
+    found: list[Observation] = []
+    for cmd in detect(text):
+        if cmd.kind == "rename" and cmd.value and cmd.rule in ("zh_my_name_is", "en_my_name_is"):
+            found.append(Observation(NAME, cmd.value, rule=cmd.rule))
+    taken: list[tuple[int, int]] = []
+    for rule, key, pattern, english in _RULES:
+        for m in pattern.finditer(text):
+            if any(s <= m.start() < e for s, e in taken) or _is_question(text, m.end()):
+                continue
+            if key == PETS and "kind" in pattern.groupindex:
+                name = _clean(m.group("v"), english=english)
+                value = f"{m.group('kind').lower()} {name}" if name else None
+            else:
+                value = _clean(m.group("v"), english=english)
+            if value is None:
+                continue
+            if key == OCCUPATION and not english and not _looks_like_occupation(value):
+                continue
+            found.append(Observation(key, value, rule=rule))
+            taken.append((m.start(), m.end()))
+    sleep = _sleep_time(text)
+    if sleep is not None:
+        found.append(sleep)
+    return found
+
+
+# "我是一名护士" is an occupation, "我是一个很懒的人" is not: a Chinese occupation ends like one.
+_ZH_OCCUPATION_END = re.compile(
+    r"(?:师|员|生|家|工|手|者|长|官|医|匠|士|警|商|板|总|经理|主管|老师|护士|律师|司机|厨子|模特|主播|博主|设计|开发|运营|产品|工程|编辑|记者|会计)$"
+)
+
+
+def _looks_like_occupation(value: str) -> bool:
+    return bool(_ZH_OCCUPATION_END.search(value)) and "的" not in value
+
+
+# -- applying --------------------------------------------------------------------------------------
+
+_OPPOSITE = {LIKES: DISLIKES, DISLIKES: LIKES}
+
+
+def apply(
+    profile: Profile,
+    user_id: str,
+    observations: Sequence[Observation],
+    *,
+    at: datetime,
+    source_turn_ids: Sequence[int],
+    tx: Tx | None = None,
+) -> list[dict[str, Any]]:
+    """Write observations to the profile (a like retracts the same dislike and the reverse).
+    Idempotent: observing the same fact again only adds source turn ids. Returns what was applied."""
+    out = []
+    for ob in observations:
+        if ob.op == "retract":
+            profile.retract(user_id, ob.key, ob.value, at=at, tx=tx)
+        else:
+            if ob.key in _OPPOSITE:
+                profile.retract(user_id, _OPPOSITE[ob.key], ob.value, at=at, tx=tx)
+            profile.set(user_id, ob.key, ob.value, at=at, source_turn_ids=source_turn_ids, tx=tx)
+        out.append(ob.as_dict())
+    return out
+
+
+# -- the LLM extraction (P2) ---------------------------------------------------------------------
+
+# Keys the LLM may set: a rename stays a command, the timezone comes with the request.
+LLM_KEYS = tuple(k for k in KEYS if k not in (PREFERRED_NAME, TIMEZONE))
+
+
+class _LLMFact(BaseModel):
+    turn: int = Field(ge=1, description="1-based number of the message that states it")
+    key: str
+    value: str = Field(min_length=1, max_length=80)
+    op: Op = "set"
+
+
+class _LLMFacts(BaseModel):
+    facts: list[_LLMFact] = Field(default_factory=list)
+
+
+def llm_extract(llm: ChatClient, turns: Sequence[Turn]) -> list[tuple[Turn, Observation]]:
+    """Facts the helper LLM finds in the user's messages of one page (one call per page), validated:
+    unknown keys and turn numbers are dropped. Raises `LLMError` when the reply is not valid JSON."""
+    from memsched.llm.client import complete_json
+    from memsched.llm.prompts import load
+
+    users = [t for t in turns if t.role == "user"]
+    if not users:
+        return []
+    lines = "\n".join(f"{i}. {t.content}" for i, t in enumerate(users, 1))
+    prompt = load("profile_extract").format(keys=", ".join(LLM_KEYS), messages=lines)
+    reply = complete_json(llm, [{"role": "user", "content": prompt}], _LLMFacts, purpose="profile")
+    out = []
+    for f in reply.facts:
+        if f.key not in LLM_KEYS or f.turn > len(users):
+            continue
+        out.append((users[f.turn - 1], Observation(f.key, f.value.strip(), f.op, rule="llm")))
+    return out
+
+
+@task("profile_extract")
+def profile_extract_task(ctx: TaskContext, job: Job) -> None:
+    """P2, per page: the rules again (for turns stored without them, e.g. imports) and, with an LLM,
+    the LLM extraction; each fact dated by its turn. Idempotent: re-observing adds only sources."""
+    page_id = int(job.payload["page_id"])
+    turns = ctx.store.page_turns(job.user_id, page_id)
+    found = [(t, ob) for t in turns if t.role == "user" for ob in extract(t.content)]
+    if ctx.llm is not None:
+        found += llm_extract(ctx.llm, turns)
+    profile = Profile(ctx.store)
+    with ctx.store.transaction() as tx:
+        for turn, ob in found:
+            assert turn.id is not None
+            apply(profile, job.user_id, [ob], at=turn.created_at, source_turn_ids=[turn.id], tx=tx)
+    log.info("profile extraction of page %s of %s: %d facts", page_id, job.user_id, len(found))

@@ -1,0 +1,227 @@
+"""Profile facts: bilingual rule extraction, supersession with history, the compact prompt section
+under its own budget, the LLM extraction (P2) and GET /v1/users/{user}/profile."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+import httpx
+import pytest
+
+from memsched.config import Config
+from memsched.errors import LLMError
+from memsched.llm.client import OpenAIChatClient
+from memsched.model import Turn
+from memsched.profile import DISLIKES, LIKES, LOCATION, PREFERRED_NAME, SECTION_HEADER, Profile
+from memsched.profile_extract import apply, extract, llm_extract
+from memsched.scheduler import page_jobs
+from memsched.server.app import create_app
+from memsched.store.sqlite import SQLiteStore
+from memsched.testing import FakeOpenAI, LiveServer
+
+T0 = datetime(2024, 10, 1, 12, tzinfo=UTC)
+
+CASES = [
+    ("我叫李伟", "name", "李伟"),
+    ("my name is Li Wei", "name", "Li Wei"),
+    ("我的生日是3月5日", "birthday", "3月5日"),
+    ("My birthday is March 5th.", "birthday", "March 5th"),
+    ("I was born on May 3, 1990", "birthday", "May 3, 1990"),
+    ("我住在杭州", "location", "杭州"),
+    ("我搬到了上海", "location", "上海"),
+    ("I moved to Tokyo last month", "location", "Tokyo"),
+    ("I live in Berlin", "location", "Berlin"),
+    ("我是一名护士", "occupation", "护士"),
+    ("我是做设计的", "occupation", "设计"),
+    ("I work as a nurse", "occupation", "nurse"),
+    ("我男朋友叫阿杰", "partner_name", "阿杰"),
+    ("my wife is called Anna", "partner_name", "Anna"),
+    ("我的猫叫芝麻", "pets", "猫 芝麻"),
+    ("my cat is named Sesame", "pets", "cat Sesame"),
+    ("我养了一只狗", "pets", "狗"),
+    ("I have a dog", "pets", "dog"),
+    ("我很喜欢爵士乐", "likes", "爵士乐"),
+    ("I love jazz and hiking", "likes", "jazz"),
+    ("我不喜欢香菜", "dislikes", "香菜"),
+    ("I hate cilantro", "dislikes", "cilantro"),
+    ("我对花生过敏", "allergies", "花生"),
+    ("我花粉过敏", "allergies", "花粉"),
+    ("I'm allergic to peanuts", "allergies", "peanuts"),
+    ("我一般11点睡", "sleep_time", "23:00"),
+    ("我平时晚上十一点半睡觉", "sleep_time", "23:30"),
+    ("I usually go to bed at 11pm", "sleep_time", "23:00"),
+]
+
+
+@pytest.mark.parametrize(("text", "key", "value"), CASES)
+def test_rules_find_each_key_in_both_languages(text: str, key: str, value: str) -> None:
+    assert [(o.key, o.value) for o in extract(text)] == [(key, value)]
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "你对花生过敏吗？",
+        "Do you like jazz?",
+        "我爱你",
+        "I love you",
+        "I like that",
+        "我是一个很懒的人",
+        "今天好累",
+        "call me Dave",
+    ],
+)
+def test_questions_pronouns_and_chit_chat_state_no_fact(text: str) -> None:
+    assert extract(text) == []
+
+
+def test_a_new_value_supersedes_the_old_one_and_history_stays(store: SQLiteStore) -> None:
+    p = Profile(store)
+    berlin = p.set("u", LOCATION, "Berlin", at=T0, source_turn_ids=[1])
+    tokyo = p.set("u", LOCATION, "Tokyo", at=T0 + timedelta(days=30), source_turn_ids=[9])
+    history = p.history("u", LOCATION)
+    assert [(f.value, f.current, f.superseded_by) for f in history] == [
+        ("Berlin", False, tokyo),
+        ("Tokyo", True, None),
+    ]
+    assert history[0].id == berlin and history[0].superseded_at == T0 + timedelta(days=30)
+    # Observing an old statement again (a P2 job re-reading turn 1) changes nothing but its sources.
+    assert p.set("u", LOCATION, "Berlin", at=T0, source_turn_ids=[1]) == berlin
+    assert p.get("u", LOCATION).value == "Tokyo"  # type: ignore[union-attr]
+    # An older observation never replaces a newer fact: it is filed as history.
+    paris = p.set("u", LOCATION, "Paris", at=T0 + timedelta(days=10), source_turn_ids=[5])
+    assert p.get("u", LOCATION).value == "Tokyo"  # type: ignore[union-attr]
+    old = next(f for f in p.history("u", LOCATION) if f.id == paris)
+    assert not old.current and old.superseded_by == tokyo
+
+
+def test_likes_are_a_set_and_a_dislike_retracts_the_like(store: SQLiteStore) -> None:
+    p = Profile(store)
+    apply(p, "u", extract("I love jazz"), at=T0, source_turn_ids=[1])
+    apply(p, "u", extract("我很喜欢爬山"), at=T0 + timedelta(hours=1), source_turn_ids=[2])
+    assert p.values("u", LIKES) == ["jazz", "爬山"]
+    apply(p, "u", extract("I don't like jazz anymore"), at=T0 + timedelta(days=3), source_turn_ids=[3])
+    assert p.values("u", LIKES) == ["爬山"] and p.values("u", DISLIKES) == ["jazz"]
+    jazz = [f for f in p.history("u", LIKES) if f.value == "jazz"]
+    assert len(jazz) == 1 and not jazz[0].current and jazz[0].source_turn_ids == (1,)
+    # Re-running the rules over the same turns (the P2 job) does not bring the old like back.
+    apply(p, "u", extract("I love jazz"), at=T0, source_turn_ids=[1])
+    assert p.values("u", LIKES) == ["爬山"]
+
+
+def test_section_is_compact_ordered_and_within_its_budget(store: SQLiteStore) -> None:
+    p = Profile(store)
+    p.set("u", PREFERRED_NAME, "小王", at=T0)
+    p.set("u", PREFERRED_NAME, "大王", at=T0 + timedelta(days=1))
+    for i, like in enumerate(["jazz", "hiking", "火锅", "《三体》"]):
+        p.set("u", LIKES, like, at=T0 + timedelta(minutes=i))
+    p.set("u", "allergies", "花生", at=T0)
+    full = p.section("u")
+    lines = full.splitlines()
+    assert lines[0] == SECTION_HEADER
+    assert lines[1].startswith("- preferred name") and "大王" in lines[1] and "formerly 小王" in lines[1]
+    assert lines[2] == "- allergies (never suggest these): 花生"
+    assert lines[3] == "- likes: jazz, hiking, 火锅, 《三体》"
+    short = p.section("u", max_tokens=len(SECTION_HEADER) + len(lines[1]) + len(lines[2]) + 2)
+    assert short.splitlines() == lines[:3]  # the least important key goes first
+
+
+def test_llm_extraction_is_validated_and_dated_by_its_turn(fake: FakeOpenAI, store: SQLiteStore) -> None:
+    turns = [
+        Turn("u", "s", "user", "周末去了趟海边，我现在在深圳上班", created_at=T0),
+        Turn("u", "s", "assistant", "深圳的海很美", created_at=T0),
+        Turn(
+            "u",
+            "s",
+            "user",
+            "by the way the ferret I adopted is called Bean",
+            created_at=T0 + timedelta(minutes=5),
+        ),
+    ]
+    store.add_turns(turns)
+    fake.script_for(
+        "lasting facts",
+        '{"facts": [{"turn": 1, "key": "location", "value": "深圳"},'
+        ' {"turn": 2, "key": "pets", "value": "ferret Bean"},'
+        ' {"turn": 2, "key": "favourite_colour", "value": "blue"},'
+        ' {"turn": 9, "key": "likes", "value": "nothing"}]}',
+    )
+    with OpenAIChatClient(fake.base_url, "k", "m", retries=0) as llm:
+        found = llm_extract(llm, turns)
+    assert [(t.id, o.key, o.value) for t, o in found] == [
+        (turns[0].id, "location", "深圳"),
+        (turns[2].id, "pets", "ferret Bean"),
+    ]
+    p = Profile(store)
+    for turn, ob in found:
+        apply(p, "u", [ob], at=turn.created_at, source_turn_ids=[turn.id or 0])
+    assert p.get("u", "pets").source_turn_ids == (turns[2].id,)  # type: ignore[union-attr]
+    assert p.get("u", "pets").valid_from == T0 + timedelta(minutes=5)  # type: ignore[union-attr]
+    fake.script_for("lasting facts", "not json at all")
+    with OpenAIChatClient(fake.base_url, "k", "m", retries=0) as llm, pytest.raises(LLMError):
+        llm_extract(llm, turns)
+
+
+def test_a_full_page_queues_the_p2_extraction() -> None:
+    turn = Turn("u", "s", "user", "x")
+    turn.seq, turn.page_id = 3, 7
+    kinds = {j.kind: j for j in page_jobs([turn], 4)}
+    assert kinds["profile_extract"].payload == {"page_id": 7}
+    assert int(kinds["profile_extract"].priority) == 2
+
+
+# -- through the HTTP service -------------------------------------------------------------------------
+
+
+@pytest.fixture
+def server(tmp_path: Path, fake: FakeOpenAI) -> Iterator[str]:
+    cfg = Config.load(
+        home=tmp_path / "srv", embedders="hash", upstream_base_url=fake.base_url, upstream_model="fake-model"
+    )
+    with LiveServer(create_app(cfg)) as base:
+        yield base
+
+
+def _chat(base: str, text: str, at: str, session: str = "s1") -> httpx.Response:
+    r = httpx.post(
+        f"{base}/v1/chat/completions",
+        json={
+            "model": "fake-model",
+            "user": "li",
+            "metadata": {"session_id": session, "timestamp": at},
+            "messages": [{"role": "system", "content": "You are Xiaoyu."}, {"role": "user", "content": text}],
+        },
+        timeout=60,
+    )
+    assert r.status_code == 200, r.text
+    return r
+
+
+@pytest.mark.parametrize(
+    ("first", "second", "old", "new", "rename", "name"),
+    [
+        ("我住在北京", "我搬到了上海", "北京", "上海", "别叫我小王了，叫我大王", "大王"),
+        ("I live in Berlin", "I moved to Tokyo", "Berlin", "Tokyo", "Call me Da Wang from now on", "Da Wang"),
+    ],
+)
+def test_http_facts_are_superseded_and_renames_hold_on_the_next_turn(
+    server: str, fake: FakeOpenAI, first: str, second: str, old: str, new: str, rename: str, name: str
+) -> None:
+    _chat(server, first, "2024-10-01T10:00:00+00:00")
+    _chat(server, second, "2024-11-01T10:00:00+00:00")
+    facts = httpx.get(f"{server}/v1/users/li/profile", params={"key": "location"}).json()["facts"]
+    assert [(f["value"], f["current"]) for f in facts] == [(old, False), (new, True)]
+    assert facts[0]["superseded_by"] == facts[1]["id"] and facts[1]["valid_from"].startswith("2024-11-01")
+    assert facts[0]["source_turn_ids"] and facts[0]["source_turn_ids"] != facts[1]["source_turn_ids"]
+    fake.clear()
+    _chat(server, rename, "2024-11-02T10:00:00+00:00")
+    _chat(server, "早", "2024-11-03T08:00:00+00:00", session="s2")
+    system = fake.chat_requests[-1]["messages"][0]["content"]
+    assert f"preferred name (call the user this): {name}" in system
+    assert f"location: {new}" in system and f"formerly {old}" in system
+    current = httpx.get(f"{server}/v1/users/li/profile", params={"current": "true"}).json()["facts"]
+    assert {f["key"]: f["value"] for f in current}["preferred_name"] == name
+    assert all(f["current"] for f in current)
+    assert httpx.get(f"{server}/v1/users/nobody/profile").status_code == 404
