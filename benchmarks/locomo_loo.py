@@ -56,6 +56,10 @@ def sweeps() -> dict[str, dict[str, Variant]]:
         "subquery_weight": {f"subquery={v:g}": _opts(subquery_weight=v) for v in (0.0, 1.0)},
         "diversity": {f"diversity={v:g}": _opts(diversity=v) for v in (0.1, 0.2, 0.35, 0.5)},
         "feedback": {f"feedback={v:g}": _opts(feedback=v) for v in (0.5, 1.0, 2.0)},
+        "page_top_turns": {f"page_top={v}": _opts(page_top_turns=v) for v in (15, 60)},
+        "turn_k": {f"turn_k={v}": _opts(turn_k=v) for v in (25, 100)},
+        "deep_k": {f"deep_k={v}": _opts(deep_k=v) for v in (100, 400)},
+        "bookmark_k": {f"bookmark_k={v}": _opts(bookmark_k=v) for v in (10, 40)},
         "graph_weight": {f"graph={v:g}": _opts(graph_weight=v) for v in (0.25, 0.5)},
     }
     for grid in out.values():

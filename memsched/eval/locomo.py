@@ -180,7 +180,8 @@ def run(
     with tempfile.TemporaryDirectory(prefix="memsched-eval-") as tmp:
         path = db if db is not None else Path(tmp) / "eval.db"
         mem = Memory(config.replace(db=path), embedders=embedders)  # type: ignore[arg-type]
-        pagers = {name: mem.pager.with_options(**v.options) for name, v in variants.items()}
+        default_pager = mem.pager
+        pagers = {name: default_pager.with_options(**v.options) for name, v in variants.items()}
         default_weights = mem.retriever.weights
         try:
             for si, sample in enumerate(samples):
@@ -230,7 +231,7 @@ def run(
                                 mem.retriever.weights = variant.weights or default_weights
                                 messages = _context(mem, "memsched", sample.sample_id, q.text, budget, after)
                                 mem.retriever.weights = default_weights
-                                mem._pager = None
+                                mem._pager = default_pager
                             else:
                                 messages = _context(mem, system, sample.sample_id, q.text, budget, after)
                             elapsed = (time.perf_counter() - t0) * 1000.0
