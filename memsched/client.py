@@ -331,6 +331,9 @@ class _Calls:
             params["user"] = user_id
         return _Call("GET", "/v1/jobs", lambda r: list(r.json()), params=params)
 
+    def _delete(self, path: str) -> _Call[int]:
+        return _Call("DELETE", path, lambda r: int(r.json()["turns"]))
+
     def _health(self) -> _Call[dict[str, Any]]:
         return _Call("GET", "/healthz", lambda r: dict(r.json()))
 
@@ -565,6 +568,19 @@ class Client(_Calls):
     def health(self) -> dict[str, Any]:
         return self._run(self._health())
 
+    # -- forgetting (hard deletes, with everything made from the turns) ------------------------------
+
+    def delete_turns(self, user_id: str, turn_ids: Sequence[int]) -> int:
+        """Delete turns and what was derived from them; returns how many turns went."""
+        return sum(self._run(self._delete(f"/v1/users/{_q(user_id)}/turns/{int(i)}")) for i in turn_ids)
+
+    def delete_session(self, user_id: str, session_id: str) -> int:
+        return self._run(self._delete(f"/v1/users/{_q(user_id)}/sessions/{_q(session_id)}"))
+
+    def delete_user(self, user_id: str) -> int:
+        """Delete the user and everything stored about them; returns how many turns went."""
+        return self._run(self._delete(f"/v1/users/{_q(user_id)}"))
+
 
 class AsyncClient(_Calls):
     """`Client` for asyncio: the same methods, as coroutines; `await stream(...)` gives an async iterator."""
@@ -720,3 +736,14 @@ class AsyncClient(_Calls):
 
     async def health(self) -> dict[str, Any]:
         return await self._run(self._health())
+
+    async def delete_turns(self, user_id: str, turn_ids: Sequence[int]) -> int:
+        return sum(
+            [await self._run(self._delete(f"/v1/users/{_q(user_id)}/turns/{int(i)}")) for i in turn_ids]
+        )
+
+    async def delete_session(self, user_id: str, session_id: str) -> int:
+        return await self._run(self._delete(f"/v1/users/{_q(user_id)}/sessions/{_q(session_id)}"))
+
+    async def delete_user(self, user_id: str) -> int:
+        return await self._run(self._delete(f"/v1/users/{_q(user_id)}"))

@@ -53,7 +53,7 @@ def _fill(client: Client, user: str = "li") -> list[Turn]:
 
 
 def test_same_names_as_memory_and_scheduler() -> None:
-    for name in ("add", "add_many", "search", "context"):
+    for name in ("add", "add_many", "search", "context", "delete_turns", "delete_user"):
         assert callable(getattr(Memory, name)) and callable(getattr(Client, name))
         assert inspect.iscoroutinefunction(getattr(AsyncClient, name)), name
     for name in ("turn", "trace", "traces"):
@@ -111,11 +111,12 @@ def test_same_shapes_as_the_embedded_memory(base: str, tmp_path: Path) -> None:
 def test_turn_stream_and_traces(base: str, fake: FakeOpenAI) -> None:
     fake.script("Sesame is a lovely name!", "你说过：芝麻。")
     with Client(base) as client:
-        result = client.turn("li", "s1", "My cat is called Sesame", system_prompt="be kind")
+        result = client.turn("li", "s1", "My cat is called Sesame", system_prompt="be kind", temperature=0.2)
         assert isinstance(result, TurnResult) and result.reply == "Sesame is a lovely name!"
         assert len(result.turn_ids) == 2 and result.trace["route"]["mode"]
         sent = fake.chat_requests[-1]
         assert sent["messages"][0]["content"].startswith("be kind")
+        assert sent["temperature"] == 0.2  # sampling parameters pass through to the upstream
 
         stream = client.stream("li", "s1", "我的猫叫什么？")
         assert stream.trace_id  # known before the first delta
@@ -206,3 +207,37 @@ def test_async_client(base: str, fake: FakeOpenAI) -> None:
                 await client.sessions("nobody")
 
     asyncio.run(main())
+
+
+def test_forgetting_through_the_client(base: str) -> None:
+    with Client(base) as client:
+        added = _fill(client)
+        client.add("li", "s2", "user", "我在学做四川火锅")
+        assert client.delete_turns("li", [added[0].id or 0]) == 1
+        assert added[0].id not in {h.turn.id for h in client.search("li", "Sesame cat")}
+        assert client.delete_session("li", "s2") == 1
+        assert [s.id for s in client.sessions("li")] == ["s1"]
+        with pytest.raises(InputError) as gone:
+            client.delete_turns("li", [added[0].id or 0])
+        assert isinstance(gone.value, ServiceError) and gone.value.status == 404
+        assert client.delete_user("li") == len(TURNS) - 1
+        with pytest.raises(InputError):
+            client.sessions("li")
+
+
+def test_api_keys_end_to_end(tmp_path: Path) -> None:
+    """A service with keys: no key is a 401 ServiceError; the key's tenant sees only its own users."""
+    cfg = Config.load(
+        home=tmp_path / "srv",
+        embedders="hash",
+        api_keys="acme:acme-key-0123456789abcdef,zeta:zeta-key-0123456789abcdef",
+    )
+    with LiveServer(create_app(cfg)) as url:
+        with Client(url) as anonymous, pytest.raises(ServiceError) as denied:
+            anonymous.search("li", "cat")
+        assert denied.value.status == 401 and denied.value.code == "invalid_api_key"
+        with Client(url, api_key="acme-key-0123456789abcdef") as acme:
+            acme.add("li", "s1", "user", "My cat is called Sesame")
+            assert acme.search("li", "Sesame")[0].turn.content == "My cat is called Sesame"
+        with Client(url, api_key="zeta-key-0123456789abcdef") as zeta, pytest.raises(InputError):
+            zeta.search("li", "Sesame")  # another tenant's "li" is another user, with no turns
