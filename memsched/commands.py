@@ -527,9 +527,13 @@ def apply_forget_all(memory: Memory, user_id: str, command: Command) -> Applied:
     )
 
 
+UNRECORDED_KINDS = ("forget_topic", "forget_all")
+
+
 def keeps_turn(applied: Sequence[Applied]) -> bool:
-    """False when a command asked that the message itself not be kept (it names what to forget)."""
-    return not any(a.command.kind in ("forget_topic", "forget_all") for a in applied)
+    """False when a command asked that the message itself not be kept (it names what to forget):
+    then neither the message, its reply nor its trace is stored."""
+    return not any(a.command.kind in UNRECORDED_KINDS for a in applied)
 
 
 # -- P1 tasks for commands that arrived through `record()` ----------------------------------------------

@@ -8,6 +8,7 @@ something), then forgets, then scans the main file, the WAL and the shared-memor
 
 from __future__ import annotations
 
+import re
 import sqlite3
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -187,6 +188,41 @@ def by_http_session(s: Setup, lang: str, ids: list[int]) -> None:
         assert httpx.delete(f"{base}/v1/users/u/sessions/s1").status_code == 404
 
 
+def _say(s: Setup, text: str) -> None:
+    """One turn through the proxy (/v1/chat/completions), as a chat app sends it."""
+    import httpx
+
+    from memsched.config import Config
+    from memsched.server.app import create_app
+    from memsched.server.service import Service
+    from memsched.testing import LiveServer
+
+    cfg = Config.load(
+        home=s.memory.config.home, page_size=4, upstream_base_url=s.fake.base_url, upstream_model="fake-model"
+    )
+    service = Service(cfg, memory=s.memory, scheduler=s.sched)
+    with LiveServer(create_app(service=service, warm_up=False)) as base:
+        body = {
+            "user": "u",
+            "metadata": {"session_id": "s1"},
+            "messages": [{"role": "user", "content": text}],
+        }
+        r = httpx.post(f"{base}/v1/chat/completions", json=body, timeout=30)
+        assert r.status_code == 200, r.text
+
+
+def by_http_chat_last(s: Setup, lang: str, ids: list[int]) -> None:
+    _say(s, "忘掉刚才那句话" if lang == "zh" else "forget what I just said")
+
+
+def by_http_chat_topic(s: Setup, lang: str, ids: list[int]) -> None:
+    _say(s, "把关于我前任的事都忘了" if lang == "zh" else "forget everything about my ex")
+
+
+def by_http_chat_all(s: Setup, lang: str, ids: list[int]) -> None:
+    _say(s, "删除所有关于我的数据" if lang == "zh" else "delete everything you know about me")
+
+
 SURFACES: dict[str, Callable[[Setup, str, list[int]], None]] = {
     "library": by_library,
     "cli": by_cli,
@@ -196,6 +232,9 @@ SURFACES: dict[str, Callable[[Setup, str, list[int]], None]] = {
     "conversation_topic": by_conversation_topic,
     "session": by_session,
     "conversation_all": by_user,
+    "http_chat_last": by_http_chat_last,
+    "http_chat_topic": by_http_chat_topic,
+    "http_chat_all": by_http_chat_all,
 }
 
 
@@ -214,11 +253,22 @@ def test_no_bytes_left(setup: Setup, surface: str, lang: str) -> None:
     # Nothing more than asked: the other user is untouched, and so is the rest of this user unless
     # everything was asked for.
     assert [t.content for t in store.session_turns("v", "s1")][:1] == [FILLER[4]]
-    if surface != "conversation_all":
+    if surface not in ("conversation_all", "http_chat_all"):
         assert store.session_turns("u", "other")
     else:
-        assert not store.has_user("u")
-    if surface in ("library", "cli", "http_turns", "conversation_last", "conversation_topic"):
+        assert not store.has_user("u")  # not even the request and its reply were stored
+    if surface in ("conversation_topic", "http_chat_topic"):
+        # The request named the topic: neither it nor the reply (which echoes it here) is stored.
+        assert all(not re.search(r"前任|\bex\b", t.content) for t in store.iter_turns("u"))
+    if surface in (
+        "library",
+        "cli",
+        "http_turns",
+        "conversation_last",
+        "conversation_topic",
+        "http_chat_last",
+        "http_chat_topic",
+    ):
         assert store.search_bm25("u", FILLER[0])  # the rest of the session stays, indexed
 
 

@@ -33,6 +33,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
+from memsched.commands import UNRECORDED_KINDS
 from memsched.errors import InputError, LLMError
 from memsched.memory import Memory
 from memsched.scheduler import TurnResult
@@ -282,6 +283,11 @@ class ProxyTurn:
         turn_ids = list(trace.get("turn_ids") or [])
         user_turn = turn_ids[0] if turn_ids else None
         applied = [c.get("kind") for c in trace.get("commands") or []]
+        if any(kind in UNRECORDED_KINDS for kind in applied):
+            # "forget everything about my ex" / "delete everything you know about me": the exchange
+            # names what was forgotten, so neither the reply nor the trace is stored.
+            svc.scheduler.metrics.turns.labels(entry="proxy", outcome=outcome).inc()
+            return
         stored_id: int | None = None
         jobs: list[int] = []
         if outcome == "tool_calls" or (outcome == "error" and not reply.strip()):
