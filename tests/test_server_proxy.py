@@ -307,6 +307,28 @@ def test_an_upstream_that_ignores_stream_true_still_streams_to_the_client(
     assert _turns(server)[-1]["content"] == "whole at once"
 
 
+def test_concurrent_streams_in_different_sessions(server: str, fake: FakeOpenAI) -> None:
+    fake.chunk_delay = 0.01  # a slow model: the streams overlap
+    fake.responder = lambda body: "reply to " + str(body["messages"][-1]["content"])
+    results: dict[int, str] = {}
+
+    def one(i: int) -> None:
+        r = _post(server, _body(f"message {i}", session=f"c{i}", stream=True))
+        results[i] = _streamed_text(_events(r.text))
+
+    threads = [threading.Thread(target=one, args=(i,)) for i in range(6)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(timeout=60)
+    assert results == {i: f"reply to message {i}" for i in range(6)}
+    for i in range(6):
+        assert [t["content"] for t in _turns(server, session=f"c{i}")] == [
+            f"message {i}",
+            f"reply to message {i}",
+        ]
+
+
 def test_stream_with_usage_and_one_id(server: str, fake: FakeOpenAI) -> None:
     fake.script("short answer")
     r = _post(server, _body("hi", stream=True, stream_options={"include_usage": True}))
@@ -423,7 +445,13 @@ def test_recall_loop_is_answered_invisibly(paging_server: str, fake: FakeOpenAI,
         store.close()
 
 
-def test_recall_rounds_are_bounded(paging_server: str, fake: FakeOpenAI) -> None:
+@pytest.mark.parametrize("mode", ["tools", "both"])
+def test_recall_rounds_are_bounded(tmp_path: Path, fake: FakeOpenAI, helper: FakeOpenAI, mode: str) -> None:
+    with _serve(tmp_path, fake, helper, paging_mode=mode, page_size=4, budget=400) as base:
+        _check_bounded(base, fake)
+
+
+def _check_bounded(paging_server: str, fake: FakeOpenAI) -> None:
     _seed_pages(paging_server)
 
     def stubborn(body: dict[str, Any]) -> Any:
