@@ -19,6 +19,7 @@ from __future__ import annotations
 import argparse
 import json
 import logging
+import os
 import statistics
 import tempfile
 import time
@@ -217,6 +218,9 @@ def main() -> None:
         "workers": args.workers,
         "worker_process": args.worker_process,
         "seed_seconds": round(seed_s, 1),
+        "minilm_backend": os.environ.get("MEMSCHED_MINILM_BACKEND", "onnx"),
+        # The machine's run queue (1, 5, 15 min) at the end: figures taken under load are slower.
+        "load_average_at_end": os.getloadavg(),
     }
     print(json.dumps(result, indent=2, ensure_ascii=False))
 

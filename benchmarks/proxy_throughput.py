@@ -240,7 +240,9 @@ def main() -> None:
         assert upstream.stdout is not None and upstream.stdin is not None
         upstream_url = upstream.stdout.readline().strip()
         port = _free_port()
-        env = {k: v for k, v in os.environ.items() if not k.startswith("MEMSCHED_")}
+        # Settings such as MEMSCHED_MINILM_BACKEND pass through; where data and models live does not.
+        own = ("HOME", "DB", "HOST", "PORT", "UPSTREAM_", "LLM_", "EMBED_")
+        env = {k: v for k, v in os.environ.items() if not k.startswith(tuple("MEMSCHED_" + o for o in own))}
         env.update(
             MEMSCHED_HOME=tmp,
             MEMSCHED_UPSTREAM_BASE_URL=upstream_url,
@@ -283,7 +285,13 @@ def main() -> None:
             upstream.wait(timeout=10)
         result["order"] = check_order(Path(tmp) / "memsched.db", driver.sent)
         result["errors"] = {"count": len(driver.errors), "examples": driver.errors[:5]}
-    out = {"benchmark": "proxy_throughput", "embedders": args.embedders or "default", "cpus": os.cpu_count()}
+    out = {
+        "benchmark": "proxy_throughput",
+        "embedders": args.embedders or "default",
+        "minilm_backend": os.environ.get("MEMSCHED_MINILM_BACKEND", "onnx"),
+        "cpus": os.cpu_count(),
+        "load_average_at_end": os.getloadavg(),
+    }
     out.update(result)
     print(json.dumps(out, indent=2, ensure_ascii=False))
 

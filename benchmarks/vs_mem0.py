@@ -154,7 +154,8 @@ def main() -> None:
                 stored = list(mem.store.iter_turns(uid))
                 by_ext = {t.external_id: t for t in stored if t.external_id}
                 for _ in range(3):  # untimed: first calls load models and fill caches
-                    mem.context(uid, "warm up", session_id=QUESTION_SESSION, backfill=False)
+                    # (a search, not a context: contexts record page use, which later rankings see)
+                    mem.search(uid, "warm up")
                     m0.search("warm up", filters={"user_id": uid}, top_k=50, threshold=0.0)
                 for q in questions_of(sample.qa, set(by_ext)):
                     if args.limit is not None and n >= args.limit:

@@ -138,3 +138,24 @@ def test_context_with_pending_vectors_matches_precomputed_ones(tmp_path: Any) ->
         assert pending.messages == direct.messages
         assert "Sesame" in pending.messages[0]["content"] or "芝麻" in pending.messages[0]["content"]
     mem.close()
+
+
+def test_a_turns_message_goes_ahead_of_replies_waiting_to_be_indexed() -> None:
+    seen: list[str] = []
+
+    class Recording(Slow):
+        def embed(self, texts: Sequence[str]) -> np.ndarray:
+            out = super().embed(texts)
+            seen.extend(texts)
+            return out
+
+    slow = Recording()
+    batcher = MicroBatcher(slow, max_batch=1, threads=1)
+    first = batcher.submit(["reply 1"])  # the model is held, so what follows queues
+    later = [batcher.submit(["reply 2"]), batcher.submit(["reply 3"])]
+    message = batcher.submit(["the next message 下一句"], urgent=True)
+    slow.gate.set()
+    for f in (first, *later, message):
+        f.result(5)
+    batcher.close()
+    assert seen.index("the next message 下一句") < seen.index("reply 2") < seen.index("reply 3")

@@ -80,12 +80,17 @@ class MicroBatcher:
             return self.inner.embed(texts)  # background chunks and bulk batches go straight through
         return self.submit(texts).result()
 
-    def submit(self, texts: Sequence[str]) -> Future[np.ndarray]:
-        """Queue `texts` and return at once; the future holds their vectors when the batch is done."""
+    def submit(self, texts: Sequence[str], *, urgent: bool = False) -> Future[np.ndarray]:
+        """Queue `texts` and return at once; the future holds their vectors when the batch is done.
+        `urgent` texts (a turn's message, which the turn waits for) go to the front of the queue,
+        ahead of replies being indexed after their turn."""
         future: Future[np.ndarray] = Future()
         with self._cond:
             if not self._closed:
-                self._queue.append((texts, future))
+                if urgent:
+                    self._queue.appendleft((texts, future))
+                else:
+                    self._queue.append((texts, future))
                 self._cond.notify()
                 return future
         try:
@@ -163,7 +168,7 @@ def embed_soon(embedders: Mapping[str, Embedder], names: Iterable[str], text: st
     for name in names:
         embedder = embedders[name]
         if isinstance(embedder, MicroBatcher) and background_pause() is None:
-            parts[name] = embedder.submit([text])
+            parts[name] = embedder.submit([text], urgent=True)
         else:
             parts[name] = embedder.embed([text])[0]
     return PendingVectors(parts)
