@@ -6,7 +6,7 @@ configured tokenizer including the chat format's per-message overhead.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -81,12 +81,18 @@ def assemble(
     recent_max_turns: int,
     system_sections: Sequence[str] = (),
     summaries: Sequence[str] = (),
+    shares: Mapping[str, float] | None = None,
 ) -> Assembly:
     """Pack the context under `budget`.
 
     `recalled` is in priority order (most important first); `recent` is in time order. The recent
     window gets up to `recent_share` of what is left after the system prompt and the new message,
     recall gets the rest, and whatever recall leaves unused flows back to the recent window.
+
+    With `shares` (a strategy's `recent`, `recalled`, `summaries` fractions of that room) the recent
+    window gets at most its share, summaries and recalled turns together at most theirs (summaries
+    first: they stand for this session's own past), and only the recent window takes up what the
+    others leave.
     """
     system_text = "\n\n".join(s for s in (system_prompt, *system_sections) if s)
     base_messages = [{"role": "system", "content": system_text}, {"role": "user", "content": new_message}]
@@ -102,6 +108,13 @@ def assemble(
         return {"role": t.role if t.role != "system" else "user", "content": t.content}
 
     recent_newest_first = list(reversed(recent[-recent_max_turns:] if recent_max_turns > 0 else []))
+    recall_cap: int | None = None
+    if shares is not None:
+        recent_share = float(shares.get("recent", recent_share))
+        recall_cap = int(
+            available * (float(shares.get("recalled", 0.0)) + float(shares.get("summaries", 0.0)))
+        )
+        summaries = _fit_summaries(counter, summaries, recall_cap)
     window_cap = int(available * recent_share)
     window: list[Turn] = []
     used_recent = 0
@@ -114,6 +127,8 @@ def assemble(
 
     summary_text = "\n".join(summaries)
     recall_room = available - used_recent
+    if recall_cap is not None:
+        recall_room = min(recall_room, recall_cap)
     chosen, summary_text, dropped = _pack_recall(counter, recalled, recall_room, system_text, summary_text)
     recall_cost = _memory_cost(counter, system_text, chosen, summary_text)
 
@@ -168,6 +183,20 @@ def assemble(
         "budget": budget,
     }
     return Assembly(messages=messages, tokens=tokens, recalled=list(chosen), recent=window, dropped=dropped)
+
+
+def _fit_summaries(counter: TokenCounter, summaries: Sequence[str], cap: int) -> list[str]:
+    """The newest summaries that fit in `cap` tokens together (they are listed oldest first)."""
+    kept: list[str] = []
+    used = 0
+    for text in reversed(summaries):
+        cost = counter.count(text) + 1
+        if used + cost > cap:
+            break
+        kept.append(text)
+        used += cost
+    kept.reverse()
+    return kept
 
 
 def _memory_cost(counter: TokenCounter, system_text: str, turns: Sequence[Turn], summary_text: str) -> int:

@@ -91,6 +91,7 @@ class Config:
     minilm_backend: str = "onnx"
     model_cache: Path | None = None
     p2_window: str | None = None  # "HH:MM-HH:MM" local time: P2 jobs run only inside it
+    strategies: Path | None = None  # a strategy table (TOML) replacing memsched/strategies.toml
     host: str = DEFAULT_HOST
     port: int = DEFAULT_PORT
     workers: int = 1

@@ -248,13 +248,22 @@ class Memory:
         backfill: bool = True,
         recent_after_seq: int | None = None,
         query_vectors: Mapping[str, Any] | None = None,
+        shares: Mapping[str, float] | None = None,
+        recall_hint: str = "",
+        exclude_turn_ids: Iterable[int] = (),
+        lexical_only_turn_ids: Iterable[int] = (),
     ) -> ContextResult:
         """Build the messages for the next LLM call: system, recalled memory, recent turns, `message`.
 
         Read-only unless `record` is true, in which case `message` is stored as a user turn of
         `session_id` after the context is built. `recent_after_seq` starts the recent window after
         that position of the session (the turns before it are covered by `summaries`);
-        `query_vectors` reuses embeddings of `message` the caller already computed.
+        `query_vectors` reuses embeddings of `message` the caller already computed. `shares` (a
+        strategy's budget shares per memory source) caps each source; `recall_hint` is searched with
+        BM25 besides the message and its hits are interleaved after the best few candidates;
+        `exclude_turn_ids` are never recalled; `lexical_only_turn_ids` only when a keyword layer
+        (BM25) found them — e.g. a finished topic that its summary stands for, which comes back when
+        the message names it but not by mere embedding similarity.
         """
         t_start = time.perf_counter()
         cfg = self.config
@@ -279,7 +288,7 @@ class Memory:
         qvecs = query_vectors if query_vectors else self.query_vectors(message)
         timings["embed_query"] = _ms(t0)
 
-        exclude = {t.id for t in recent if t.id is not None}
+        exclude = {t.id for t in recent if t.id is not None} | set(exclude_turn_ids)
         retrieval: Retrieval | Paging
         if cfg.paging_mode in ("retrieve", "both"):
             # The paging scheduler (bookmarks, page priors, multi-hop, LLM rerank) over the retriever.
@@ -290,10 +299,16 @@ class Memory:
             retrieval = self.retriever.retrieve(user_id, message, exclude=exclude, query_vectors=qvecs)
         timings.update(retrieval.timings_ms)
         # With tools, part of the budget holds the bookmark index the model pages from.
-        index_room = int(budget * DEFAULT_INDEX_SHARE) if cfg.paging_mode in ("tools", "both") else 0
+        index_share = DEFAULT_INDEX_SHARE if shares is None else float(shares.get("bookmarks", 0.0))
+        index_room = int(budget * index_share) if cfg.paging_mode in ("tools", "both") else 0
 
         t0 = time.perf_counter()
         top = retrieval.candidates[:200]
+        if recall_hint:
+            top = self._with_hint(user_id, top, recall_hint, exclude)
+        gated = set(lexical_only_turn_ids)
+        if gated:
+            top = [c for c in top if c.turn_id not in gated or any("bm25" in k for k in c.scores)]
         ranked_turns = self.ranked_turns(user_id, top)
         timings["load"] = _ms(t0)
 
@@ -309,6 +324,7 @@ class Memory:
             recent_max_turns=cfg.recent_max_turns,
             system_sections=system_sections,
             summaries=summaries,
+            shares=shares,
         )
         timings["assemble"] = _ms(t0)
         paging_tools: dict[str, Any] | None = None
@@ -363,6 +379,24 @@ class Memory:
         if paging_tools is not None:
             trace["paging_tools"] = paging_tools
         return ContextResult(messages=result.messages, trace=trace, assembly=result)
+
+    def _with_hint(
+        self, user_id: str, top: list[Candidate], hint: str, exclude: set[int], head: int = 3, extra: int = 3
+    ) -> list[Candidate]:
+        """`top` with the best BM25 hits of a strategy's `hint` placed right after its first `head`."""
+        seen = {c.turn_id for c in top[:head]} | exclude
+        hinted: list[Candidate] = []
+        for hit in self.retriever.bm25(user_id, hint, k=extra * 3):
+            if hit.turn_id in seen:
+                continue
+            seen.add(hit.turn_id)
+            hinted.append(
+                Candidate(hit.turn_id, {"hint": hit.score}, {"hint": hit.rank}, 0.0, "strategy hint")
+            )
+            if len(hinted) >= extra:
+                break
+        hinted_ids = {c.turn_id for c in hinted}
+        return [*top[:head], *hinted, *(c for c in top[head:] if c.turn_id not in hinted_ids)]
 
 
 def _ms(t0: float) -> float:

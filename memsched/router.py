@@ -1,9 +1,12 @@
 """The cognitive router: which mode the conversation is in and which signals the new message raises.
 
-Decided in well under a millisecond with no LLM: cue lexicons (Chinese and English) for modes and
-for the recall / topic-shift signals, the user's local clock for `late_night`, and the cosine
-similarity of the new message to the recent window for topic shifts. Everything tunable is data
-(`DEFAULT_CUES`, `TOPIC_THRESHOLDS`); a later issue adds strategies keyed by mode.
+Decided in about a millisecond with no LLM, from three kinds of evidence added up per mode
+(`ModeWeights`): cue lexicons (Chinese and English), embedding prototypes (a handful of labelled
+example messages per mode in `data/mode_prototypes.toml`, compared with the vectors the turn computes
+anyway), and the carried state (the user's mood after decay, the session's previous mode). Signals:
+recall / topic-shift cues, the user's local clock against their learned bedtime for `late_night`,
+and the similarity of the new message to the current topic segment. Everything tunable is data
+(`DEFAULT_CUES`, `TOPIC_THRESHOLDS`, `ModeWeights`); what a mode *does* lives in strategies.toml.
 
 Measured on hand-made 三体 -> 番茄炒蛋 examples, dense similarity separates topics in English
 (MiniLM) but hardly in Chinese (MiniLM and WordLlama put every short Chinese sentence at 0.5-0.75),
@@ -13,15 +16,21 @@ so the thresholds for CJK text are low and the cue words carry most of the Chine
 from __future__ import annotations
 
 import re
+import threading
+import tomllib
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any
+from importlib import resources
+from typing import TYPE_CHECKING, Any
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 import numpy as np
 
 from memsched.text.segment import cjk_ratio, terms
+
+if TYPE_CHECKING:
+    from memsched.embed.base import Embedder
 
 MODES = ("casual", "conflict", "comfort", "intimacy")
 SIGNALS = ("recall", "topic_shift", "late_night", "command", "overflow")
@@ -52,6 +61,33 @@ DEFAULT_CUES: dict[str, dict[str, list[str]]] = {
             "love you|darling|sweetheart|babe|honey|hug|kiss|date night|be together|cuddle"
         ),
     },
+    # What the message says about the user's mood beyond its mode (conflict -> upset, comfort -> sad
+    # unless anxious, intimacy -> affectionate, casual -> happy only with these cues).
+    "moods": {
+        "anxious": _cues(
+            "焦虑|紧张|担心|害怕|慌|忐忑|怎么办|睡不着|nervous|anxious|worried|worry|scared|panic|"
+            "freaking out|what if"
+        ),
+        "happy": _cues(
+            "开心|高兴|太好了|哈哈哈|耶|好棒|成功了|通过了|升职|happy|great news|yay|awesome|"
+            "so excited|i got the|nailed it|passed"
+        ),
+    },
+    # Repair: an apology and its acceptance reset a carried upset mood (see memsched.mood).
+    "repair": {
+        "apology": _cues(
+            "对不起|抱歉|我错了|是我不好|不该那样|别生气了|原谅我|sorry|i apologize|i apologise|"
+            "my bad|my fault|i was wrong|forgive me"
+        ),
+        "acceptance": _cues(
+            "没关系|原谅你|不生气了|好啦好啦|算啦|和好|没事了|过去了|it's okay|it's ok|that's okay|"
+            "i forgive you|apology accepted|no worries|we're good|all good|let's make up"
+        ),
+    },
+    # Words that make a feeling stronger; each found adds to the mood's intensity.
+    "intensifiers": {
+        "all": _cues("真的|非常|特别|好|太|超|死了|极了|really|so|very|totally|extremely|!!|！！"),
+    },
     "signals": {
         "recall": _cues(
             "记得|还记得|记不记得|上次|那次|那天|第一次|以前|之前说|我说过|我告诉过你|我叫什么|"
@@ -78,7 +114,110 @@ TOPIC_THRESHOLDS: dict[str, dict[str, float]] = {
 DEFAULT_TOPIC_THRESHOLD = {"latin": 0.1, "cjk": 0.1}
 # Similarity alone says little about "ok", "哈哈" or "嗯嗯": it needs a message with some content.
 MIN_TERMS_FOR_SIMILARITY = 3
-LATE_NIGHT = (23, 5)  # local hours [23:00, 05:00)
+# A message with no content word in common with the current segment shifts the topic unless its
+# embedding similarity is at least this much above the segment threshold.
+LEXICAL_MARGIN = 0.2
+LATE_NIGHT = (23, 5)  # local hours [23:00, 05:00): the window until a user's bedtime is learned
+
+
+@dataclass(frozen=True, slots=True)
+class ModeWeights:
+    """How the evidence adds up to a mode score. Tuned on the first half of the labelled set
+    (tests/data/mode_labelled.jsonl) by `benchmarks/mode_accuracy.py`; reported on the other half."""
+
+    cue: float = 1.0  # per distinct cue found (the first one)
+    cue_extra: float = 0.3  # per further cue of the same mode
+    prototype: float = 6.0  # x (mean of the top-k prototype similarities of the mode - of all modes)
+    prototype_k: int = 2
+    carried_mood: float = 1.2  # x the carried mood's intensity, for the mode that mood belongs to
+    previous_mode: float = 0.3  # the session's previous mode, when it was recent
+    casual_bias: float = 0.35  # casual is the default: another mode must beat it by this much
+    previous_mode_seconds: float = 1800.0
+
+
+DEFAULT_WEIGHTS = ModeWeights()
+# The mode a carried mood pulls the next message towards.
+MOOD_MODE = {"upset": "conflict", "sad": "comfort", "anxious": "comfort", "affectionate": "intimacy"}
+MODE_MOOD = {"conflict": "upset", "comfort": "sad", "intimacy": "affectionate"}
+
+
+@dataclass(frozen=True, slots=True)
+class Carried:
+    """State carried into a turn: the user's mood (already decayed to now) and the session's last mode."""
+
+    mood: str = "neutral"
+    intensity: float = 0.0
+    previous_mode: str | None = None
+    previous_age_s: float | None = None
+
+
+class Prototypes:
+    """Labelled example messages per mode, embedded lazily once per embedder (thread-safe)."""
+
+    def __init__(self, examples: Mapping[str, Sequence[str]] | None = None) -> None:
+        if examples is None:
+            raw = (
+                resources.files("memsched").joinpath("data/mode_prototypes.toml").read_text(encoding="utf-8")
+            )
+            examples = {k: list(v) for k, v in tomllib.loads(raw).items()}
+        self.examples = {m: list(v) for m, v in examples.items() if m in MODES and v}
+        self._matrices: dict[str, tuple[np.ndarray, np.ndarray]] = {}
+        self._lock = threading.Lock()
+
+    def matrix(self, name: str, embedder: Embedder) -> tuple[np.ndarray, np.ndarray]:
+        """(mode index per row, L2-normalised prototype vectors) for the embedder `name`."""
+        key = f"{name}:{embedder.model_id}"
+        got = self._matrices.get(key)
+        if got is not None:
+            return got
+        with self._lock:
+            got = self._matrices.get(key)
+            if got is None:
+                labels: list[int] = []
+                texts: list[str] = []
+                for mode, items in self.examples.items():
+                    labels.extend([MODES.index(mode)] * len(items))
+                    texts.extend(items)
+                vecs = np.asarray(embedder.embed(texts), dtype=np.float32)
+                norms = np.linalg.norm(vecs, axis=1, keepdims=True)
+                norms[norms == 0] = 1.0
+                got = (np.asarray(labels), vecs / norms)
+                self._matrices[key] = got
+        return got
+
+    def similarities(
+        self,
+        vectors: Mapping[str, np.ndarray],
+        embedders: Mapping[str, Embedder],
+        weights: Mapping[str, float],
+        k: int = 2,
+    ) -> dict[str, float]:
+        """Per mode, the weighted mean over embedders of the mean of the top-`k` cosine similarities
+        of the message to that mode's prototypes, centred on the average over modes (so only how a
+        mode stands out counts, not how similar short messages are to everything)."""
+        total: dict[str, float] = dict.fromkeys(self.examples, 0.0)
+        weight_sum = 0.0
+        for name, vec in vectors.items():
+            w = float(weights.get(name, 1.0))
+            if w <= 0 or name not in embedders:
+                continue
+            labels, mat = self.matrix(name, embedders[name])
+            q = np.asarray(vec, dtype=np.float32)
+            n = float(np.linalg.norm(q))
+            if n == 0.0:
+                continue
+            sims = mat @ (q / n)
+            per_mode: dict[str, float] = {}
+            for mode in self.examples:
+                row = np.sort(sims[labels == MODES.index(mode)])[::-1][:k]
+                per_mode[mode] = float(row.mean())
+            mean = sum(per_mode.values()) / len(per_mode)
+            for mode, v in per_mode.items():
+                total[mode] += w * (v - mean)
+            weight_sum += w
+        if weight_sum == 0:
+            return {}
+        return {m: v / weight_sum for m, v in total.items()}
 
 
 @dataclass(slots=True)
@@ -88,18 +227,34 @@ class Route:
     mode: str
     signals: dict[str, bool]
     cues: dict[str, list[str]] = field(default_factory=dict)  # mode/signal -> cues found
-    mode_scores: dict[str, int] = field(default_factory=dict)
+    mode_scores: dict[str, float] = field(default_factory=dict)
     topic_similarity: float | None = None
     topic_threshold: float | None = None
     local_time: str | None = None
     notes: list[str] = field(default_factory=list)
+    mode_reason: str = ""
+    evidence: dict[str, dict[str, float]] = field(default_factory=dict)  # source -> mode -> score
+    mood: str | None = None  # what this message says about the user's mood (None: nothing new)
+    mood_intensity: float = 0.0
+    apology: bool = False
+    acceptance: bool = False
+    late_window: str | None = None  # "HH:MM-HH:MM", and whether it was learned or the default
 
     def as_dict(self) -> dict[str, Any]:
         return {
             "mode": self.mode,
+            "mode_reason": self.mode_reason,
             "signals": dict(self.signals),
             "cues": {k: list(v) for k, v in self.cues.items() if v},
-            "mode_scores": dict(self.mode_scores),
+            "mode_scores": {k: round(v, 4) for k, v in self.mode_scores.items()},
+            "evidence": {
+                src: {m: round(v, 4) for m, v in per.items()} for src, per in self.evidence.items() if per
+            },
+            "mood": self.mood,
+            "mood_intensity": round(self.mood_intensity, 3),
+            "apology": self.apology,
+            "acceptance": self.acceptance,
+            "late_window": self.late_window,
             "topic_similarity": None if self.topic_similarity is None else round(self.topic_similarity, 4),
             "topic_threshold": self.topic_threshold,
             "local_time": self.local_time,
@@ -144,8 +299,21 @@ def topic_similarity(query: np.ndarray, window: Sequence[np.ndarray]) -> float |
     return float(np.dot(mean, query) / norm)
 
 
+def in_window(minute: int, window: tuple[int, int]) -> bool:
+    """Whether a minute of the day (0..1439) falls in [start, end), a window that may wrap midnight."""
+    start, end = window
+    if start <= end:
+        return start <= minute < end
+    return minute >= start or minute < end
+
+
+def hhmm(minute: int) -> str:
+    return f"{(minute // 60) % 24:02d}:{minute % 60:02d}"
+
+
 class Router:
-    """Routes a message to a mode and signals. Cheap to build, stateless, thread-safe."""
+    """Routes a message to a mode and signals. Cheap to build, thread-safe; the prototypes' vectors are
+    computed on first use per embedder."""
 
     def __init__(
         self,
@@ -153,12 +321,19 @@ class Router:
         *,
         topic_thresholds: Mapping[str, Mapping[str, float]] | None = None,
         late_night: tuple[int, int] = LATE_NIGHT,
+        prototypes: Prototypes | None = None,
+        weights: ModeWeights = DEFAULT_WEIGHTS,
     ) -> None:
         cues = cues if cues is not None else DEFAULT_CUES
         self._modes = {mode: _compile(list(words)) for mode, words in cues.get("modes", {}).items()}
         self._signals = {name: _compile(list(words)) for name, words in cues.get("signals", {}).items()}
+        self._moods = {name: _compile(list(words)) for name, words in cues.get("moods", {}).items()}
+        self._repair = {name: _compile(list(words)) for name, words in cues.get("repair", {}).items()}
+        self._intense = _compile(list(cues.get("intensifiers", {}).get("all", [])))
         self.topic_thresholds = dict(topic_thresholds if topic_thresholds is not None else TOPIC_THRESHOLDS)
         self.late_night = late_night
+        self.prototypes = prototypes
+        self.weights = weights
 
     @staticmethod
     def _found(compiled: tuple[list[str], re.Pattern[str] | None], text: str) -> list[str]:
@@ -168,9 +343,63 @@ class Router:
             hits.extend(m.group(0).lower() for m in pattern.finditer(text))
         return sorted(set(hits))
 
+    def repair_cues(self, text: str) -> tuple[bool, bool]:
+        """(apology, acceptance) cues in `text` — used on replies too, to see an apology accepted."""
+        apology = self._repair.get("apology")
+        acceptance = self._repair.get("acceptance")
+        return (
+            bool(apology and self._found(apology, text)),
+            bool(acceptance and self._found(acceptance, text)),
+        )
+
     def threshold(self, embedder: str | None, message: str) -> float:
         table = self.topic_thresholds.get(embedder or "", DEFAULT_TOPIC_THRESHOLD)
         return float(table["cjk" if cjk_ratio(message) > 0.5 else "latin"])
+
+    def decide_mode(
+        self,
+        message: str,
+        cues: dict[str, list[str]],
+        *,
+        vectors: Mapping[str, np.ndarray] | None = None,
+        embedders: Mapping[str, Embedder] | None = None,
+        embedder_weights: Mapping[str, float] | None = None,
+        carried: Carried | None = None,
+    ) -> tuple[str, dict[str, float], dict[str, dict[str, float]], str]:
+        """(mode, score per mode, evidence per source and mode, reason). Adds cue, prototype and
+        carried-state evidence with `self.weights`; `casual` wins unless another mode beats it by
+        `casual_bias`."""
+        w = self.weights
+        evidence: dict[str, dict[str, float]] = {"cues": {}, "prototypes": {}, "carried": {}}
+        for mode in MODES:
+            n = len(cues.get(mode, []))
+            if n:
+                evidence["cues"][mode] = w.cue + w.cue_extra * (n - 1)
+        if self.prototypes is not None and vectors and embedders:
+            sims = self.prototypes.similarities(vectors, embedders, embedder_weights or {}, w.prototype_k)
+            evidence["prototypes"] = {m: w.prototype * v for m, v in sims.items()}
+        if carried is not None:
+            pulled = MOOD_MODE.get(carried.mood)
+            if pulled and carried.intensity > 0:
+                evidence["carried"][pulled] = w.carried_mood * carried.intensity
+            if (
+                carried.previous_mode in MODES
+                and carried.previous_mode != "casual"
+                and (carried.previous_age_s is None or carried.previous_age_s <= w.previous_mode_seconds)
+            ):
+                prev = str(carried.previous_mode)
+                evidence["carried"][prev] = evidence["carried"].get(prev, 0.0) + w.previous_mode
+        scores = {m: sum(src.get(m, 0.0) for src in evidence.values()) for m in MODES}
+        scores["casual"] += w.casual_bias
+        mode = max(MODES, key=lambda m: (scores[m], -MODES.index(m)))
+        if mode == "casual":
+            reason = "no mode beat casual"
+        else:
+            parts = [
+                f"{src} {per[mode]:+.2f}" for src, per in evidence.items() if abs(per.get(mode, 0.0)) >= 0.005
+            ]
+            reason = f"{mode} {scores[mode]:.2f} > casual {scores['casual']:.2f} (" + ", ".join(parts) + ")"
+        return mode, scores, evidence, reason
 
     def route(
         self,
@@ -184,6 +413,13 @@ class Router:
         min_segment_turns: int = 2,
         command: bool = False,
         overflow: bool = False,
+        vectors: Mapping[str, np.ndarray] | None = None,
+        embedders: Mapping[str, Embedder] | None = None,
+        embedder_weights: Mapping[str, float] | None = None,
+        carried: Carried | None = None,
+        late_window: tuple[int, int] | None = None,
+        late_source: str = "default",
+        lexical_overlap: float | None = None,
     ) -> Route:
         """Decide mode and signals for `message`.
 
@@ -191,17 +427,25 @@ class Router:
         `topic_similarity`, computed with `embedder`); `segment_turns` is how many user turns that
         segment has — a shift needs at least `min_segment_turns` of them, since a topic of one line
         is not worth leaving. A cue ("换个话题", "by the way") raises topic_shift on its own.
+        `vectors` (the message's embeddings, by embedder name) are compared with the mode
+        prototypes; `carried` is the user's mood and the session's last mode. `late_window` is the
+        user's late-night window in local minutes of the day (learned from their routine), else the
+        default hours. `lexical_overlap` is the share of the message's content words found in the
+        segment: a contentful message sharing none of them shifts the topic unless it is clearly
+        similar by embedding (`LEXICAL_MARGIN` above the threshold).
         """
         cues: dict[str, list[str]] = {}
-        scores: dict[str, int] = {}
+        notes: list[str] = []
         for mode, compiled in self._modes.items():
-            found = self._found(compiled, message)
-            cues[mode] = found
-            scores[mode] = len(found)
-        best = max(
-            scores.items(), key=lambda kv: (kv[1], -MODES.index(kv[0]) if kv[0] in MODES else 0), default=None
+            cues[mode] = self._found(compiled, message)
+        mode, scores, evidence, reason = self.decide_mode(
+            message,
+            cues,
+            vectors=vectors,
+            embedders=embedders,
+            embedder_weights=embedder_weights,
+            carried=carried,
         )
-        mode = best[0] if best and best[1] > 0 else "casual"
 
         signals = dict.fromkeys(SIGNALS, False)
         for name, compiled in self._signals.items():
@@ -209,7 +453,20 @@ class Router:
             cues[name] = found
             if found and name in signals:
                 signals[name] = True
-        notes: list[str] = []
+        for name, compiled in (*self._moods.items(), *self._repair.items()):
+            cues[name] = self._found(compiled, message)
+
+        # The mood this message expresses, if any.
+        mood: str | None = MODE_MOOD.get(mode)
+        if mode == "comfort" and cues.get("anxious"):
+            mood = "anxious"
+        if mode == "casual" and cues.get("happy"):
+            mood = "happy"
+        intensity = 0.0
+        if mood is not None:
+            n = len(cues.get(mode, [])) + len(cues.get(mood, []))
+            boost = len(self._found(self._intense, message)) + message.count("!") + message.count("！")
+            intensity = min(1.0, 0.45 + 0.15 * max(0, n - 1) + 0.1 * min(boost, 3) + (0.1 if n else 0.0))
 
         threshold: float | None = None
         cue_shift = signals["topic_shift"]
@@ -217,15 +474,26 @@ class Router:
         if similarity is not None and len(terms(message)) >= MIN_TERMS_FOR_SIMILARITY:
             threshold = self.threshold(embedder, message)
             sim_shift = similarity < threshold
+        if (
+            lexical_overlap is not None
+            and lexical_overlap == 0.0
+            and len(terms(message)) >= MIN_TERMS_FOR_SIMILARITY
+            and (
+                similarity is None
+                or similarity < max(self.threshold(embedder, message), 0.0) + LEXICAL_MARGIN
+            )
+        ):
+            sim_shift = True
+            notes.append("topic: no content word in common with the current segment")
         signals["topic_shift"] = (cue_shift or sim_shift) and segment_turns >= min_segment_turns
 
         local: str | None = None
+        window = late_window or (self.late_night[0] * 60, self.late_night[1] * 60)
         if now is not None:
             at, problem = local_time(now, timezone)
             if problem:
                 notes.append(problem)
-            start, end = self.late_night
-            signals["late_night"] = at.hour >= start or at.hour < end
+            signals["late_night"] = in_window(at.hour * 60 + at.minute, window)
             local = at.isoformat(timespec="minutes")
         signals["command"] = command
         signals["overflow"] = overflow
@@ -238,4 +506,11 @@ class Router:
             topic_threshold=threshold,
             local_time=local,
             notes=notes,
+            mode_reason=reason,
+            evidence=evidence,
+            mood=mood,
+            mood_intensity=intensity,
+            apology=bool(cues.get("apology")),
+            acceptance=bool(cues.get("acceptance")),
+            late_window=f"{hhmm(window[0])}-{hhmm(window[1])} ({late_source})",
         )

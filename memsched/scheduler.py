@@ -55,6 +55,7 @@ from memsched.commands import (
     keeps_turn,
     last_message_ids,
 )
+from memsched.companion import Before, Companion, Plan
 from memsched.errors import ConfigError, InputError, LLMError, StoreError
 from memsched.jobs.queue import Job, JobQueue, Priority, SessionLock, default_owner, recover_dead_owners
 from memsched.jobs.worker import ForegroundGate
@@ -63,8 +64,10 @@ from memsched.model import Role, Turn, as_utc, content_hash, utcnow
 from memsched.profile import DEFAULT_PROFILE_SHARE, PREFERRED_NAME, TIMEZONE, Profile
 from memsched.profile_extract import apply as apply_facts
 from memsched.profile_extract import extract as extract_facts
-from memsched.router import Route, Router, topic_similarity
-from memsched.summarize import compress, covered_seq, render
+from memsched.router import Prototypes, Route, Router, topic_similarity
+from memsched.strategy import StrategyTable
+from memsched.summarize import compress, covered_seq, create_summary, default_max_tokens, render
+from memsched.text.segment import cjk_ratio, terms
 from memsched.text.timeexpr import clock_line, local_now, stamp
 from memsched.trace import Metrics, Stopwatch
 
@@ -79,6 +82,10 @@ MAINTENANCE_DELAY = timedelta(minutes=10)
 DEFAULT_BARRIER_TIMEOUT = 10.0  # seconds a turn waits for the session's P1 jobs before going on
 DEFAULT_LOCK_TIMEOUT = 120.0  # seconds a turn waits for another process's lease on the session
 TOPIC_WINDOW = 6  # turns of the current segment the new message is compared with
+# Word overlap is judged against a longer stretch of the segment, once it is a topic of its own: turns
+# about one topic often share no word with the last few, but rarely with the last twenty.
+LEXICAL_WINDOW = 20
+LEXICAL_MIN_USER_TURNS = 4
 TOPIC_MIN_USER_TURNS = 2  # a segment needs this many user turns before a shift closes it
 
 # Which embedder judges topic shifts, best first (the names of `memory.embedders`).
@@ -220,6 +227,9 @@ class _TurnState:
     route: Route | None = None
     job_ids: list[int] = field(default_factory=list)
     llm_ms: float = 0.0
+    before: Before | None = None
+    plan: Plan | None = None
+    finished: tuple[int, int] | None = None  # a topic segment that this turn closed (first, last seq)
 
 
 @dataclass(slots=True)
@@ -271,7 +281,10 @@ class Scheduler:
         self.locks = SessionLock(self.store)
         recover_dead_owners(self.store)  # session locks of a killed predecessor are free at once
         self.profile = Profile(self.store)
-        self.router = router or Router()
+        self.router = router or Router(prototypes=Prototypes())
+        # What each moment of the conversation gets: strategies.toml or MEMSCHED_STRATEGIES.
+        self.strategies = StrategyTable.load(self.config.strategies)
+        self.companion = Companion(memory, self.router, self.strategies)
         self.metrics = Metrics(depth=self.queue.depth)
         self.cross_process_lock = cross_process_lock
         self.barrier_timeout = barrier_timeout
@@ -692,6 +705,8 @@ class Scheduler:
         user_turn: Turn | None = None
         if keeps_turn(t.applied):
             user_turn = self._record(t, trace, reply, failed=error is not None)
+            if t.finished is not None:
+                self._finish_segment(t, trace)
         else:
             # "forget everything about my ex" / "delete everything you know about me": the message
             # names what was forgotten, so neither it, its reply nor its trace is stored.
@@ -809,7 +824,13 @@ class Scheduler:
         t.covered = covered_seq(t.summaries)
         t.segment_start = max(int(t.counts.get("segment_start", 0)), t.covered + 1)
         with t.sw.stage("route"):
-            similarity, segment_users, judge = self._topic(t.user_id, t.session_id, t.segment_start, t.qvecs)
+            state = self.store.session_state(t.user_id, t.session_id)
+            t.before = before = self.companion.carried(t.user_id, t.session_id, t.at, state)
+            similarity, segment_users, judge, overlap = self._topic(
+                t.user_id, t.session_id, t.segment_start, t.qvecs, t.message
+            )
+            weights = self.memory.retriever.weights
+            cjk = cjk_ratio(t.message)
             t.route = self.router.route(
                 t.message,
                 now=t.at,
@@ -820,7 +841,19 @@ class Scheduler:
                 min_segment_turns=TOPIC_MIN_USER_TURNS,
                 command=bool(t.commands),
                 overflow=any(e["kind"] == "overflow" for e in t.blocking),
+                vectors=t.qvecs,
+                embedders=self.memory.embedders,
+                embedder_weights={n: weights.dense_weight(n, cjk) for n in t.qvecs},
+                carried=before.carried,
+                late_window=before.late_window,
+                late_source=before.late_source,
+                lexical_overlap=overlap,
             )
+        with t.sw.stage("strategy"):
+            t.plan = self.companion.plan(
+                t.user_id, t.route, before, at=t.at, timezone=timezone, budget=self.config.budget
+            )
+            t.sections = [*t.sections, *t.plan.sections]
 
     def _trace(self, t: _TurnState, ctx: ContextResult) -> dict[str, Any]:
         """The turn's trace so far (jobs, turn ids and final timings are added when it is recorded)."""
@@ -848,6 +881,7 @@ class Scheduler:
             "at": t.at.isoformat(),
             "ticket": t.hold.ticket.number,
             "route": t.route.as_dict(),
+            **(t.plan.trace(t.before) if t.plan is not None and t.before is not None else {}),
             "commands": [c.as_dict() for c in t.commands],
             "blocking": t.blocking,
             "overflow": t.overflow,
@@ -922,17 +956,42 @@ class Scheduler:
                 if t.route.signals["topic_shift"]:
                     first, last = t.segment_start, user_turn.seq - 1
                     if last > first:  # a segment of one turn is not worth a summary
+                        # An extractive summary is made as soon as the reply is out (`_finish_segment`),
+                        # so the next turn already sees the segment as a summary; this P2 job replaces
+                        # it with the helper LLM's summary when one is configured.
+                        t.finished = (first, last)
                         jobs.append(
                             Job(
                                 kind="summary",
                                 user_id=t.user_id,
                                 session_id=t.session_id,
-                                payload={"first_seq": first, "last_seq": last, "reason": "topic"},
+                                payload={
+                                    "first_seq": first,
+                                    "last_seq": last,
+                                    "reason": "topic",
+                                    "upgrade": True,
+                                },
                                 priority=Priority.P2,
                                 dedupe_key=f"summary:{t.session_id}:{first}-{last}",
                             )
                         )
                     state["segment_start"] = user_turn.seq
+                if t.plan is not None and t.before is not None:
+                    values, more = self.companion.record(
+                        tx,
+                        t.plan,
+                        t.before,
+                        t.route,
+                        user_id=t.user_id,
+                        session_id=t.session_id,
+                        user_turn_id=user_turn.id,
+                        reply=reply,
+                        at=t.at,
+                        timezone=t.timezone,
+                    )
+                    state.update(values)
+                    jobs.extend(more)
+                    trace.update(t.plan.trace(t.before))
                 jobs.extend(page_jobs(turns, self.store.page_size))
                 t.job_ids = self.queue.enqueue(jobs, tx=tx) if jobs else []
                 self.store.session_state_update(tx, t.user_id, t.session_id, state, now=utcnow().timestamp())
@@ -954,6 +1013,33 @@ class Scheduler:
         # The stored trace ends just before its own write; the returned one includes the commit.
         self._finish_timings(t, trace)
         return user_turn
+
+    def _finish_segment(self, t: _TurnState, trace: dict[str, Any]) -> None:
+        """Summarise the topic segment this turn closed, extractively and at once, so that from the next
+        turn on it leaves the recent window and its summary stands for it."""
+        assert t.finished is not None
+        first, last = t.finished
+        t0 = time.perf_counter()
+        limit = int(self.config.overflow_threshold * self.config.model_context)
+        try:
+            row = create_summary(
+                self.memory,
+                t.user_id,
+                t.session_id,
+                first,
+                last,
+                kind="topic",
+                llm=None,
+                max_tokens=default_max_tokens(limit),
+            )
+        except Exception:  # the P2 job will make it
+            log.exception("extractive topic summary of %s/%s failed", t.user_id, t.session_id)
+            row = None
+        trace["topic_summary"] = (
+            {"id": row["id"], "first_seq": row["first_seq"], "last_seq": row["last_seq"], "ms": _ms(t0)}
+            if row is not None
+            else None
+        )
 
     def _finish_timings(self, t: _TurnState, trace: dict[str, Any]) -> None:
         timings = dict(t.sw.timings)
@@ -1025,20 +1111,29 @@ class Scheduler:
         return state
 
     def _topic(
-        self, user_id: str, session_id: str, segment_start: int, qvecs: dict[str, np.ndarray]
-    ) -> tuple[float | None, int, str | None]:
+        self, user_id: str, session_id: str, segment_start: int, qvecs: dict[str, np.ndarray], message: str
+    ) -> tuple[float | None, int, str | None, float | None]:
         """(similarity of the message to the current segment's last turns, user turns in that window,
-        the embedder that judged it). Uses the preferred embedder the query was embedded with (the
-        retriever skips embedders whose layer does not count for the query's script)."""
+        the embedder that judged it, the share of the message's content words found in that window).
+        Uses the preferred embedder the query was embedded with (the retriever skips embedders whose
+        layer does not count for the query's script)."""
         name = next((n for n in (self.topic_embedder, *TOPIC_EMBEDDER_PREFERENCE) if n in qvecs), None)
-        window = [
+        longer = [
             t
-            for t in self.store.session_turns(user_id, session_id, last=TOPIC_WINDOW)
+            for t in self.store.session_turns(user_id, session_id, last=LEXICAL_WINDOW)
             if (t.seq or 0) >= segment_start
         ]
+        window = longer[-TOPIC_WINDOW:]
         users = sum(1 for t in window if t.role == "user")
+        overlap: float | None = None
+        words = set(terms(message))
+        if words and sum(1 for t in longer if t.role == "user") >= LEXICAL_MIN_USER_TURNS:
+            seen: set[str] = set()
+            for t in longer:
+                seen.update(terms(t.content))
+            overlap = len(words & seen) / len(words)
         if name is None or not window:
-            return None, users, name
+            return None, users, name, overlap
         embedder = self.memory.embedders[name]
         ids = [t.id for t in window if t.id is not None]
         stored = self.store.turn_vectors(user_id, embedder.model_id, ids)
@@ -1046,7 +1141,7 @@ class Scheduler:
         vectors = list(stored.values())
         if missing:
             vectors.extend(embedder.embed([t.text for t in missing]))
-        return topic_similarity(qvecs[name], vectors), users, name
+        return topic_similarity(qvecs[name], vectors), users, name, overlap
 
     def _context(self, t: _TurnState) -> ContextResult:
         """The context: profile + command notes as system sections, the session's summaries, the recent
@@ -1060,7 +1155,15 @@ class Scheduler:
             "summaries": [render(s) for s in t.summaries],
             "recent_after_seq": t.covered,
             "query_vectors": t.qvecs,
+            # A finished topic is represented by its summary: its raw turns come back only when the
+            # message names them (a keyword hit), not by mere embedding similarity.
+            "lexical_only_turn_ids": [
+                i for s in t.summaries if s.get("kind") == "topic" for i in s.get("source_turn_ids", [])
+            ],
         }
+        if t.plan is not None:
+            kwargs["shares"] = t.plan.shares
+            kwargs["recall_hint"] = t.plan.recall_hint
         return self.memory.context(t.user_id, t.message, **kwargs)
 
     def _log(self, trace: dict[str, Any], t: _TurnState) -> None:

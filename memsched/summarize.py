@@ -313,6 +313,48 @@ def compress(
     return event
 
 
+def upgrade_summary(
+    memory: Memory,
+    user_id: str,
+    session_id: str,
+    first_seq: int,
+    last_seq: int,
+    *,
+    llm: ChatClient,
+    max_tokens: int,
+) -> dict[str, Any] | None:
+    """Replace the extractive summary of exactly first_seq..last_seq (made at once when a topic ended)
+    by the LLM's summary. Does nothing when there is no such extractive summary, or when the LLM fails
+    (the extractive one stays). Idempotent: an LLM summary is not replaced again."""
+    store = memory.store
+    old = next(
+        (
+            s
+            for s in store.session_summaries(user_id, session_id)
+            if s["first_seq"] == first_seq and s["last_seq"] == last_seq and s["method"] == "extractive"
+        ),
+        None,
+    )
+    if old is None:
+        return None
+    turns = store.session_turns_between(user_id, session_id, first_seq, last_seq)
+    if not turns:
+        return None
+    counter = memory.counter
+    max_tokens = max(24, min(max_tokens, int(old["source_tokens"]) // 3))
+    made = summarize_turns(turns, counter=counter, max_tokens=max_tokens, llm=llm)
+    if made.method != "llm" or not made.text:
+        return None
+    row = {**old, "method": "llm", "content": made.text, "created_at": utcnow().timestamp()}
+    row["source_turn_ids"] = [t.id for t in turns if t.id is not None]
+    row["tokens"] = counter.count(render(row))
+    with store.transaction() as tx:
+        store.summaries_delete(tx, user_id, [old["id"]])
+        row.pop("id", None)
+        row["id"] = store.summary_add(tx, row)
+    return row
+
+
 @task("summary")
 def summary_task(ctx: TaskContext, job: Job) -> None:
     """Summarise a finished topic segment (P2). Idempotent: a covered range is not summarised again."""
@@ -320,6 +362,16 @@ def summary_task(ctx: TaskContext, job: Job) -> None:
         raise InputError("a summary job needs a session_id")
     p = job.payload
     limit = int(ctx.config.overflow_threshold * ctx.config.model_context)
+    if p.get("upgrade") and ctx.llm is not None:
+        upgrade_summary(
+            ctx.memory,
+            job.user_id,
+            job.session_id,
+            int(p["first_seq"]),
+            int(p["last_seq"]),
+            llm=ctx.llm,
+            max_tokens=int(p.get("max_tokens", default_max_tokens(limit))),
+        )
     create_summary(
         ctx.memory,
         job.user_id,

@@ -127,3 +127,63 @@ def test_budget_too_small_names_the_problem() -> None:
             recent_share=0.3,
             recent_max_turns=5,
         )
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    recalled=st.lists(words, max_size=25),
+    recent=st.lists(words, max_size=15),
+    message=words,
+    budget=st.integers(min_value=1, max_value=1500),
+    raw=st.lists(st.floats(min_value=0.0, max_value=1.0), min_size=3, max_size=3),
+    summaries=st.lists(words, max_size=3),
+)
+def test_strategy_shares_are_honoured_and_the_budget_still_holds(
+    recalled: list[str], recent: list[str], message: str, budget: int, raw: list[float], summaries: list[str]
+) -> None:
+    total = sum(raw) or 1.0
+    shares = {"recent": raw[0] / total, "recalled": raw[1] / total, "summaries": raw[2] / total}
+    base = COUNTER.messages_tokens(
+        [{"role": "system", "content": "You are kind."}, {"role": "user", "content": message}]
+    )
+    try:
+        out = assemble(
+            counter=COUNTER,
+            budget=budget,
+            system_prompt="You are kind.",
+            new_message=message,
+            recalled=_turns(recalled, "old"),
+            recent=_turns(recent, "now", start=100),
+            recent_share=0.3,
+            recent_max_turns=12,
+            summaries=summaries,
+            shares=shares,
+        )
+    except BudgetError:
+        assert base > budget
+        return
+    assert COUNTER.messages_tokens(out.messages) <= budget
+    available = budget - base
+    # Summaries and recalled turns stay inside their shares (header and date lines included).
+    memory_side = out.tokens["summaries"] + out.tokens["memory"]
+    assert memory_side <= int(available * (shares["summaries"] + shares["recalled"]))
+    assert out.messages[-1] == {"role": "user", "content": message}
+
+
+def test_a_small_recall_share_leaves_the_room_to_the_recent_window() -> None:
+    recalled = _turns([f"old memory number {i} about the weekend" for i in range(30)], "old")
+    recent = _turns([f"recent line {i}" for i in range(12)], "now", start=100)
+    kwargs = {
+        "counter": COUNTER,
+        "budget": 600,
+        "system_prompt": "S",
+        "new_message": "hi",
+        "recalled": recalled,
+        "recent": recent,
+        "recent_share": 0.3,
+        "recent_max_turns": 12,
+    }
+    default = assemble(**kwargs)  # type: ignore[arg-type]
+    cold = assemble(**kwargs, shares={"recent": 0.5, "recalled": 0.1, "summaries": 0.0})  # type: ignore[arg-type]
+    assert cold.tokens["memory"] < default.tokens["memory"]
+    assert len(cold.recent) == 12 >= len(default.recent)

@@ -341,6 +341,18 @@ class ProfileStore(Protocol):
         ...
 
 
+class CompanionStore(Protocol):
+    """Per-user companion state: the carried mood and the learned daily routine (one row each), plus the
+    timestamps the routine is learned from. Writers take the caller's transaction."""
+
+    def mood_get(self, user_id: str) -> dict[str, Any] | None: ...
+    def mood_put(self, tx: Tx, user_id: str, row: dict[str, Any]) -> None: ...
+    def routine_get(self, user_id: str) -> dict[str, Any] | None: ...
+    def routine_put(self, tx: Tx, user_id: str, row: dict[str, Any]) -> None: ...
+    def user_turn_times(self, user_id: str, since: float = 0.0) -> list[tuple[int, float]]: ...
+    def last_active(self, user_id: str) -> float | None: ...
+
+
 @runtime_checkable
 class Store(
     TransactionStore,
@@ -355,6 +367,7 @@ class Store(
     KeyStore,
     LeaseRecoveryStore,
     ProfileStore,
+    CompanionStore,
     Protocol,
 ):
     """Everything memsched asks of storage. Feature protocols join its bases."""

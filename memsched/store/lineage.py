@@ -52,6 +52,7 @@ def register_derived(
 register_derived("traces", column="turn_ids")  # a trace quotes its message
 register_derived("profile_facts", policy="revert_fact")
 register_derived("summaries", policy="regenerate_summary")
+register_derived("moods", column="cause_turn_ids")  # a mood goes with the words that caused it
 
 
 def _tables(db: Db) -> dict[str, list[str]]:

@@ -79,6 +79,7 @@ def m001_core(db: sqlite3.Connection) -> None:
 def _later() -> list[Migration]:
     # Feature migrations live beside the SQL they serve; imported here to keep one ordered list.
     from memsched.store.sqlite_bookmarks import m003_bookmarks
+    from memsched.store.sqlite_companion import m009_companion
     from memsched.store.sqlite_fts import m_fts_per_user
     from memsched.store.sqlite_ids import m005_ids_never_reused
     from memsched.store.sqlite_jobs import m002_jobs
@@ -94,6 +95,7 @@ def _later() -> list[Migration]:
         ("006_fts_per_user", m_fts_per_user),
         ("007_api_keys", m007_api_keys),
         ("008_profile_superseded_by", m008_profile_superseded_by),
+        ("009_companion", m009_companion),
     ]
 
 

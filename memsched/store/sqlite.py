@@ -20,6 +20,7 @@ from memsched.store.base import Tx
 from memsched.store.migrations import FOREIGN_KEYS_OFF, MIGRATIONS
 from memsched.store.sqlite_base import TURN_COLUMNS, SQLiteTx, dt, row_to_turn, sqlite_tx, ts
 from memsched.store.sqlite_bookmarks import BookmarksMixin
+from memsched.store.sqlite_companion import CompanionMixin
 from memsched.store.sqlite_forget import ForgetMixin
 from memsched.store.sqlite_fts import user_match, user_tag
 from memsched.store.sqlite_jobs import JobsMixin
@@ -30,7 +31,9 @@ from memsched.text.segment import index_text
 from memsched.text.timeexpr import searchable_text
 
 
-class SQLiteStore(JobsMixin, BookmarksMixin, StateMixin, ForgetMixin, KeysMixin, ProfileMixin):
+class SQLiteStore(
+    JobsMixin, BookmarksMixin, StateMixin, ForgetMixin, KeysMixin, ProfileMixin, CompanionMixin
+):
     """A `Store` on one SQLite file. Safe to share between threads (a connection per thread)."""
 
     def __init__(self, path: str | Path, page_size: int | None = None) -> None:

@@ -1,0 +1,215 @@
+"""The companion side of a turn: carried state in, a strategy out, mood and routine kept up to date.
+
+`Scheduler` calls three methods and nothing else here:
+
+* `carried(user, session, at)` — before routing: the user's mood decayed to now, the session's
+  previous mode, the learned late-night window, whether the last reply apologised;
+* `plan(route, carried, ...)` — after routing: the P0 mood update, the strategy chosen from the
+  table (`strategy.py`) with its reason, and the system-prompt sections it adds (style, mood);
+* `record(tx, plan, ...)` — in the turn's transaction: the mood (repaired when the reply accepts the
+  user's apology), the session's last mode, and the routine-learning job when it is due.
+
+Also the read side used by the REST endpoints and the CLI: `state(user)`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import TYPE_CHECKING, Any
+
+from memsched import mood as moods
+from memsched import routine as routines
+from memsched.jobs.queue import Job, Priority
+from memsched.mood import Mood, MoodUpdate
+from memsched.router import Carried, Route, Router, hhmm, local_time
+from memsched.strategy import Choice, StrategyTable
+
+if TYPE_CHECKING:
+    from memsched.memory import Memory
+
+MOOD_HEADER = "The user's current mood (carried across conversations; it fades with time):"
+
+
+@dataclass(slots=True)
+class Before:
+    """What a turn carries in."""
+
+    mood: Mood
+    routine: routines.Routine
+    carried: Carried
+    previous_apology: bool = False
+    late_window: tuple[int, int] = routines.DEFAULT_WINDOW
+    late_source: str = "default"
+
+
+@dataclass(slots=True)
+class Plan:
+    """The companion decisions of one turn."""
+
+    choice: Choice
+    mood: MoodUpdate
+    sections: list[str] = field(default_factory=list)
+    shares: dict[str, float] = field(default_factory=dict)
+    recall_hint: str = ""
+    jobs: list[Job] = field(default_factory=list)
+
+    def trace(self, before: Before) -> dict[str, Any]:
+        return {
+            "strategy": self.choice.as_dict(),
+            "mood": {
+                "carried": before.mood.as_dict(),
+                "after": self.mood.mood.as_dict(),
+                "event": self.mood.event,
+            },
+            "routine": {**before.routine.as_dict(), "late_window_source": before.late_source},
+        }
+
+
+class Companion:
+    """Mood, routine and strategy for the turns of one store."""
+
+    def __init__(self, memory: Memory, router: Router, table: StrategyTable) -> None:
+        self.memory = memory
+        self.store = memory.store
+        self.router = router
+        self.table = table
+
+    # -- before routing ---------------------------------------------------------------------------
+
+    def carried(self, user_id: str, session_id: str, at: datetime, state: dict[str, Any]) -> Before:
+        mood = moods.from_row(self.store.mood_get(user_id)).at(at)
+        routine = routines.from_row(self.store.routine_get(user_id))
+        window, source = routine.late_window()
+        prev_mode = state.get("last_mode")
+        prev_at = state.get("last_mode_at")
+        age = at.timestamp() - float(prev_at) if prev_at is not None else None
+        last = self.store.session_turns(user_id, session_id, last=1)
+        previous_apology = bool(
+            last and last[0].role == "assistant" and self.router.repair_cues(last[0].content)[0]
+        )
+        return Before(
+            mood=mood,
+            routine=routine,
+            carried=Carried(mood.label, mood.intensity, prev_mode, age),
+            previous_apology=previous_apology,
+            late_window=window,
+            late_source=source,
+        )
+
+    # -- after routing -----------------------------------------------------------------------------
+
+    def plan(
+        self, user_id: str, route: Route, before: Before, *, at: datetime, timezone: str | None, budget: int
+    ) -> Plan:
+        upd = moods.update(
+            before.mood,
+            label=route.mood,
+            intensity=route.mood_intensity,
+            now=at,
+            apology=route.apology,
+            acceptance=route.acceptance,
+            previous_apology=before.previous_apology,
+        )
+        choice = self.table.select(route.mode, upd.mood.label, upd.mood.intensity, route.signals)
+        strategy = choice.strategy
+        counter = self.memory.counter
+        sections: list[str] = []
+        if strategy.style:
+            style = f"Conversation strategy: {strategy.name}. {strategy.style}"
+            if route.signals.get("late_night"):
+                local = local_time(at, timezone)[0]
+                bedtime = (
+                    f"usually goes to sleep around {hhmm(before.routine.sleep_minute)}"
+                    if before.routine.learned and before.routine.sleep_minute is not None
+                    else "no usual bedtime learned yet"
+                )
+                style += f"\nUser's local time: {local.strftime('%H:%M')}; {bedtime}."
+            sections.append(style)
+        mood_text = self.mood_section(user_id, upd.mood)
+        cap = int(budget * strategy.share("mood"))
+        if mood_text and cap > 0:
+            sections.append(counter.truncate(mood_text, cap))
+        return Plan(
+            choice=choice,
+            mood=upd,
+            sections=sections,
+            shares=dict(strategy.shares),
+            recall_hint=strategy.recall_hint,
+        )
+
+    def mood_section(self, user_id: str, mood: Mood) -> str:
+        """The mood as a system-prompt section, quoting the user's words that caused it."""
+        if mood.label == "neutral":
+            return ""
+        head = f"{MOOD_HEADER} {mood.label}, intensity {mood.intensity:.2f}"
+        if mood.updated_at is not None:
+            head += f", last changed {mood.updated_at.isoformat(timespec='minutes')}"
+        ids = list(mood.cause_turn_ids)[-3:]
+        causes = [t for t in self.store.get_turns(user_id, ids) if t.role == "user"] if ids else []
+        if not causes:
+            return head
+        return head + "\nBecause of: " + " / ".join(f"“{t.content}”" for t in causes)
+
+    # -- recording -----------------------------------------------------------------------------------
+
+    def record(
+        self,
+        tx: Any,
+        plan: Plan,
+        before: Before,
+        route: Route,
+        *,
+        user_id: str,
+        session_id: str,
+        user_turn_id: int,
+        reply: str | None,
+        at: datetime,
+        timezone: str | None,
+    ) -> tuple[dict[str, Any], list[Job]]:
+        """Write the turn's mood and session mode inside `tx`; returns the session-state values to merge
+        and the jobs to queue."""
+        upd = plan.mood
+        new = upd.mood
+        if (
+            route.apology
+            and reply
+            and self.router.repair_cues(reply)[1]
+            and new.label in ("upset", "neutral")
+        ):
+            new = Mood("neutral", 0.0, (user_turn_id,), at, {"repaired": True})
+            plan.mood = MoodUpdate(new, "repaired")
+        elif upd.event in ("set", "reinforced", "softened", "repaired"):
+            ids = (*tuple(i for i in new.cause_turn_ids if i), user_turn_id)
+            new = Mood(new.label, new.intensity, ids[-moods.MAX_CAUSES :], at, new.meta)
+            plan.mood = MoodUpdate(new, upd.event)
+        if plan.mood.event != "kept":
+            self.store.mood_put(tx, user_id, new.row())
+        jobs: list[Job] = []
+        if before.routine.due(at):
+            spec = routines.routine_job(user_id, timezone, at)
+            jobs.append(
+                Job(
+                    kind=spec["kind"],
+                    user_id=user_id,
+                    session_id=None,
+                    payload=spec["payload"],
+                    priority=Priority.P2,
+                    dedupe_key=spec["dedupe_key"],
+                )
+            )
+        return {"last_mode": route.mode, "last_mode_at": at.timestamp()}, jobs
+
+    # -- reading -------------------------------------------------------------------------------------
+
+    def state(self, user_id: str, now: datetime | None = None) -> dict[str, Any]:
+        """{"mood": {...}, "routine": {...}, "last_active"} — the mood decayed to `now`."""
+        now = now or datetime.now(UTC)
+        mood = moods.from_row(self.store.mood_get(user_id)).at(now)
+        routine = routines.from_row(self.store.routine_get(user_id))
+        last = self.store.last_active(user_id)
+        return {
+            "mood": mood.as_dict(),
+            "routine": routine.as_dict(),
+            "last_active": datetime.fromtimestamp(last, UTC).isoformat() if last is not None else None,
+        }

@@ -1,0 +1,120 @@
+"""The user's carried mood: set by the router on each turn, decaying with time, reset by repair.
+
+One mood per user (not per session), so an argument at 22:30 still shapes "早安" the next morning.
+The stored row is the mood as last set; readers decay it to their own time (`Mood.at`). Rules:
+
+* a message whose mode carries a feeling (conflict -> upset, comfort -> sad or anxious, intimacy ->
+  affectionate, casual with happy cues -> happy) sets that mood when it is at least as strong as the
+  carried one after decay; the same label adds up (capped at 1) and collects the cause turn ids;
+* an apology and its acceptance (in either order of the two speakers: the user apologises and the
+  reply accepts, or the reply apologised and the user accepts) reset it to neutral; an apology alone
+  halves an upset mood;
+* intensity halves every `HALF_LIFE_HOURS[label]`; below `FLOOR` it reads as neutral.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass, field, replace
+from datetime import UTC, datetime
+from typing import Any
+
+MOODS = ("upset", "sad", "anxious", "happy", "affectionate", "neutral")
+# Hours for a mood's intensity to halve. An argument still counts the next morning (0.8 -> ~0.45 after
+# 10 hours) and is gone after two days; joy and affection fade faster.
+HALF_LIFE_HOURS = {"upset": 12.0, "sad": 12.0, "anxious": 10.0, "happy": 6.0, "affectionate": 8.0}
+FLOOR = 0.1  # below this a mood reads as neutral
+MAX_CAUSES = 8  # cause turn ids kept per mood (the most recent)
+
+
+@dataclass(frozen=True, slots=True)
+class Mood:
+    label: str = "neutral"
+    intensity: float = 0.0
+    cause_turn_ids: tuple[int, ...] = ()
+    updated_at: datetime | None = None
+    meta: dict[str, Any] = field(default_factory=dict)
+
+    def at(self, now: datetime) -> Mood:
+        """This mood decayed to `now` (neutral once below the floor)."""
+        if self.label == "neutral" or self.updated_at is None:
+            return self
+        hours = max(0.0, (now - self.updated_at).total_seconds() / 3600.0)
+        half = HALF_LIFE_HOURS.get(self.label, 12.0)
+        value = self.intensity * math.pow(0.5, hours / half)
+        if value < FLOOR:
+            return Mood("neutral", 0.0, (), self.updated_at, {"decayed_from": self.label})
+        return replace(self, intensity=value)
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "label": self.label,
+            "intensity": round(self.intensity, 3),
+            "cause_turn_ids": list(self.cause_turn_ids),
+            "updated_at": self.updated_at.isoformat() if self.updated_at else None,
+        }
+
+    def row(self) -> dict[str, Any]:
+        return {
+            "label": self.label,
+            "intensity": self.intensity,
+            "cause_turn_ids": list(self.cause_turn_ids),
+            "updated_at": (self.updated_at or datetime.now(UTC)).timestamp(),
+            "meta": dict(self.meta),
+        }
+
+
+def from_row(row: dict[str, Any] | None) -> Mood:
+    if row is None:
+        return Mood()
+    return Mood(
+        label=str(row["label"]),
+        intensity=float(row["intensity"]),
+        cause_turn_ids=tuple(int(i) for i in row.get("cause_turn_ids", [])),
+        updated_at=datetime.fromtimestamp(float(row["updated_at"]), UTC),
+        meta=dict(row.get("meta", {})),
+    )
+
+
+@dataclass(frozen=True, slots=True)
+class MoodUpdate:
+    """The mood after a turn and what changed it (for the trace)."""
+
+    mood: Mood
+    event: str  # kept | set | reinforced | repaired | softened | decayed
+
+
+def update(
+    carried: Mood,
+    *,
+    label: str | None,
+    intensity: float,
+    now: datetime,
+    turn_ids: Sequence[int] = (),
+    apology: bool = False,
+    acceptance: bool = False,
+    previous_apology: bool = False,
+) -> MoodUpdate:
+    """The mood after a message. `carried` is already decayed to `now`; `label`/`intensity` is what the
+    message expresses (None: nothing); `apology`/`acceptance` are the message's repair cues and
+    `previous_apology` whether the turn before it (the other speaker) apologised."""
+    ids = tuple(turn_ids)
+    if carried.label == "upset" and (acceptance and previous_apology):
+        return MoodUpdate(Mood("neutral", 0.0, ids, now, {"repaired": True}), "repaired")
+    if carried.label == "upset" and apology and label in (None, "upset"):
+        softened = carried.intensity / 2
+        if softened < FLOOR:
+            return MoodUpdate(Mood("neutral", 0.0, ids, now, {"repaired": True}), "repaired")
+        return MoodUpdate(
+            replace(carried, intensity=softened, updated_at=now, meta={"apology": True}), "softened"
+        )
+    if label is None or label == "neutral":
+        return MoodUpdate(carried, "kept")
+    if label == carried.label:
+        causes = (*carried.cause_turn_ids, *ids)[-MAX_CAUSES:]
+        value = min(1.0, max(carried.intensity, intensity) + 0.25 * min(carried.intensity, intensity))
+        return MoodUpdate(Mood(label, value, causes, now), "reinforced")
+    if intensity >= carried.intensity:
+        return MoodUpdate(Mood(label, intensity, ids, now), "set")
+    return MoodUpdate(carried, "kept")

@@ -1,0 +1,179 @@
+"""Each user's usual end of day, learned from when they write, and the late-night window it implies.
+
+Learning runs as a P2 job (`routine`) over the user's own messages of the last `HISTORY_DAYS` days in
+their timezone. The day is cut at the user's quietest hour (the middle of the longest run of the
+least active hours of the day), so a night owl's 02:00 message counts for the evening before; the
+last message of each day is a bedtime sample and the first one a wake-up sample. The median after
+dropping samples more than `OUTLIER_MINUTES` away from a first median is robust to the odd all-nighter.
+With fewer than `MIN_DAYS` days the routine is not learned and the fixed default window applies.
+
+`late_night` then means: later than `sleep_time + GRACE_MINUTES` and before the usual wake-up time
+(01:00 is late for someone who stops at 23:00, not for someone who stops at 02:30).
+"""
+
+from __future__ import annotations
+
+import statistics
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+from typing import TYPE_CHECKING, Any
+
+from memsched.jobs.tasks import TaskContext, task
+from memsched.router import LATE_NIGHT, hhmm, local_time
+
+if TYPE_CHECKING:
+    from memsched.jobs.queue import Job
+
+MIN_DAYS = 5  # days with messages before a routine is trusted
+HISTORY_DAYS = 45
+OUTLIER_MINUTES = 180
+GRACE_MINUTES = 30  # past the usual bedtime before it counts as late
+DEFAULT_NIGHT_MINUTES = 6 * 60  # the late window's length when no wake-up time is known
+MIN_CONFIDENCE = 0.3
+RELEARN_AFTER = timedelta(hours=12)
+DEFAULT_WINDOW = (LATE_NIGHT[0] * 60, LATE_NIGHT[1] * 60)
+
+
+@dataclass(frozen=True, slots=True)
+class Routine:
+    sleep_minute: int | None = None  # local minute of the day (0..1439)
+    wake_minute: int | None = None
+    confidence: float = 0.0
+    days: int = 0
+    timezone: str | None = None
+    source_turn_ids: tuple[int, ...] = ()
+    updated_at: datetime | None = None
+    stale: bool = False
+
+    @property
+    def learned(self) -> bool:
+        return self.sleep_minute is not None and self.confidence >= MIN_CONFIDENCE
+
+    def late_window(self) -> tuple[tuple[int, int], str]:
+        """((start, end) local minutes of the day, "learned" | "default")."""
+        if not self.learned or self.sleep_minute is None:
+            return DEFAULT_WINDOW, "default"
+        start = (self.sleep_minute + GRACE_MINUTES) % 1440
+        end = self.wake_minute if self.wake_minute is not None else (start + DEFAULT_NIGHT_MINUTES) % 1440
+        return (start, end), "learned"
+
+    def due(self, now: datetime) -> bool:
+        """Whether the learning job should run again."""
+        return self.updated_at is None or self.stale or now - self.updated_at >= RELEARN_AFTER
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "sleep_time": hhmm(self.sleep_minute) if self.sleep_minute is not None else None,
+            "wake_time": hhmm(self.wake_minute) if self.wake_minute is not None else None,
+            "confidence": round(self.confidence, 3),
+        }
+
+    def row(self) -> dict[str, Any]:
+        return {
+            "sleep_minute": self.sleep_minute,
+            "wake_minute": self.wake_minute,
+            "confidence": self.confidence,
+            "days": self.days,
+            "timezone": self.timezone,
+            "source_turn_ids": list(self.source_turn_ids),
+            "updated_at": (self.updated_at or datetime.now(UTC)).timestamp(),
+            "meta": {},
+        }
+
+
+def from_row(row: dict[str, Any] | None) -> Routine:
+    if row is None:
+        return Routine()
+    return Routine(
+        sleep_minute=row["sleep_minute"],
+        wake_minute=row["wake_minute"],
+        confidence=float(row["confidence"]),
+        days=int(row["days"]),
+        timezone=row["timezone"],
+        source_turn_ids=tuple(row["source_turn_ids"]),
+        updated_at=datetime.fromtimestamp(float(row["updated_at"]), UTC),
+        stale=bool(row.get("meta", {}).get("stale")),
+    )
+
+
+def quietest_hour(hours: Sequence[int]) -> int:
+    """The middle of the longest circular run of the least active hours of the day."""
+    hist = [0] * 24
+    for h in hours:
+        hist[h] += 1
+    low = min(hist)
+    best_start, best_len = 0, 0
+    for start in range(24):
+        n = 0
+        while n < 24 and hist[(start + n) % 24] == low:
+            n += 1
+        if n > best_len:
+            best_start, best_len = start, n
+    return (best_start + best_len // 2) % 24
+
+
+def _robust_median(samples: Sequence[int]) -> tuple[float, list[int]]:
+    first = statistics.median(samples)
+    kept = [s for s in samples if abs(s - first) <= OUTLIER_MINUTES] or list(samples)
+    return statistics.median(kept), kept
+
+
+def learn(
+    times: Sequence[tuple[int, float]], timezone: str | None, now: datetime, *, min_days: int = MIN_DAYS
+) -> Routine:
+    """The routine from (turn id, epoch seconds) of the user's messages; unlearned (confidence 0) with
+    fewer than `min_days` complete days of history."""
+    local = [(tid, local_time(datetime.fromtimestamp(ts, UTC), timezone)[0]) for tid, ts in times]
+    if not local:
+        return Routine(timezone=timezone, updated_at=now)
+    cut = quietest_hour([t.hour for _, t in local])
+    today = (local_time(now, timezone)[0] - timedelta(hours=cut)).date()
+    days: dict[Any, list[tuple[int, int]]] = {}
+    for tid, t in local:
+        shifted = t - timedelta(hours=cut)
+        if shifted.date() >= today:  # the day in progress has no known end yet
+            continue
+        days.setdefault(shifted.date(), []).append((tid, shifted.hour * 60 + shifted.minute))
+    if len(days) < min_days:
+        return Routine(timezone=timezone, days=len(days), updated_at=now)
+    last = [max(v, key=lambda x: x[1]) for v in days.values()]
+    first = [min(v, key=lambda x: x[1]) for v in days.values()]
+    sleep, kept = _robust_median([m for _, m in last])
+    wake, _ = _robust_median([m for _, m in first])
+    spread = statistics.pstdev(kept) if len(kept) > 1 else 0.0
+    confidence = min(1.0, len(days) / 14.0) * max(0.0, 1.0 - spread / 240.0)
+    confidence = max(confidence, 0.0)
+    return Routine(
+        sleep_minute=round(sleep + cut * 60) % 1440,
+        wake_minute=round(wake + cut * 60) % 1440,
+        confidence=confidence,
+        days=len(days),
+        timezone=timezone,
+        source_turn_ids=tuple(sorted(tid for tid, _ in last))[-60:],
+        updated_at=now,
+    )
+
+
+def routine_job(user_id: str, timezone: str | None, now: datetime) -> dict[str, Any]:
+    """The fields of the P2 job that (re)learns a user's routine (deduplicated per user and day)."""
+    return {
+        "kind": "routine",
+        "user_id": user_id,
+        "payload": {"timezone": timezone},
+        "dedupe_key": f"routine:{now.date().isoformat()}",
+    }
+
+
+@task("routine")
+def routine_task(ctx: TaskContext, job: Job) -> None:
+    """Learn the user's routine from their messages (P2). Idempotent: recomputed from the turns."""
+    store = ctx.store
+    # Anchored at the user's last message, not the wall clock, so imported history learns too.
+    last = store.last_active(job.user_id)
+    now = datetime.fromtimestamp(last, UTC) if last is not None else datetime.now(UTC)
+    tz = job.payload.get("timezone") or (store.routine_get(job.user_id) or {}).get("timezone")
+    since = (now - timedelta(days=HISTORY_DAYS)).timestamp()
+    routine = learn(store.user_turn_times(job.user_id, since), tz, now)
+    with store.transaction() as tx:
+        store.routine_put(tx, job.user_id, routine.row())
