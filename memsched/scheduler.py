@@ -976,6 +976,7 @@ class Scheduler:
                             )
                         )
                     state["segment_start"] = user_turn.seq
+                jobs.extend(page_jobs(turns, self.store.page_size))
                 if t.plan is not None and t.before is not None:
                     values, more = self.companion.record(
                         tx,
@@ -992,7 +993,6 @@ class Scheduler:
                     state.update(values)
                     jobs.extend(more)
                     trace.update(t.plan.trace(t.before))
-                jobs.extend(page_jobs(turns, self.store.page_size))
                 t.job_ids = self.queue.enqueue(jobs, tx=tx) if jobs else []
                 self.store.session_state_update(tx, t.user_id, t.session_id, state, now=utcnow().timestamp())
                 trace["jobs"] = [
