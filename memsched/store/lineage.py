@@ -52,7 +52,9 @@ def register_derived(
 register_derived("traces", column="turn_ids")  # a trace quotes its message
 register_derived("profile_facts", policy="revert_fact")
 register_derived("summaries", policy="regenerate_summary")
-register_derived("moods", column="cause_turn_ids")  # a mood goes with the words that caused it
+# One row per user: a mood goes with the words that caused it, a routine with its samples (relearned).
+register_derived("moods", column="cause_turn_ids", id_column="user_id")
+register_derived("routines", id_column="user_id")
 
 
 def _tables(db: Db) -> dict[str, list[str]]:
