@@ -301,6 +301,9 @@ class Memory:
         # With tools, part of the budget holds the bookmark index the model pages from.
         index_share = DEFAULT_INDEX_SHARE if shares is None else float(shares.get("bookmarks", 0.0))
         index_room = int(budget * index_share) if cfg.paging_mode in ("tools", "both") else 0
+        if shares is not None and cfg.paging_mode not in ("tools", "both"):
+            # Without the tool, bookmarks work inside retrieval: their share goes to recalled turns.
+            shares = {**shares, "recalled": float(shares.get("recalled", 0.0)) + index_share}
 
         t0 = time.perf_counter()
         top = retrieval.candidates[:200]
