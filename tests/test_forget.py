@@ -336,3 +336,24 @@ def test_an_artifact_made_while_its_source_was_forgotten_is_not_stored(setup: Se
     assert not [b for b in store.bookmarks("u") if set(b.turn_ids) & set(ids)]
     with store.transaction() as tx:
         assert store.summary_add(tx, {**summary, "first_seq": 900, "last_seq": 901}) == 0
+
+
+def test_cli_forget_last_session_all_and_mistakes(setup: Setup) -> None:
+    from typer.testing import CliRunner
+
+    from memsched.cli import app
+
+    s = setup
+    plant(s, "en")
+    run = CliRunner().invoke
+    db = ["--db", str(s.path)]
+    before = len(s.memory.store.session_turns("u", "s1"))
+    result = run(app, ["forget", "--user", "u", "--session", "s1", "--last", "2", "--json", *db])
+    assert result.exit_code == 0, result.output
+    assert len(s.memory.store.session_turns("u", "s1")) == before - 2
+    assert run(app, ["forget", "--user", "u", *db]).exit_code != 0  # says what to forget
+    assert run(app, ["forget", "--user", "nobody", "--all", *db]).exit_code != 0  # unknown user
+    assert run(app, ["forget", "--user", "u", "--session", "other", *db]).exit_code == 0
+    assert not s.memory.store.session_turns("u", "other")
+    assert run(app, ["forget", "--user", "u", "--all", *db]).exit_code == 0
+    assert not s.memory.store.has_user("u") and s.memory.store.has_user("v")
