@@ -329,6 +329,65 @@ def test_concurrent_streams_in_different_sessions(server: str, fake: FakeOpenAI)
         ]
 
 
+def _until(check: Callable[[], bool]) -> None:
+    for _ in range(400):  # a bounded wait for a state, not a timing assertion
+        if check():
+            return
+        time.sleep(0.025)
+    raise AssertionError("the state was not reached")
+
+
+def test_a_message_waits_for_the_previous_reply_of_its_session(
+    tmp_path: Path, fake: FakeOpenAI, helper: FakeOpenAI
+) -> None:
+    cfg = Config.load(
+        home=tmp_path / "srv",
+        embedders="hash",
+        upstream_base_url=fake.base_url,
+        upstream_model="fake-model",
+        llm_base_url=helper.base_url,
+        llm_model="helper-model",
+    )
+    app = create_app(cfg)
+    with LiveServer(app) as base:
+        gate = threading.Event()
+        fake.script(Hold(gate, "Sesame is a lovely name for a cat.", after=2))
+        fake.responder = lambda body: "It is Sesame."
+        replies: dict[str, str] = {}
+
+        def first() -> None:
+            replies["first"] = _streamed_text(
+                _events(_post(base, _body("My cat is called Sesame", stream=True)).text)
+            )
+
+        def second() -> None:
+            replies["second"] = _post(base, _body("what is my cat called?")).json()["choices"][0]["message"][
+                "content"
+            ]
+
+        a = threading.Thread(target=first)
+        a.start()
+        _until(lambda: len(fake.chat_requests) == 1)  # the first reply is streaming, held mid-way
+        b = threading.Thread(target=second)
+        b.start()
+        _until(lambda: app.state.service.order.waiting(("alice", "s1")) == 1)  # the second one waits
+        assert len(fake.chat_requests) == 1
+        gate.set()
+        a.join(timeout=30)
+        b.join(timeout=30)
+        assert replies == {"first": "Sesame is a lovely name for a cat.", "second": "It is Sesame."}
+        sent = fake.chat_requests[1]["messages"]
+        assert any(
+            "Sesame is a lovely name for a cat." in str(m["content"]) for m in sent
+        )  # it saw the reply
+        assert [t["content"] for t in _turns(base)] == [
+            "My cat is called Sesame",
+            "Sesame is a lovely name for a cat.",
+            "what is my cat called?",
+            "It is Sesame.",
+        ]
+
+
 def test_stream_with_usage_and_one_id(server: str, fake: FakeOpenAI) -> None:
     fake.script("short answer")
     r = _post(server, _body("hi", stream=True, stream_options={"include_usage": True}))

@@ -16,7 +16,7 @@ import contextlib
 import json
 import logging
 import time
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -195,7 +195,9 @@ class RelayResponse(Response):
         events: AsyncIterator[bytes],
         state: StreamState,
         headers: dict[str, str],
+        on_done: Callable[[], None] | None = None,
     ) -> None:
+        self.on_done = on_done
         self.turn = turn
         self.first = first
         self.events = events
@@ -210,6 +212,13 @@ class RelayResponse(Response):
             await send({"type": "http.response.body", "body": data, "more_body": True})
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        try:
+            await self._relay(receive, send)
+        finally:
+            if self.on_done is not None:
+                self.on_done()
+
+    async def _relay(self, receive: Receive, send: Send) -> None:
         await send({"type": "http.response.start", "status": self.status_code, "headers": self.raw_headers})
 
         async def disconnected() -> None:
@@ -263,7 +272,12 @@ class RelayResponse(Response):
             await send({"type": "http.response.body", "body": b"", "more_body": False})
 
 
-async def start(turn: ProxyTurn, messages: list[dict[str, Any]], headers: dict[str, str]) -> Response:
+async def start(
+    turn: ProxyTurn,
+    messages: list[dict[str, Any]],
+    headers: dict[str, str],
+    on_done: Callable[[], None] | None = None,
+) -> Response:
     """Call the upstream and wait for the first event; then stream the rest (or raise LLMError → 502)."""
     state = StreamState()
     events = rounds(turn, messages, state)
@@ -274,4 +288,4 @@ async def start(turn: ProxyTurn, messages: list[dict[str, Any]], headers: dict[s
     except LLMError as exc:
         await asyncio.to_thread(turn.finish, "", outcome="error", error=f"{type(exc).__name__}: {exc}")
         raise
-    return RelayResponse(turn, first, events, state, headers)
+    return RelayResponse(turn, first, events, state, headers, on_done)

@@ -9,6 +9,7 @@ from fastapi import Request
 
 from memsched.config import Config
 from memsched.memory import Memory
+from memsched.server.ordering import SessionOrder
 from memsched.server.upstream import Upstream
 
 TRACE_HEADER = "X-Memsched-Trace-Id"  # every turn's response names its trace (GET /v1/traces/{id})
@@ -36,6 +37,7 @@ class Service:
 
         self.keyring = Keyring(self.memory.store, config.api_keys)
         self._upstream: Upstream | None = None
+        self.order = SessionOrder()  # proxied turns of a session, one at a time
 
     @property
     def upstream(self) -> Upstream | None:

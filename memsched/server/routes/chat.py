@@ -86,10 +86,21 @@ async def chat(body: ChatRequest, request: Request, svc: Service = Depends(get_s
         stream=body.stream,
         include_usage=bool(stream_options.get("include_usage")),
     )
-    upstream_messages = await turn.prepare()
-    assert turn.prepared is not None
-    headers = {TRACE_HEADER: turn.prepared.trace_id}
-    if body.stream:
-        return await relay.start(turn, upstream_messages, headers)
-    data = await proxy.run_blocking(turn, upstream_messages)
-    return JSONResponse(data, headers=headers)
+    key = (turn.user, turn.session_id)
+    await svc.order.acquire(key)
+    handed_off = False
+    try:
+        upstream_messages = await turn.prepare()
+        assert turn.prepared is not None
+        headers = {TRACE_HEADER: turn.prepared.trace_id}
+        if body.stream:
+            response = await relay.start(
+                turn, upstream_messages, headers, on_done=lambda: svc.order.release(key)
+            )
+            handed_off = True  # the response releases the session once the reply is recorded
+            return response
+        data = await proxy.run_blocking(turn, upstream_messages)
+        return JSONResponse(data, headers=headers)
+    finally:
+        if not handed_off:
+            svc.order.release(key)
