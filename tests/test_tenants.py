@@ -21,7 +21,7 @@ from memsched.cli.serve import loopback_unless_keys
 from memsched.config import Config
 from memsched.errors import ConfigError
 from memsched.server.app import create_app
-from memsched.server.identity import OPEN_PATHS, OPEN_PREFIXES
+from memsched.server.identity import OPEN_PATHS, OPEN_PREFIXES, UI_OPEN, UI_PREFIX
 from memsched.store import open_store
 from memsched.testing import FakeOpenAI, LiveServer
 
@@ -92,7 +92,7 @@ def _fill(path: str, ids: dict[str, str]) -> str:
 
 
 def _is_open(path: str) -> bool:
-    return path in OPEN_PATHS or path.startswith(OPEN_PREFIXES)
+    return path in OPEN_PATHS or path.startswith(OPEN_PREFIXES) or path.startswith(UI_OPEN)
 
 
 def _call(base: str, method: str, path: str, key: str | None, ids: dict[str, str]) -> httpx.Response:
@@ -140,8 +140,14 @@ def test_every_route_but_the_open_ones_needs_a_key(keyed: tuple[str, Any]) -> No
     for method, path in _routes(app):
         for key in (None, "not-a-key", "msk-000000000000-forged"):
             r = _call(base, method, path, key, ids)
-            if _is_open(path):
+            if path == "/ui/login":  # the UI's login form: a wrong key is its own 401 page
+                assert "text/html" in r.headers["content-type"], f"{method} {path}"
+            elif _is_open(path):
                 assert r.status_code != 401, f"{method} {path}"
+            elif path == UI_PREFIX or path.startswith(UI_PREFIX + "/"):
+                # A browser cannot send the header: the UI's pages send it to the login form instead.
+                assert r.status_code == 303, f"{method} {path} with {key!r} -> {r.status_code}"
+                assert r.headers["location"].startswith("/ui/login?next=")
             else:
                 assert r.status_code == 401, f"{method} {path} with {key!r} -> {r.status_code}"
                 err = r.json()["error"]

@@ -279,3 +279,34 @@ def test_recall_tool_loop_is_shown(site: Site, browser: Any) -> None:
     browser.get(f"{site.base}/ui/u/{DEMO_USER}?lang=en")
     reply = _all(browser, "#timeline .turn.role-assistant")[0]
     assert f"p{pages[0]}" in reply.text and "Blue Heron" in reply.text
+
+
+def test_with_api_keys_the_ui_asks_for_one(tmp_path: Path, browser: Any) -> None:
+    from selenium.webdriver.support.ui import WebDriverWait
+
+    """Keys configured: /ui redirects to a login form; a valid key (kept in an HttpOnly cookie for /ui
+    only) opens the UI, scoped to its tenant; the API itself still wants the bearer header."""
+    key = "acme-secret-0123456789abcdef"
+    cfg = Config.load(home=tmp_path / "keys", embedders="hash", api_keys=f"acme:{key}")
+    with LiveServer(create_app(cfg)) as base:
+        with Client(base, api_key=key) as client:
+            client.add("mei", "s1", "user", "我的猫叫芝麻")
+        browser.delete_all_cookies()
+        browser.get(f"{base}/ui/u/mei?lang=en")
+        assert "/ui/login" in browser.current_url
+        _css(browser, "#key").send_keys("wrong-key-000000000000")
+        _css(browser, "#login-submit").click()
+        assert "not valid" in _css(browser, ".login .alert").text
+        _css(browser, "#key").send_keys(key)
+        _css(browser, "#login-submit").click()
+        WebDriverWait(browser, 10).until(lambda d: d.current_url.endswith("/ui/u/mei"))  # back where it was
+        assert "我的猫叫芝麻" in _css(browser, "#timeline").text
+        cookie = browser.get_cookie("memsched_ui_key")
+        assert cookie["httpOnly"] and cookie["path"] == "/ui" and cookie["sameSite"] == "Strict"
+        # The cookie opens the UI only, not the API; and login never redirects off the UI.
+        assert httpx.get(f"{base}/v1/users/mei/sessions", cookies={"memsched_ui_key": key}).status_code == 401
+        evil = httpx.post(f"{base}/ui/login?next=//evil.example/x", data={"key": key})
+        assert evil.status_code == 303 and evil.headers["location"] == "/ui/"
+        _css(browser, "#logout").click()
+        WebDriverWait(browser, 10).until(lambda d: "/ui/login" in d.current_url)
+        assert browser.get_cookie("memsched_ui_key") is None

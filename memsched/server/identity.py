@@ -15,8 +15,10 @@ Without keys there is one namespace and no check (the service then listens on lo
 from __future__ import annotations
 
 from dataclasses import dataclass
+from urllib.parse import quote, unquote
 
 from starlette.requests import Request
+from starlette.responses import RedirectResponse
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from memsched.auth import DEFAULT_TENANT
@@ -27,6 +29,11 @@ from memsched.server.errors import error_response
 OPEN_PATHS = ("/healthz", "/metrics", "/openapi.json")
 OPEN_PREFIXES = ("/docs", "/static-offline-docs")
 SEPARATOR = "/"
+# The debug UI in a browser cannot send a bearer header: its login form keeps the key in this
+# HttpOnly, SameSite=Strict cookie (path /ui), read only for /ui paths; without one, /ui redirects there.
+UI_PREFIX = "/ui"
+UI_COOKIE = "memsched_ui_key"
+UI_OPEN = ("/ui/login", "/ui/static/")
 
 
 @dataclass(frozen=True, slots=True)
@@ -51,10 +58,14 @@ class IdentityMiddleware:
         service = getattr(getattr(scope.get("app"), "state", None), "service", None)
         keyring = getattr(service, "keyring", None)
         path = scope.get("path", "")
-        is_open = path in OPEN_PATHS or path.startswith(OPEN_PREFIXES)
+        is_open = path in OPEN_PATHS or path.startswith(OPEN_PREFIXES) or path.startswith(UI_OPEN)
         if keyring is not None and not is_open and keyring.configured():
-            token = _bearer(scope)
+            is_ui = path == UI_PREFIX or path.startswith(UI_PREFIX + "/")
+            token = _bearer(scope) or (_cookie(scope, UI_COOKIE) if is_ui else "")
             principal = keyring.verify(token) if token else None
+            if principal is None and is_ui:
+                await RedirectResponse(f"/ui/login?next={quote(path)}", status_code=303)(scope, receive, send)
+                return
             if principal is None:
                 message = (
                     "invalid API key"
@@ -73,6 +84,16 @@ class IdentityMiddleware:
             identity = Identity(tenant=principal.tenant, key_id=principal.key_id)
         scope.setdefault("state", {})["identity"] = identity
         await self.app(scope, receive, send)
+
+
+def _cookie(scope: Scope, name: str) -> str:
+    for header, value in scope.get("headers", []):
+        if header == b"cookie":
+            for part in value.decode("latin-1").split(";"):
+                key, _, found = part.strip().partition("=")
+                if key == name:
+                    return unquote(found)
+    return ""
 
 
 def _bearer(scope: Scope) -> str:

@@ -46,6 +46,14 @@ STRINGS: dict[str, tuple[str, str]] = {
     "none": ("none", "无"),
     "yes": ("yes", "是"),
     "no": ("no", "否"),
+    "login": ("Sign in", "登录"),
+    "logout": ("Sign out", "退出"),
+    "login_title": ("This service needs an API key", "此服务需要 API 密钥"),
+    "login_help": (
+        "The key is kept in an HttpOnly cookie for /ui only; the API still wants Authorization: Bearer.",
+        "密钥只保存在 /ui 的 HttpOnly Cookie 中；API 仍需 Authorization: Bearer。",
+    ),
+    "login_failed": ("That key is not valid.", "密钥无效。"),
     # trace: stages
     "trace": ("Trace", "追踪"),
     "message": ("Message", "消息"),

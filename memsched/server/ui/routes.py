@@ -12,7 +12,7 @@ from collections.abc import Callable
 from datetime import datetime
 from pathlib import Path
 from typing import Any
-from urllib.parse import quote
+from urllib.parse import parse_qs, quote
 
 from starlette.concurrency import run_in_threadpool
 from starlette.requests import Request
@@ -21,7 +21,7 @@ from starlette.routing import BaseRoute, Mount, Route
 from starlette.staticfiles import StaticFiles
 from starlette.templating import Jinja2Templates
 
-from memsched.server.identity import external, user_id, visible
+from memsched.server.identity import UI_COOKIE, external, user_id, visible
 from memsched.server.ui import i18n, views
 from memsched.server.ui.views import Backend
 
@@ -143,12 +143,37 @@ def ui_routes(backend: Callable[[], Backend]) -> list[BaseRoute]:
 
         return page
 
+    async def login(request: Request) -> Response:
+        """With API keys configured: a form for the key, kept in an HttpOnly cookie for /ui only."""
+        target = request.query_params.get("next") or f"{PREFIX}/"
+        if not (target == PREFIX or target.startswith(f"{PREFIX}/")) or target.startswith("//"):
+            target = f"{PREFIX}/"  # only pages of the UI: never an open redirect
+        if request.method == "GET":
+            return render(request, "login.html", user=None, summary=None, target=target, failed=False)
+        form = parse_qs((await request.body()).decode("utf-8", "replace"))
+        key = (form.get("key") or [""])[0].strip()
+        keyring = getattr(backend(), "keyring", None)
+        if keyring is None or keyring.verify(key) is None:
+            return render(
+                request, "login.html", status=401, user=None, summary=None, target=target, failed=True
+            )
+        response = RedirectResponse(target, status_code=303)
+        response.set_cookie(UI_COOKIE, key, httponly=True, samesite="strict", path=PREFIX)
+        return response
+
+    async def logout(request: Request) -> Response:
+        response = RedirectResponse(f"{PREFIX}/login", status_code=303)
+        response.delete_cookie(UI_COOKIE, path=PREFIX)
+        return response
+
     async def root_redirect(request: Request) -> Response:
         return RedirectResponse(f"{PREFIX}/", status_code=307)
 
     return [
         Route(PREFIX, root_redirect),
         Route(f"{PREFIX}/", index),
+        Route(f"{PREFIX}/login", login, methods=["GET", "POST"]),
+        Route(f"{PREFIX}/logout", logout),
         Route(f"{PREFIX}/u/{{user}}", user_page),
         Route(f"{PREFIX}/u/{{user}}/trace/{{trace_id}}", trace_page),
         Route(f"{PREFIX}/u/{{user}}/profile", user_tab("profile", views.profile)),
