@@ -91,6 +91,10 @@ class Config:
     minilm_backend: str = "onnx"
     model_cache: Path | None = None
     p2_window: str | None = None  # "HH:MM-HH:MM" local time: P2 jobs run only inside it
+    # In-memory vectors (per-user indexes) are a cache over the store, capped in MB; the least
+    # recently used users' indexes are dropped and reloaded from the store when they come back.
+    vector_cache_mb: int = 512
+    user_cache_size: int = 2000  # per-user in-memory state (name indexes, speakers …): users kept
     strategies: Path | None = None  # a strategy table (TOML) replacing memsched/strategies.toml
     host: str = DEFAULT_HOST
     port: int = DEFAULT_PORT

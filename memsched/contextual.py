@@ -41,6 +41,11 @@ class ContextIndex:
         self._at: dict[tuple[str, int], int] = {}  # (session, seq) -> row
         self._key: list[tuple[str, int] | None] = []
 
+    @property
+    def nbytes(self) -> int:
+        """Memory held by the matrices (what the retriever's cache weighs)."""
+        return int(self._ids.nbytes + self._raw.nbytes + self._ctx.nbytes)
+
     def refresh(self, store: Store, user_id: str, base: VectorIndex) -> None:
         """Catch up with `base` (append-only in the common case; anything else rebuilds)."""
         with self._lock:

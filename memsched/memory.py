@@ -89,7 +89,13 @@ class Memory:
                 name: batched(embed_base.create(name, self.config)) for name in self.config.embedder_names
             }
         self.embedders = embedders
-        self.retriever = Retriever(self.store, embedders, weights=weights)
+        self.retriever = Retriever(
+            self.store,
+            embedders,
+            weights=weights,
+            cache_mb=self.config.vector_cache_mb,
+            cache_users=self.config.user_cache_size,
+        )
         self._counter: TokenCounter | None = None
         self._pager: Pager | None = None
         self._lock = threading.Lock()

@@ -33,6 +33,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 import numpy as np
 from pydantic import BaseModel, Field
 
+from memsched.cache import LRUCache
 from memsched.errors import LLMError
 from memsched.model import Candidate, Hit
 from memsched.text.segment import cjk_ratio, has_cjk, terms
@@ -407,9 +408,13 @@ class Pager:
         self.options = options or PagingOptions()
         self.llm = llm
         self._lock = threading.Lock()
-        self._names: dict[str, _NameIndex] = {}
-        self._vectors: dict[tuple[str, str], tuple[tuple[int, float, int], np.ndarray, np.ndarray]] = {}
-        self._speakers: dict[str, tuple[int, dict[str, str]]] = {}
+        # Per-user caches, bounded so memory follows the active users (Config.user_cache_size).
+        size = memory.retriever.cache_users
+        self._names: LRUCache[str, _NameIndex] = LRUCache(size)
+        self._vectors: LRUCache[tuple[str, str], tuple[tuple[int, float, int], np.ndarray, np.ndarray]] = (
+            LRUCache(size)
+        )
+        self._speakers: LRUCache[str, tuple[int, dict[str, str]]] = LRUCache(size)
         self._sessions: OrderedDict[tuple[str, str], _SessionDecision] = OrderedDict()
         self.stats: Counter[str] = Counter()  # rerank outcomes: called, skipped:<why>, failed
 
@@ -424,10 +429,10 @@ class Pager:
     def forget(self, user_id: str) -> None:
         """Drop every cache of the user (after a hard delete: they hold bookmark words and names)."""
         with self._lock:
-            self._names.pop(user_id, None)
-            self._speakers.pop(user_id, None)
+            self._names.pop(user_id)
+            self._speakers.pop(user_id)
             for key in [k for k in self._vectors if k[0] == user_id]:
-                del self._vectors[key]
+                self._vectors.pop(key)
             for key in [k for k in self._sessions if k[0] == user_id]:
                 del self._sessions[key]
 
@@ -441,7 +446,7 @@ class Pager:
             self.store.bookmarks(user_id), sig, {s.lower() for s in self._speaker_names(user_id)}
         )
         with self._lock:
-            self._names[user_id] = index
+            self._names.put(user_id, index)
         return index
 
     def _bookmark_matrix(self, user_id: str, model_id: str) -> tuple[np.ndarray, np.ndarray]:
@@ -453,7 +458,7 @@ class Pager:
             return cached[1], cached[2]
         ids, matrix = self.store.bookmark_vectors(user_id, model_id)
         with self._lock:
-            self._vectors[key] = (sig, ids, matrix)
+            self._vectors.put(key, (sig, ids, matrix))
         return ids, matrix
 
     def _speaker_names(self, user_id: str) -> dict[str, str]:
@@ -470,7 +475,7 @@ class Pager:
             known = set(cached[1].values())
             if all(m[3] in known or m[3] in _ROLES for m in fresh.values()):
                 with self._lock:
-                    self._speakers[user_id] = (count, cached[1])
+                    self._speakers.put(user_id, (count, cached[1]))
                 return cached[1]
         names: dict[str, str] = {}
         for label in self.store.speakers(user_id):
@@ -478,7 +483,7 @@ class Pager:
             first = label.split()[0] if label.split() else label
             names.setdefault(first.lower(), label)
         with self._lock:
-            self._speakers[user_id] = (count, names)
+            self._speakers.put(user_id, (count, names))
         return names
 
     # -- retrieval -----------------------------------------------------------------------------------------

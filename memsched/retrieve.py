@@ -13,6 +13,7 @@ from typing import Any
 
 import numpy as np
 
+from memsched.cache import LRUCache
 from memsched.contextual import ContextIndex
 from memsched.embed.base import Embedder
 from memsched.model import Candidate, Hit, content_hash
@@ -76,13 +77,24 @@ class Retriever:
         embedders: dict[str, Embedder],
         weights: FusionWeights | None = None,
         ann_threshold: int | None = None,
+        cache_mb: int = 512,
+        cache_users: int = 2000,
     ) -> None:
         self.store = store
         self.embedders = embedders
         self.weights = weights or FusionWeights()
-        self._indexes: dict[tuple[str, str], VectorIndex] = {}
-        self._contexts: dict[tuple[str, str], ContextIndex] = {}
-        self._checked: dict[tuple[str, str], int] = {}  # (user, model) -> turns up to here have vectors
+        # Bounded: memory follows the active users (half the cap for base vectors, half for the
+        # contextual ones); an evicted index is reloaded from the store on the user's next query.
+        self.cache_users = cache_users
+        cap = cache_mb * 1024 * 1024 / 2
+        self._indexes: LRUCache[tuple[str, str], VectorIndex] = LRUCache(
+            cache_users, max_weight=cap, weigh=lambda i: i.nbytes
+        )
+        self._contexts: LRUCache[tuple[str, str], ContextIndex] = LRUCache(
+            cache_users, max_weight=cap, weigh=lambda c: c.nbytes
+        )
+        # (user, model) -> turns up to here have vectors
+        self._checked: LRUCache[tuple[str, str], int] = LRUCache(cache_users * 4)
         self._lock = threading.Lock()
         self._ann_threshold = ann_threshold
 
@@ -101,7 +113,7 @@ class Retriever:
         top = self.store.max_turn_id(user_id)
         for embedder in self.embedders.values():
             key = (user_id, embedder.model_id)
-            after = self._checked.get(key, 0)
+            after = self._checked.get(key) or 0
             if after >= top:
                 continue
             while True:
@@ -123,7 +135,7 @@ class Retriever:
                 if progress is not None:
                     progress(len(missing))
             with self._lock:
-                self._checked[key] = max(self._checked.get(key, 0), top)
+                self._checked.put(key, max(self._checked.get(key) or 0, top))
         return done
 
     def put_vector(self, user_id: str, name: str, text: str, vector: np.ndarray) -> None:
@@ -133,41 +145,39 @@ class Retriever:
     def _index(self, user_id: str, name: str) -> VectorIndex:
         embedder = self.embedders[name]
         key = (user_id, embedder.model_id)
-        with self._lock:
-            index = self._indexes.get(key)
-            if index is None:
-                kwargs = {} if self._ann_threshold is None else {"ann_threshold": self._ann_threshold}
-                index = self._indexes[key] = VectorIndex(**kwargs)
+        kwargs = {} if self._ann_threshold is None else {"ann_threshold": self._ann_threshold}
+        index = self._indexes.setdefault(key, lambda: VectorIndex(**kwargs))
         version = self.store.vector_version(user_id, embedder.model_id)
         if version != index.version:
             ids, matrix = self.store.vectors_since(user_id, embedder.model_id, *index.version)
             index.add(ids, matrix)
             index.version = version
+            self._indexes.trim()
         return index
 
     def context_dense(self, user_id: str, name: str, query_vector: np.ndarray, k: int = 50) -> list[Hit]:
         """Dense search over the contextual vectors (a turn with its session neighbours)."""
         base = self._index(user_id, name)
         key = (user_id, self.embedders[name].model_id)
-        with self._lock:
-            ctx = self._contexts.get(key)
-            if ctx is None:
-                ctx = self._contexts[key] = ContextIndex()
+        ctx = self._contexts.setdefault(key, ContextIndex)
+        before = ctx.nbytes
         ctx.refresh(self.store, user_id, base)
+        if ctx.nbytes != before:
+            self._contexts.trim()
         return ctx.search(query_vector, k)
 
     def forget(self, user_id: str, turn_ids: Iterable[int] | None = None) -> None:
         """Drop deleted turns (or the whole user) from the in-memory indexes."""
         with self._lock:
             for key in [k for k in self._contexts if k[0] == user_id]:
-                del self._contexts[key]  # rebuilt from the base index on next use
+                self._contexts.pop(key)  # rebuilt from the base index on next use
             for key in [k for k in self._checked if k[0] == user_id and turn_ids is None]:
-                del self._checked[key]
-            for (uid, model), index in list(self._indexes.items()):
+                self._checked.pop(key)
+            for (uid, model), index in self._indexes.items():
                 if uid != user_id:
                     continue
                 if turn_ids is None:
-                    del self._indexes[(uid, model)]
+                    self._indexes.pop((uid, model))
                 else:
                     index.remove(set(turn_ids))
 

@@ -39,6 +39,11 @@ class VectorIndex:
         return self._n
 
     @property
+    def nbytes(self) -> int:
+        """Memory held, buffers included (what the retriever's cache weighs)."""
+        return int(self._buf.nbytes + self._ids.nbytes)
+
+    @property
     def ids(self) -> np.ndarray:
         return self._ids[: self._n]
 
