@@ -76,6 +76,12 @@ class Config:
     embed_base_url: str | None = None
     embed_api_key: str | None = field(default=None, repr=False)  # a secret: never in reprs or logs
     embed_model: str | None = None
+    # A vision model that describes images in user messages (OpenAI-compatible chat with image parts).
+    # With only the model set, the upstream's base URL and key are used.
+    vision_base_url: str | None = None
+    vision_api_key: str | None = field(default=None, repr=False)  # a secret: never in reprs or logs
+    vision_model: str | None = None
+    upstream_vision: bool = False  # the proxy also sends the image parts themselves upstream
     paging_mode: str = "retrieve"  # retrieve | tools | both
     recall_rounds: int = 3  # proxy: recall rounds answered per turn before the model must reply
     recall_max_tokens: int = 1000  # proxy: a recalled page is cut to this many tokens
@@ -163,6 +169,16 @@ class Config:
             return None
         key = self.llm_api_key if self.llm_base_url else self.upstream_api_key
         return base, key, model
+
+    def vision_llm(self) -> tuple[str, str | None, str] | None:
+        """(base_url, api_key, model) of the vision model, or None when none is configured."""
+        if not self.vision_model:
+            return None
+        base = self.vision_base_url or self.upstream_base_url
+        if not base:
+            return None
+        key = self.vision_api_key if self.vision_base_url else self.upstream_api_key
+        return base, key, self.vision_model
 
     def replace(self, **changes: Any) -> Config:
         return dataclasses.replace(self, **changes)

@@ -70,6 +70,15 @@ from memsched.summarize import compress, covered_seq, create_summary, default_ma
 from memsched.text.segment import cjk_ratio, terms
 from memsched.text.timeexpr import clock_line, local_now, stamp
 from memsched.trace import Metrics, Stopwatch
+from memsched.vision import (
+    NOT_DESCRIBED,
+    Caption,
+    Captioner,
+    Image,
+    captioner_from_config,
+    describe_all,
+    with_captions,
+)
 
 if TYPE_CHECKING:
     from memsched.jobs.worker import Worker
@@ -211,6 +220,7 @@ class _TurnState:
     hold: _Hold
     persona: str = ""  # the system prompt: the client's own, or the configured default
     timezone: str | None = None  # the user's IANA timezone: sent with the turn, else their profile's
+    captions: list[Caption] = field(default_factory=list)  # the message's images, described
     trace_id: str = field(default_factory=lambda: uuid.uuid4().hex)
     blocking: list[dict[str, Any]] = field(default_factory=list)
     commands: list[Command] = field(default_factory=list)
@@ -271,6 +281,7 @@ class Scheduler:
         barrier_timeout: float = DEFAULT_BARRIER_TIMEOUT,
         lock_timeout: float = DEFAULT_LOCK_TIMEOUT,
         post_threads: int = 8,
+        captioner: Captioner | None = UNSET,
     ) -> None:
         self.memory = memory
         self.store = memory.store
@@ -285,6 +296,10 @@ class Scheduler:
         # What each moment of the conversation gets: strategies.toml or MEMSCHED_STRATEGIES.
         self.strategies = StrategyTable.load(self.config.strategies)
         self.companion = Companion(memory, self.router, self.strategies)
+        # Describes images in messages (None: they are stored as "[image: not described]").
+        self.captioner: Captioner | None = (
+            captioner_from_config(self.config) if captioner is UNSET else captioner
+        )
         self.metrics = Metrics(depth=self.queue.depth)
         self.cross_process_lock = cross_process_lock
         self.barrier_timeout = barrier_timeout
@@ -342,6 +357,7 @@ class Scheduler:
         now: datetime | None = None,
         timezone: str | None = None,
         system_prompt: str | None = None,
+        images: Sequence[Image] = (),
     ) -> TurnResult:
         """Answer `message` with the reply LLM and record both sides.
 
@@ -353,7 +369,7 @@ class Scheduler:
             raise ConfigError(
                 "turn() needs a reply LLM: pass Scheduler(memory, llm=...), or use prepare()/record()"
             )
-        _check(user_id, session_id, message)
+        _check(user_id, session_id, message or _image_only(images))
         return self._run(
             self._gates.take((user_id, session_id)),
             user_id,
@@ -363,6 +379,7 @@ class Scheduler:
             timezone,
             True,
             system_prompt,
+            images,
         )
 
     def prepare(
@@ -374,12 +391,13 @@ class Scheduler:
         now: datetime | None = None,
         timezone: str | None = None,
         system_prompt: str | None = None,
+        images: Sequence[Image] = (),
     ) -> TurnResult:
         """Everything `turn()` does except the LLM call: returns the messages to send and records `message`.
 
         Record the reply the caller's own LLM produced with `record(..., "assistant", reply)`.
         """
-        _check(user_id, session_id, message)
+        _check(user_id, session_id, message or _image_only(images))
         return self._run(
             self._gates.take((user_id, session_id)),
             user_id,
@@ -389,6 +407,7 @@ class Scheduler:
             timezone,
             False,
             system_prompt,
+            images,
         )
 
     async def aturn(
@@ -400,14 +419,17 @@ class Scheduler:
         now: datetime | None = None,
         timezone: str | None = None,
         system_prompt: str | None = None,
+        images: Sequence[Image] = (),
     ) -> TurnResult:
         """`turn()` in a worker thread. The session's place in line is taken before the first await,
         so coroutines of one session are answered in the order they called `aturn`."""
         if self.llm is None:
             raise ConfigError("aturn() needs a reply LLM: pass Scheduler(memory, llm=...)")
-        _check(user_id, session_id, message)
+        _check(user_id, session_id, message or _image_only(images))
         ticket = self._gates.take((user_id, session_id))
-        return await self._in_thread(ticket, user_id, session_id, message, now, timezone, True, system_prompt)
+        return await self._in_thread(
+            ticket, user_id, session_id, message, now, timezone, True, system_prompt, images
+        )
 
     async def aprepare(
         self,
@@ -418,12 +440,13 @@ class Scheduler:
         now: datetime | None = None,
         timezone: str | None = None,
         system_prompt: str | None = None,
+        images: Sequence[Image] = (),
     ) -> TurnResult:
         """`prepare()` in a worker thread, keeping the session's arrival order like `aturn`."""
-        _check(user_id, session_id, message)
+        _check(user_id, session_id, message or _image_only(images))
         ticket = self._gates.take((user_id, session_id))
         return await self._in_thread(
-            ticket, user_id, session_id, message, now, timezone, False, system_prompt
+            ticket, user_id, session_id, message, now, timezone, False, system_prompt, images
         )
 
     async def _in_thread(self, ticket: _Ticket, *args: Any) -> TurnResult:
@@ -584,10 +607,11 @@ class Scheduler:
         timezone: str | None,
         call_llm: bool,
         system_prompt: str | None = None,
+        images: Sequence[Image] = (),
     ) -> TurnResult:
         with self.gate.turn():  # background work in this process steps aside meanwhile
             return self._run_gated(
-                ticket, user_id, session_id, message, now, timezone, call_llm, system_prompt
+                ticket, user_id, session_id, message, now, timezone, call_llm, system_prompt, images
             )
 
     def _run_gated(
@@ -600,8 +624,17 @@ class Scheduler:
         timezone: str | None,
         call_llm: bool,
         system_prompt: str | None,
+        images: Sequence[Image] = (),
     ) -> TurnResult:
         sw = Stopwatch()
+        captions: list[Caption] = []
+        if images:
+            # Described before the message is embedded: the caption is part of what the turn says.
+            # The session's place in line is already taken, so a slow vision call keeps the order.
+            t0 = time.perf_counter()
+            captions = describe_all(self.captioner, images, hint=message)
+            message = with_captions(message, captions)
+            sw.add("caption", _ms(t0))
         # The message's embedding starts now and runs (in the embedder's dispatcher) while this
         # thread waits for the session and runs the barrier, commands and overflow check.
         pending = self.memory.query_vectors(message)
@@ -610,7 +643,17 @@ class Scheduler:
         handed_off = False
         try:
             result, post = self._turn_locked(
-                sw, hold, user_id, session_id, message, now, timezone, call_llm, system_prompt, pending
+                sw,
+                hold,
+                user_id,
+                session_id,
+                message,
+                now,
+                timezone,
+                call_llm,
+                system_prompt,
+                pending,
+                captions,
             )
             if post:
                 # The reply's vectors are computed after the caller has the reply; the session stays
@@ -652,6 +695,7 @@ class Scheduler:
         call_llm: bool,
         system_prompt: str | None = None,
         pending: Mapping[str, np.ndarray] | None = None,
+        captions: Sequence[Caption] = (),
     ) -> tuple[TurnResult, bool]:
         t = _TurnState(
             user_id=user_id,
@@ -663,6 +707,7 @@ class Scheduler:
             hold=hold,
             persona=system_prompt or self.config.system_prompt,
             timezone=timezone or self._timezone(user_id),
+            captions=list(captions),
         )
         self._barrier(t)
         with sw.stage("retry_check"):
@@ -680,6 +725,8 @@ class Scheduler:
         with sw.stage("context"):
             ctx = self._context(t)
         trace = self._trace(t, ctx)
+        if t.captions:  # what each image became, and why one was not described
+            trace["images"] = [{**c.as_dict(), "ms": c.ms} for c in t.captions]
 
         reply: str | None = None
         error: LLMError | None = None
@@ -914,6 +961,8 @@ class Scheduler:
             )
             if failed:
                 user_turn.meta = {"reply_failed": True, "applied": [c.kind for c in t.commands]}
+            if t.captions:  # the captions live in the turn: forgetting it forgets them
+                user_turn.meta["images"] = [c.as_dict() for c in t.captions]
             turns = [user_turn]
             if reply is not None:
                 turns.append(
@@ -1240,6 +1289,11 @@ def page_jobs(turns: list[Turn], page_size: int) -> list[Job]:
             )
         )
     return jobs
+
+
+def _image_only(images: Sequence[Image]) -> str:
+    """A stand-in text for `_check` when a message is only images (they become its text)."""
+    return NOT_DESCRIBED if images else ""
 
 
 def _check(user_id: str, session_id: str, message: str) -> None:

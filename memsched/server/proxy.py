@@ -40,6 +40,7 @@ from memsched.scheduler import TurnResult
 from memsched.server.service import Service
 from memsched.server.upstream import Upstream
 from memsched.tools import INDEX_HEADER, recall_tool, resolve_recall
+from memsched.vision import Image
 
 log = logging.getLogger("memsched.server.proxy")
 
@@ -62,8 +63,7 @@ def text_of(content: Any) -> str:
                 continue
             if part.get("type") == "text":
                 parts.append(str(part.get("text", "")))
-            elif part.get("type") == "image_url":
-                parts.append("[image]")
+        # Image parts are not text: the scheduler describes them (`memsched.vision`).
         return "\n".join(p for p in parts if p)
     raise InputError("message content must be a string or a list of content parts")
 
@@ -118,6 +118,7 @@ class ProxyTurn:
     stream: bool
     include_usage: bool
     prepared: TurnResult | None = None
+    images: list[Image] = field(default_factory=list)  # the image parts of the last user message
     offer_recall: bool = False
     calls: list[dict[str, Any]] = field(default_factory=list)  # one entry per upstream call
     recalls: list[dict[str, Any]] = field(default_factory=list)  # one entry per recall call
@@ -164,14 +165,18 @@ class ProxyTurn:
             now=self.now,
             timezone=self.timezone,
             system_prompt=self.persona,
+            images=self.images,
         )
         messages = [dict(m) for m in self.prepared.messages]
         if (
-            messages
+            self.images
+            and self.svc.config.upstream_vision
+            and messages
             and messages[-1].get("role") == "user"
-            and isinstance(self.user_message.get("content"), list)
         ):
-            messages[-1] = {**messages[-1], "content": self.user_message["content"]}  # images etc. intact
+            # A vision upstream gets the images themselves beside their captions.
+            text = {"type": "text", "text": str(messages[-1].get("content") or "")}
+            messages[-1] = {**messages[-1], "content": [text, *(i.part() for i in self.images)]}
         paging = self.prepared.trace.get("paging_tools") or {}
         has_index = bool(paging.get("index_pages")) or any(
             INDEX_HEADER in str(m.get("content") or "") for m in messages if m.get("role") == "system"

@@ -90,6 +90,10 @@ class RecordedRequest:
     headers: httpx.Headers
 
 
+# A phrase of memsched's caption prompt (llm/prompts/caption.txt): how the fake knows a vision request.
+CAPTION_MARK = "Describe this photo"
+
+
 def echo_responder(body: dict[str, Any]) -> Reply:
     """The default reply: `"ok: "` and the first 40 characters of the last user message."""
     users = [m for m in body.get("messages") or [] if m.get("role") == "user"]
@@ -170,6 +174,11 @@ class FakeOpenAI:
                     queue.extend(replies)
                     return
             self._routed.append((match, deque(replies)))
+
+    def script_caption(self, *captions: Reply) -> None:
+        """Queue replies for memsched's vision requests (`memsched.vision`: "Describe this photo …"):
+        the fake then serves as the vision model too (its `chat_requests` show the image parts)."""
+        self.script_for(CAPTION_MARK, *captions)
 
     def script_embeddings(self, *replies: Fail | Delay | Malformed) -> None:
         """Queue misbehaviours for `/embeddings` requests (normal vectors once the queue is empty)."""

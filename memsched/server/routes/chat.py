@@ -16,6 +16,7 @@ from memsched.server.routes.context import when
 from memsched.server.schemas import ChatCompletion, ChatRequest
 from memsched.server.service import TRACE_HEADER, Service, get_service
 from memsched.server.validate import check_images, check_timezone
+from memsched.vision import image_parts
 
 router = APIRouter(tags=["chat"])
 
@@ -53,7 +54,8 @@ async def chat(body: ChatRequest, request: Request, svc: Service = Depends(get_s
     if last is None:
         raise InputError("messages: must contain a user message")
     message = proxy.text_of(messages[last].get("content"))
-    if not message.strip():
+    images = image_parts(messages[last].get("content"))
+    if not message.strip() and not images:
         raise InputError(f"messages.{last}.content: the last user message is empty")
     check_message_tokens(svc.memory.counter, message_texts(messages), svc.config.max_message_tokens)
     now = when(meta.timestamp if meta else None, "metadata.timestamp")
@@ -85,6 +87,7 @@ async def chat(body: ChatRequest, request: Request, svc: Service = Depends(get_s
         trailing=_trailing(messages, last),
         stream=body.stream,
         include_usage=bool(stream_options.get("include_usage")),
+        images=images,
     )
     key = (turn.user, turn.session_id)
     await svc.order.acquire(key)
