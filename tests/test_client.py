@@ -186,7 +186,10 @@ def test_bearer_token_is_sent(base: str) -> None:
 
 
 def test_async_client(base: str, fake: FakeOpenAI) -> None:
-    fake.script("好的，记住了。", "Sesame!")
+    # Replies keyed by the user's message: background LLM jobs (bookmarks, profile extraction) of the
+    # full page may call the fake in between and must not take a scripted reply.
+    replies = {"记住哦": "好的，记住了。", "what's her name?": "Sesame!"}
+    fake.responder = lambda body: replies.get(str(body["messages"][-1]["content"]), '{"facts": []}')
 
     async def main() -> None:
         async with AsyncClient(base) as client:
