@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Any
 from memsched import mood as moods
 from memsched import routine as routines
 from memsched.jobs.queue import Job, Priority
+from memsched.model import Turn
 from memsched.mood import Mood, MoodUpdate
 from memsched.router import Carried, Route, Router, hhmm, local_time
 from memsched.strategy import Choice, StrategyTable
@@ -200,16 +201,36 @@ class Companion:
             )
         return {"last_mode": route.mode, "last_mode_at": at.timestamp()}, jobs
 
-    # -- reading -------------------------------------------------------------------------------------
+    def on_reply(self, tx: Any, user_id: str, session_id: str, reply: Turn) -> bool:
+        """A reply recorded on its own (a client calling its own LLM, the proxy): when it accepts the
+        apology of the user's message just before it, the carried upset mood is reset. Returns
+        whether it was."""
+        if not self.router.repair_cues(reply.content)[1]:
+            return False
+        mood = moods.from_row(self.store.mood_get(user_id)).at(reply.created_at)
+        if mood.label != "upset":
+            return False
+        before = [t for t in self.store.session_turns(user_id, session_id, last=3) if t.id != reply.id]
+        last_user = next((t for t in reversed(before) if t.role == "user"), None)
+        if last_user is None or not self.router.repair_cues(last_user.content)[0]:
+            return False
+        ids = tuple(i for i in (last_user.id, reply.id) if i is not None)
+        self.store.mood_put(
+            tx, user_id, Mood("neutral", 0.0, ids, reply.created_at, {"repaired": True}).row()
+        )
+        return True
 
-    def state(self, user_id: str, now: datetime | None = None) -> dict[str, Any]:
-        """{"mood": {...}, "routine": {...}, "last_active"} — the mood decayed to `now`."""
-        now = now or datetime.now(UTC)
-        mood = moods.from_row(self.store.mood_get(user_id)).at(now)
-        routine = routines.from_row(self.store.routine_get(user_id))
-        last = self.store.last_active(user_id)
-        return {
-            "mood": mood.as_dict(),
-            "routine": routine.as_dict(),
-            "last_active": datetime.fromtimestamp(last, UTC).isoformat() if last is not None else None,
-        }
+
+def user_state(memory: Memory, user_id: str, now: datetime | None = None) -> dict[str, Any]:
+    """{"mood": {label, intensity, cause_turn_ids, updated_at}, "routine": {sleep_time, wake_time,
+    confidence}, "last_active"} — the mood decayed to `now` (default: now)."""
+    now = now or datetime.now(UTC)
+    store = memory.store
+    mood = moods.from_row(store.mood_get(user_id)).at(now)
+    routine = routines.from_row(store.routine_get(user_id))
+    last = store.last_active(user_id)
+    return {
+        "mood": mood.as_dict(),
+        "routine": routine.as_dict(),
+        "last_active": datetime.fromtimestamp(last, UTC).isoformat() if last is not None else None,
+    }

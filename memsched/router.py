@@ -151,6 +151,10 @@ class Carried:
     previous_age_s: float | None = None
 
 
+# Embedders whose similarity says nothing about a mode: hashed bags of words only match shared words.
+NO_PROTOTYPES = frozenset({"hash"})
+
+
 class Prototypes:
     """Labelled example messages per mode, embedded lazily once per embedder (thread-safe)."""
 
@@ -199,7 +203,7 @@ class Prototypes:
         weight_sum = 0.0
         for name, vec in vectors.items():
             w = float(weights.get(name, 1.0))
-            if w <= 0 or name not in embedders:
+            if w <= 0 or name not in embedders or name in NO_PROTOTYPES:
                 continue
             labels, mat = self.matrix(name, embedders[name])
             q = np.asarray(vec, dtype=np.float32)

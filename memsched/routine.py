@@ -33,6 +33,8 @@ DEFAULT_NIGHT_MINUTES = 6 * 60  # the late window's length when no wake-up time 
 MIN_CONFIDENCE = 0.3
 RELEARN_AFTER = timedelta(hours=12)
 DEFAULT_WINDOW = (LATE_NIGHT[0] * 60, LATE_NIGHT[1] * 60)
+NIGHT_HOURS = range(2, 6)  # local hours nearly everyone sleeps through: where the day is cut
+MAX_NIGHT_MINUTES = 9 * 60  # a "wake-up" later than this after bedtime is just the first chat of the day
 
 
 @dataclass(frozen=True, slots=True)
@@ -55,7 +57,9 @@ class Routine:
         if not self.learned or self.sleep_minute is None:
             return DEFAULT_WINDOW, "default"
         start = (self.sleep_minute + GRACE_MINUTES) % 1440
-        end = self.wake_minute if self.wake_minute is not None else (start + DEFAULT_NIGHT_MINUTES) % 1440
+        end = (start + DEFAULT_NIGHT_MINUTES) % 1440
+        if self.wake_minute is not None and (self.wake_minute - start) % 1440 <= MAX_NIGHT_MINUTES:
+            end = self.wake_minute
         return (start, end), "learned"
 
     def due(self, now: datetime) -> bool:
@@ -98,19 +102,26 @@ def from_row(row: dict[str, Any] | None) -> Routine:
 
 
 def quietest_hour(hours: Sequence[int]) -> int:
-    """The middle of the longest circular run of the least active hours of the day."""
+    """Where to cut the user's day: the middle of the longest circular run of their least active
+    hours, preferring runs that cover part of NIGHT_HOURS (a long quiet afternoon at work is not the
+    night)."""
     hist = [0] * 24
     for h in hours:
         hist[h] += 1
     low = min(hist)
-    best_start, best_len = 0, 0
+    runs: list[tuple[int, int]] = []
     for start in range(24):
+        if hist[start] != low or (hist[(start - 1) % 24] == low and len([h for h in hist if h == low]) < 24):
+            continue
         n = 0
         while n < 24 and hist[(start + n) % 24] == low:
             n += 1
-        if n > best_len:
-            best_start, best_len = start, n
-    return (best_start + best_len // 2) % 24
+        runs.append((start, n))
+    if not runs:
+        return NIGHT_HOURS[0]
+    nightly = [r for r in runs if any((r[0] + i) % 24 in NIGHT_HOURS for i in range(r[1]))]
+    start, n = max(nightly or runs, key=lambda r: r[1])
+    return (start + n // 2) % 24
 
 
 def _robust_median(samples: Sequence[int]) -> tuple[float, list[int]]:

@@ -92,9 +92,9 @@ DEFAULT_BARRIER_TIMEOUT = 10.0  # seconds a turn waits for the session's P1 jobs
 DEFAULT_LOCK_TIMEOUT = 120.0  # seconds a turn waits for another process's lease on the session
 TOPIC_WINDOW = 6  # turns of the current segment the new message is compared with
 # Word overlap is judged against a longer stretch of the segment, once it is a topic of its own: turns
-# about one topic often share no word with the last few, but rarely with the last twenty.
-LEXICAL_WINDOW = 20
-LEXICAL_MIN_USER_TURNS = 4
+# about one topic often share no word with the last few, but rarely with the last thirty.
+LEXICAL_WINDOW = 30
+LEXICAL_MIN_USER_TURNS = 8
 TOPIC_MIN_USER_TURNS = 2  # a segment needs this many user turns before a shift closes it
 
 # Which embedder judges topic shifts, best first (the names of `memory.embedders`).
@@ -501,6 +501,8 @@ class Scheduler:
             stamp([turn], timezone or self._timezone(user_id))
             with self.store.transaction() as tx:
                 self.store.insert_turns(tx, [turn])
+                if role == "assistant":  # a reply that accepts the user's apology repairs the mood
+                    self.companion.on_reply(tx, user_id, session_id, turn)
                 assert turn.id is not None
                 jobs: list[Job] = []
                 for cmd in commands:

@@ -9,7 +9,18 @@ from __future__ import annotations
 
 from fastapi import APIRouter
 
-from memsched.server.routes import chat, context, forget, jobs, memories, meta, profile, traces, users
+from memsched.server.routes import (
+    chat,
+    companion,
+    context,
+    forget,
+    jobs,
+    memories,
+    meta,
+    profile,
+    traces,
+    users,
+)
 
 ROUTERS: list[APIRouter] = [
     meta.router,
@@ -18,6 +29,7 @@ ROUTERS: list[APIRouter] = [
     memories.router,
     users.router,
     profile.router,
+    companion.router,
     traces.router,
     jobs.router,
     forget.router,

@@ -1,0 +1,228 @@
+"""Proactive care: the nudges due for a user, computed on demand and never sent by memsched.
+
+Two kinds, each with its date and the turns it comes from (`source_turn_ids`):
+
+* `follow_up` — the user said something was coming ("明天面试", "my exam is next Friday"): ask how it
+  went the day after the event, from their usual wake-up time (10:00 until it is learned). The date
+  is resolved from the message's own timestamp in the user's timezone (`text/timeexpr.py`); an
+  event cue must sit in the same message, so "明天见" alone is not an event;
+* `late_night` — the user is still writing after their usual bedtime (learned by `routine.py`; the
+  default window until then): time to tell them to go to sleep.
+
+`due_nudges(memory, user)` is the library call; `GET /v1/users/{user}/nudges` and
+`memsched proactive --user U` show the same list.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from datetime import UTC, datetime, time, timedelta
+from typing import TYPE_CHECKING, Any
+from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
+
+from memsched import routine as routines
+from memsched.profile import TIMEZONE, Profile
+from memsched.router import hhmm, in_window, local_time
+from memsched.text.timeexpr import resolve
+
+if TYPE_CHECKING:
+    from memsched.memory import Memory
+
+# Events worth asking about afterwards (data: edit freely). CJK cues match as substrings, Latin cues
+# as whole words, case-insensitively.
+EVENT_CUES = [
+    "面试",
+    "考试",
+    "笔试",
+    "复试",
+    "体检",
+    "手术",
+    "出差",
+    "答辩",
+    "汇报",
+    "演讲",
+    "比赛",
+    "约会",
+    "搬家",
+    "看病",
+    "看医生",
+    "复查",
+    "见家长",
+    "报告",
+    "入职",
+    "上班第一天",
+    "婚礼",
+    "生日",
+    "航班",
+    "飞",
+    "deadline",
+    "interview",
+    "exam",
+    "test",
+    "surgery",
+    "appointment",
+    "doctor",
+    "presentation",
+    "trip",
+    "flight",
+    "date",
+    "wedding",
+    "birthday",
+    "competition",
+    "match",
+    "move",
+    "moving",
+    "first day",
+    "deadline",
+    "review",
+    "audition",
+    "defense",
+    "defence",
+]
+LOOKBACK = timedelta(days=14)  # messages read for follow-ups
+FOLLOW_UP_WINDOW = timedelta(days=3)  # a follow-up stays due this long after its time
+ACTIVE_WITHIN = timedelta(minutes=30)  # "still up" means a message at most this long ago
+DEFAULT_FOLLOW_UP_TIME = 10 * 60  # local minute of the day, until a wake-up time is learned
+
+_LATIN = re.compile(
+    r"(?<![\w'])(?:"
+    + "|".join(re.escape(c) for c in sorted((c for c in EVENT_CUES if c.isascii()), key=len, reverse=True))
+    + r")(?![\w'])",
+    re.I,
+)
+_CJK = [c for c in EVENT_CUES if not c.isascii()]
+
+
+def event_cue(text: str) -> str | None:
+    """The first event cue in `text`, or None."""
+    for c in _CJK:
+        if c in text:
+            return c
+    m = _LATIN.search(text)
+    return m.group(0).lower() if m else None
+
+
+@dataclass(frozen=True, slots=True)
+class Nudge:
+    kind: str  # follow_up | late_night
+    due_at: datetime  # aware, UTC
+    due: bool  # due now (False: upcoming)
+    reason: str
+    suggestion: str  # what a companion might say; the app decides
+    source_turn_ids: tuple[int, ...] = ()
+    event_date: str | None = None  # follow-ups: the day the event was said to happen
+    quote: str = ""
+    meta: dict[str, Any] = field(default_factory=dict)
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "kind": self.kind,
+            "due_at": self.due_at.isoformat(),
+            "due": self.due,
+            "reason": self.reason,
+            "suggestion": self.suggestion,
+            "event_date": self.event_date,
+            "quote": self.quote,
+            "source_turn_ids": list(self.source_turn_ids),
+        }
+
+
+def _zone(timezone: str | None) -> ZoneInfo | Any:
+    try:
+        return ZoneInfo(timezone) if timezone else UTC
+    except (ZoneInfoNotFoundError, ValueError):
+        return UTC
+
+
+def due_nudges(
+    memory: Memory,
+    user_id: str,
+    now: datetime | None = None,
+    *,
+    timezone: str | None = None,
+    include_upcoming: bool = False,
+) -> list[Nudge]:
+    """The nudges due for `user_id` at `now` (default: now), oldest first; with `include_upcoming`
+    also the follow-ups whose time has not come yet. `timezone` defaults to the one the user's
+    routine was learned in. Reads only; sends nothing."""
+    now = now or datetime.now(UTC)
+    store = memory.store
+    routine = routines.from_row(store.routine_get(user_id))
+    tz = timezone or routine.timezone or _profile_timezone(memory, user_id)
+    zone = _zone(tz)
+    out: list[Nudge] = []
+    follow_minute = (
+        (routine.wake_minute + 60) % 1440
+        if routine.learned and routine.wake_minute
+        else DEFAULT_FOLLOW_UP_TIME
+    )
+    since = (now - LOOKBACK).timestamp()
+    ids = [tid for tid, ts in store.user_turn_times(user_id, since) if ts <= now.timestamp()]
+    seen: set[str] = set()
+    for turn in store.get_turns(user_id, ids):
+        cue = event_cue(turn.content)
+        if cue is None:
+            continue
+        said_on = local_time(turn.created_at, tz)[0].date()
+        for ref in resolve(turn.content, turn.created_at, tz):
+            if ref.granularity != "day" or ref.date < said_on:
+                continue
+            key = f"{ref.date}:{cue}"
+            if key in seen:
+                continue
+            seen.add(key)
+            day_after = ref.date + timedelta(days=1)
+            at = datetime.combine(day_after, time(follow_minute // 60, follow_minute % 60), zone).astimezone(
+                UTC
+            )
+            if now > at + FOLLOW_UP_WINDOW:
+                continue
+            due = now >= at
+            if not due and not include_upcoming:
+                continue
+            out.append(
+                Nudge(
+                    kind="follow_up",
+                    due_at=at,
+                    due=due,
+                    reason=f"said on {said_on.isoformat()}: {ref.text} ({ref.date.isoformat()}) — {cue}",
+                    suggestion=f"Ask how the {cue} on {ref.date.isoformat()} went.",
+                    source_turn_ids=(turn.id,) if turn.id is not None else (),
+                    event_date=ref.date.isoformat(),
+                    quote=turn.content,
+                )
+            )
+    last = store.last_active(user_id)
+    if last is not None:
+        last_at = datetime.fromtimestamp(last, UTC)
+        window, source = routine.late_window()
+        local = local_time(now, tz)[0]
+        if now - last_at <= ACTIVE_WITHIN and in_window(local.hour * 60 + local.minute, window):
+            last_ids = [tid for tid, ts in store.user_turn_times(user_id, last - 1) if ts == last]
+            bedtime = (
+                hhmm(routine.sleep_minute) if routine.learned and routine.sleep_minute is not None else None
+            )
+            out.append(
+                Nudge(
+                    kind="late_night",
+                    due_at=now,
+                    due=True,
+                    reason=(
+                        f"still writing at {local.strftime('%H:%M')} local time; usual bedtime {bedtime}"
+                        if bedtime
+                        else f"still writing at {local.strftime('%H:%M')} local time (default late window)"
+                    ),
+                    suggestion="Tell them, caring but firm, to put the phone down and go to sleep.",
+                    source_turn_ids=tuple(last_ids[-1:]),
+                    meta={"late_window": f"{hhmm(window[0])}-{hhmm(window[1])} ({source})"},
+                )
+            )
+    out.sort(key=lambda n: n.due_at)
+    return out
+
+
+def _profile_timezone(memory: Memory, user_id: str) -> str | None:
+    """The timezone the user last sent with a turn (a profile fact), if any."""
+    fact = Profile(memory.store).get(user_id, TIMEZONE)
+    return fact.value if fact is not None else None

@@ -1,0 +1,93 @@
+"""GET /v1/users/{user}/state (carried mood, learned routine, last activity) and
+GET /v1/users/{user}/nudges (proactive care that is due: follow-ups, late-night care)."""
+
+from __future__ import annotations
+
+import asyncio
+from datetime import datetime
+
+from fastapi import APIRouter, Depends, Query, Request
+from pydantic import BaseModel, Field
+
+from memsched.companion import user_state
+from memsched.importers import parse_timestamp
+from memsched.nudges import due_nudges
+from memsched.server.errors import ERRORS
+from memsched.server.identity import user_id
+from memsched.server.service import Service, get_service
+
+router = APIRouter(tags=["companion"])
+
+
+class MoodOut(BaseModel):
+    label: str = Field(description="upset, sad, anxious, happy, affectionate or neutral")
+    intensity: float = Field(description="0..1, decayed to the time asked about")
+    cause_turn_ids: list[int] = Field(description="The user's turns that caused it")
+    updated_at: str | None = None
+
+
+class RoutineOut(BaseModel):
+    sleep_time: str | None = Field(description="Usual end of the user's day, local HH:MM (None: not learned)")
+    wake_time: str | None = None
+    confidence: float = Field(description="0..1; below 0.3 the default late-night window applies")
+
+
+class StateOut(BaseModel):
+    mood: MoodOut
+    routine: RoutineOut
+    last_active: str | None = Field(description="When the user last wrote (ISO 8601)")
+
+
+class NudgeOut(BaseModel):
+    kind: str = Field(description="follow_up or late_night")
+    due_at: str
+    due: bool = Field(description="Due now (false: upcoming, with `upcoming=true`)")
+    reason: str
+    suggestion: str
+    event_date: str | None = None
+    quote: str = ""
+    source_turn_ids: list[int]
+
+
+def _at(value: str | None) -> datetime | None:
+    return parse_timestamp(value, "at") if value else None
+
+
+@router.get(
+    "/v1/users/{user}/state",
+    response_model=StateOut,
+    responses=ERRORS,
+    summary="The user's carried mood, learned routine and last activity",
+)
+async def state(
+    request: Request,
+    user: str,
+    at: str | None = Query(default=None, description="Decay the mood to this time (ISO 8601); default now"),
+    svc: Service = Depends(get_service),
+) -> StateOut:
+    uid = user_id(request, user)
+    svc.memory.require_user(uid)
+    data = await asyncio.to_thread(user_state, svc.memory, uid, _at(at))
+    return StateOut.model_validate(data)
+
+
+@router.get(
+    "/v1/users/{user}/nudges",
+    response_model=list[NudgeOut],
+    responses=ERRORS,
+    summary="Proactive nudges due for the user (computed, never sent)",
+)
+async def nudges(
+    request: Request,
+    user: str,
+    at: str | None = Query(default=None, description="As of this time (ISO 8601); default now"),
+    timezone: str | None = Query(default=None, description="IANA timezone; default the user's"),
+    upcoming: bool = Query(default=False, description="Also list follow-ups not due yet"),
+    svc: Service = Depends(get_service),
+) -> list[NudgeOut]:
+    uid = user_id(request, user)
+    svc.memory.require_user(uid)
+    found = await asyncio.to_thread(
+        due_nudges, svc.memory, uid, _at(at), timezone=timezone, include_upcoming=upcoming
+    )
+    return [NudgeOut.model_validate(n.as_dict()) for n in found]

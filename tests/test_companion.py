@@ -1,0 +1,336 @@
+"""The companion scenarios through the HTTP service, asserting on what reaches the (fake) upstream LLM:
+mood carried across sessions, its decay and repair, the learned bedtime, nudges, topic switches."""
+
+from __future__ import annotations
+
+import socket
+import threading
+import time
+from collections.abc import Iterator
+from datetime import datetime, timedelta
+from pathlib import Path
+from typing import Any
+from zoneinfo import ZoneInfo
+
+import httpx
+import pytest
+import uvicorn
+
+from memsched.config import Config
+from memsched.server.app import TRACE_HEADER, create_app
+from memsched.testing import FakeOpenAI
+
+SH = ZoneInfo("Asia/Shanghai")
+DAY = datetime(2024, 10, 14, tzinfo=SH)
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+@pytest.fixture
+def server(tmp_path: Path, fake: FakeOpenAI) -> Iterator[str]:
+    cfg = Config.load(
+        home=tmp_path / "srv",
+        embedders="hash",
+        upstream_base_url=fake.base_url,
+        upstream_model="fake-model",
+        llm_timeout=5.0,
+    )
+    port = _free_port()
+    srv = uvicorn.Server(uvicorn.Config(create_app(cfg), host="127.0.0.1", port=port, log_level="warning"))
+    thread = threading.Thread(target=srv.run, daemon=True)
+    thread.start()
+    base = f"http://127.0.0.1:{port}"
+    for _ in range(200):
+        try:
+            if httpx.get(f"{base}/healthz").status_code == 200:
+                break
+        except httpx.TransportError:
+            time.sleep(0.05)
+    yield base
+    srv.should_exit = True
+    thread.join(timeout=10)
+
+
+def chat(base: str, user: str, session: str, text: str, at: datetime) -> dict[str, Any]:
+    """One proxied turn at local time `at`; returns its stored trace."""
+    body = {
+        "model": "m",
+        "user": user,
+        "metadata": {"session_id": session, "timestamp": at.isoformat(), "timezone": "Asia/Shanghai"},
+        "messages": [{"role": "system", "content": "You are Xiaoyu."}, {"role": "user", "content": text}],
+    }
+    r = httpx.post(f"{base}/v1/chat/completions", json=body, timeout=30)
+    assert r.status_code == 200, r.text
+    trace = httpx.get(f"{base}/v1/traces/{r.headers[TRACE_HEADER]}", timeout=10).json()
+    assert isinstance(trace, dict)
+    return trace
+
+
+def system_of(fake: FakeOpenAI) -> str:
+    return str(fake.chat_requests[-1]["messages"][0]["content"])
+
+
+def state(base: str, user: str, at: datetime | None = None) -> dict[str, Any]:
+    params = {"at": at.isoformat()} if at else {}
+    r = httpx.get(f"{base}/v1/users/{user}/state", params=params, timeout=10)
+    assert r.status_code == 200, r.text
+    data = r.json()
+    assert isinstance(data, dict)
+    return data
+
+
+ARGUMENTS = {
+    "zh": (["你根本不在乎我！", "我真的很生气"], "早安。"),
+    "en": (["You never care about me!", "I'm really angry at you."], "Good morning."),
+}
+
+
+@pytest.mark.parametrize("lang", ["zh", "en"])
+def test_the_morning_after_an_argument_is_cool(server: str, fake: FakeOpenAI, lang: str) -> None:
+    fight, morning = ARGUMENTS[lang]
+    night = DAY.replace(hour=22, minute=30)
+    traces = [
+        chat(server, "li", "evening", text, night + timedelta(minutes=i)) for i, text in enumerate(fight)
+    ]
+    for t in traces:
+        assert t["route"]["mode"] == "conflict" and t["route"]["cues"]["conflict"]
+        assert t["mood"]["after"]["label"] == "upset"
+    cause_ids = [t["turn_ids"][0] for t in traces]
+
+    s = state(server, "li", DAY.replace(hour=22, minute=40))
+    assert s["mood"]["label"] == "upset" and s["mood"]["cause_turn_ids"] == cause_ids
+    assert s["last_active"] is not None
+
+    next_day = (DAY + timedelta(days=1)).replace(hour=8, minute=0)
+    trace = chat(server, "li", "morning", morning, next_day)
+    assert trace["route"]["mode"] == "conflict"
+    assert "carried" in trace["route"]["mode_reason"]  # the message itself carries no conflict cue
+    assert not trace["route"]["cues"].get("conflict")
+    assert trace["strategy"]["name"] == "conflict_cold"
+    assert "mood=upset" in trace["strategy"]["reason"]
+    assert trace["mood"]["carried"]["label"] == "upset"
+    assert 0.25 <= trace["mood"]["carried"]["intensity"] < traces[-1]["mood"]["after"]["intensity"]
+    system = system_of(fake)
+    assert "Conversation strategy: conflict_cold" in system and "……早。" in system
+    assert "current mood" in system and fight[0] in system  # what caused it is quoted
+
+
+@pytest.mark.parametrize(
+    ("lang", "apology", "acceptance"),
+    [
+        ("zh", "对不起，昨天是我不好", "好啦，原谅你了"),
+        ("en", "I'm sorry, I was wrong yesterday", "It's okay, I forgive you."),
+    ],
+)
+def test_mood_decays_and_resets_on_repair(
+    server: str, fake: FakeOpenAI, lang: str, apology: str, acceptance: str
+) -> None:
+    fight, morning = ARGUMENTS[lang]
+    night = DAY.replace(hour=22, minute=30)
+    for i, text in enumerate(fight):
+        chat(server, "mei", "evening", text, night + timedelta(minutes=i))
+    # Decay: strong the same night, weaker the next morning, gone after three days.
+    late = state(server, "mei", night + timedelta(minutes=5))["mood"]
+    next_morning = state(server, "mei", night + timedelta(hours=10))["mood"]
+    later = state(server, "mei", night + timedelta(days=3))["mood"]
+    assert late["label"] == next_morning["label"] == "upset"
+    assert late["intensity"] > next_morning["intensity"] > 0
+    assert later["label"] == "neutral" and later["intensity"] == 0
+
+    # Repair: the user apologises, the reply accepts: the mood resets before the next morning.
+    fake.script_for(apology, acceptance)
+    trace = chat(server, "mei", "evening", apology, night + timedelta(minutes=20))
+    assert trace["route"]["apology"]
+    assert trace["mood"]["event"] == "softened"  # an apology alone halves it ...
+    repaired = state(server, "mei", night + timedelta(minutes=25))["mood"]
+    assert repaired["label"] == "neutral"  # ... and the reply that accepts it resets it
+    assert repaired["cause_turn_ids"] == trace["turn_ids"]  # the apology and the reply
+    after = chat(server, "mei", "morning", morning, (DAY + timedelta(days=1)).replace(hour=8))
+    assert after["route"]["mode"] == "casual" and after["strategy"]["name"] != "conflict_cold"
+    assert "conflict_cold" not in system_of(fake)
+
+
+def _history(base: str, user: str, times: list[tuple[int, int]], texts: list[str]) -> None:
+    """A week of messages at the given local (hour, minute)s, each night's late ones after midnight."""
+    for day in range(7):
+        d = DAY - timedelta(days=8 - day)
+        for i, (h, m) in enumerate(times):
+            at = (d + timedelta(days=1 if h < 6 else 0)).replace(hour=h, minute=m)
+            r = httpx.post(
+                f"{base}/v1/turns",
+                json={
+                    "user": user,
+                    "session_id": f"d{day}",
+                    "role": "user",
+                    "content": texts[i % len(texts)],
+                    "timestamp": at.isoformat(),
+                },
+                timeout=30,
+            )
+            assert r.status_code == 201, r.text
+
+
+def _learn(base: str, user: str, text: str) -> dict[str, Any]:
+    chat(base, user, "evening", text, DAY.replace(hour=20))  # queues the routine-learning P2 job
+    for _ in range(200):
+        routine = state(base, user)["routine"]
+        if routine["confidence"] > 0:
+            return dict(routine)
+        time.sleep(0.05)
+    raise AssertionError(f"the routine of {user} was not learned: {state(base, user)}")
+
+
+@pytest.mark.parametrize(
+    ("lang", "texts", "late"),
+    [
+        ("zh", ["下班了", "吃饭了", "在看剧"], "还不想睡"),
+        ("en", ["home now", "dinner", "watching a show"], "not sleepy yet"),
+    ],
+)
+def test_one_am_is_late_for_an_early_sleeper_not_for_a_night_owl(
+    server: str, fake: FakeOpenAI, lang: str, texts: list[str], late: str
+) -> None:
+    _history(server, "early", [(7, 30), (20, 0), (21, 30), (22, 55)], texts)
+    _history(server, "owl", [(10, 30), (22, 0), (1, 0), (2, 25)], texts)
+    early = _learn(server, "early", texts[0])
+    owl = _learn(server, "owl", texts[0])
+    assert early["sleep_time"] == "22:55" and owl["sleep_time"] == "02:25"
+
+    one_am = (DAY + timedelta(days=1)).replace(hour=1)
+    t_early = chat(server, "early", "night", late, one_am)
+    assert t_early["route"]["signals"]["late_night"]
+    assert t_early["route"]["late_window"].endswith("(learned)")
+    assert t_early["strategy"]["name"] == "caretaker"
+    system = system_of(fake)
+    assert "Conversation strategy: caretaker" in system and "usually goes to sleep around 22:55" in system
+
+    t_owl = chat(server, "owl", "night", late, one_am)
+    assert not t_owl["route"]["signals"]["late_night"]
+    assert t_owl["strategy"]["name"] != "caretaker"
+    assert "caretaker" not in system_of(fake)
+
+    # The early sleeper is still up: a late-night nudge is due now, with the turn it comes from.
+    nudges = httpx.get(
+        f"{server}/v1/users/early/nudges", params={"at": (one_am + timedelta(minutes=5)).isoformat()}
+    ).json()
+    assert [n["kind"] for n in nudges] == ["late_night"]
+    assert nudges[0]["source_turn_ids"] == [t_early["turn_ids"][0]]
+    assert (
+        httpx.get(
+            f"{server}/v1/users/owl/nudges", params={"at": (one_am + timedelta(minutes=5)).isoformat()}
+        ).json()
+        == []
+    )
+
+
+@pytest.mark.parametrize(
+    ("text", "event_date"),
+    [("明天面试，好紧张", "2024-10-15"), ("I have a job interview next Friday", "2024-10-18")],
+)
+def test_follow_up_nudges_come_the_day_after_with_their_dates(
+    server: str, fake: FakeOpenAI, text: str, event_date: str
+) -> None:
+    said = DAY.replace(hour=21)  # Monday 2024-10-14
+    trace = chat(server, "fang", "s", text, said)
+    chat(server, "fang", "s", "明天见" if "明天" in text else "see you tomorrow", said + timedelta(minutes=1))
+    event = datetime.fromisoformat(event_date).replace(tzinfo=SH)
+
+    def nudges(at: datetime, upcoming: bool = False) -> list[dict[str, Any]]:
+        r = httpx.get(
+            f"{server}/v1/users/fang/nudges",
+            params={"at": at.isoformat(), "upcoming": str(upcoming).lower(), "timezone": "Asia/Shanghai"},
+        )
+        assert r.status_code == 200, r.text
+        return [n for n in r.json() if n["kind"] == "follow_up"]
+
+    assert nudges(event.replace(hour=12)) == []  # the day of the event itself: not yet
+    upcoming = nudges(event.replace(hour=12), upcoming=True)
+    assert len(upcoming) == 1 and not upcoming[0]["due"]
+    due = nudges((event + timedelta(days=1)).replace(hour=11))
+    assert len(due) == 1 and due[0]["due"]  # "明天见" has no event: no second follow-up
+    assert due[0]["event_date"] == event_date
+    assert due[0]["due_at"].startswith((event + timedelta(days=1)).date().isoformat())
+    assert due[0]["source_turn_ids"] == [trace["turn_ids"][0]]
+    assert nudges(event + timedelta(days=6)) == []  # too late to ask
+
+
+def test_state_and_nudges_of_an_unknown_user_are_404(server: str) -> None:
+    for path in ("state", "nudges"):
+        r = httpx.get(f"{server}/v1/users/nobody/{path}")
+        assert r.status_code == 404 and "error" in r.json()
+    r = httpx.get(f"{server}/v1/users/nobody/state", params={"at": "not a time"})
+    assert r.status_code in (400, 404)
+
+
+# A real discussion of a novel keeps naming it and its people (the lexical topic check relies on that).
+SANTI_ZH = [
+    "我最近在读《三体》，黑暗森林法则太震撼了",
+    "三体里宇宙社会学的两条公理你怎么看",
+    "黑暗森林里的猜疑链和技术爆炸这两个概念很妙",
+    "罗辑当面壁者那段，三体人完全看不透他",
+    "三体人用智子封锁了地球的基础物理研究",
+    "一个水滴就摧毁了整个舰队，三体人太强了",
+    "章北海带着自然选择号逃离，他早就看透了黑暗森林",
+    "叶文洁在红岸基地回复了三体人的信号",
+    "三体人的世界有恒纪元和乱纪元",
+    "罗辑最后用黑暗森林威慑住了三体人",
+]
+SANTI_EN = [
+    "I've been reading The Three-Body Problem, the dark forest theory blew my mind",
+    "What do you think of the two axioms of cosmic sociology in Three-Body",
+    "The chain of suspicion in the dark forest is such a clever idea",
+    "Luo Ji as a Wallfacer, the Trisolarans could not read him at all",
+    "The Trisolarans used sophons to lock down physics research on Earth",
+    "One Trisolaran droplet destroyed the entire fleet",
+    "Zhang Beihai saw the dark forest coming and fled on the Natural Selection",
+    "Ye Wenjie answered the Trisolarans from Red Coast Base",
+    "The Trisolaran world has stable eras and chaotic eras",
+    "In the end Luo Ji held off the Trisolarans with dark forest deterrence",
+]
+SWITCH = {
+    "zh": (
+        SANTI_ZH,
+        "今晚我想做个番茄炒蛋",
+        "番茄炒蛋要先炒蛋还是先炒番茄？",
+        "三体里的黑暗森林法则是什么来着？",
+    ),
+    "en": (
+        SANTI_EN,
+        "Tonight I want to cook tomato scrambled eggs",
+        "For tomato scrambled eggs, do I cook the eggs or the tomatoes first?",
+        "Remind me, what was the dark forest theory in The Three-Body Problem?",
+    ),
+}
+
+
+@pytest.mark.parametrize("lang", ["zh", "en"])
+def test_a_finished_topic_leaves_the_context_as_a_summary(server: str, fake: FakeOpenAI, lang: str) -> None:
+    santi, cook, question, back = SWITCH[lang]
+    at = DAY.replace(hour=19)
+    for i in range(40):  # 40 turns (20 exchanges) about the novel
+        chat(server, "wei", "s", santi[i % len(santi)], at + timedelta(minutes=i))
+    switch = chat(server, "wei", "s", cook, at + timedelta(minutes=41))
+    assert switch["route"]["signals"]["topic_shift"]
+    assert switch["topic_summary"] is not None
+
+    q = chat(server, "wei", "s", question, at + timedelta(minutes=42))
+    sent = fake.chat_requests[-1]["messages"]
+    raw = "\n".join(str(m["content"]) for m in sent[1:])
+    system = str(sent[0]["content"])
+    assert not any(line in raw for line in santi)  # no raw sci-fi turn in the recent window ...
+    memory_block = system.split("Memories from earlier conversations", 1)[-1] if "Memories" in system else ""
+    assert not any(line in memory_block for line in santi)  # ... nor among the recalled memories
+    assert "Earlier in this conversation (turns 0-" in system  # the summary stands for them
+    assert cook in raw
+    assert q["tokens"]["saved_by_summaries"] > 0
+    assert q["tokens"]["full_history"] - q["tokens"]["total"] > 0
+
+    # A later question about the novel still recalls the raw turns.
+    chat(server, "wei", "s", back, at + timedelta(minutes=43))
+    system = system_of(fake)
+    memory_block = system.split("Memories from earlier conversations", 1)[-1]
+    assert any(line in memory_block for line in santi)
