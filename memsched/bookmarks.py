@@ -26,6 +26,7 @@ import numpy as np
 from pydantic import BaseModel, Field, field_validator
 
 from memsched import keywords as kw
+from memsched.cache import LRUCache
 from memsched.errors import LLMError
 from memsched.model import Bookmark, Page, Turn, content_hash
 
@@ -110,37 +111,54 @@ _KINDS = {"decision", "plan", "event", "preference", "fact"}
 # -- term statistics ------------------------------------------------------------------------------------
 
 _stats_lock = threading.Lock()
-_stats_cache: dict[tuple[int, str], tuple[int, kw.TermStats]] = {}
+_stats_cache: LRUCache[tuple[int, str], _UserStats] = LRUCache(256)
+
+
+@dataclass(slots=True)
+class _UserStats:
+    top: int  # turns up to this id are counted
+    stats: kw.TermStats
+    pages: set[int]  # the pages counted (each is one document)
 
 
 def user_stats(store: Store, user_id: str) -> kw.TermStats:
-    """Page document frequencies of the user's terms, cached per process and refreshed when turns grow.
+    """Page document frequencies of the user's terms, cached per process and kept up to date
+    incrementally: only turns added since the last call are segmented (a page that gained turns
+    adds just the terms it did not have), so a bookmark job costs its page, not the whole history.
 
-    Kept in memory only (never stored): counts of deleted turns vanish with the process.
+    Kept in memory only (never stored); `forget_stats` drops them after a hard delete.
     """
     key = (id(store), user_id)
     top = store.max_turn_id(user_id)
     with _stats_lock:
         cached = _stats_cache.get(key)
-    if cached is not None and cached[0] == top:
-        return cached[1]
-    stats = kw.TermStats()
-    pages: dict[int, set[str]] = {}
-    for turn in store.iter_turns(user_id):
-        pages.setdefault(turn.page_id or 0, set()).update(kw.doc_terms([turn.text]))
-    for terms in pages.values():
-        stats.add(terms)
-    with _stats_lock:
-        if len(_stats_cache) > 64:
-            _stats_cache.clear()
-        _stats_cache[key] = (top, stats)
-    return stats
+        if cached is not None and cached.top == top:
+            return cached.stats
+        if cached is None or top < cached.top:  # first use, or turns were deleted: count afresh
+            cached = _UserStats(0, kw.TermStats(), set())
+        since = cached.top
+        fresh: dict[int, set[str]] = {}
+        for turn in store.iter_turns(user_id, after_id=since):
+            fresh.setdefault(turn.page_id or 0, set()).update(kw.doc_terms([turn.text]))
+        for page_id, terms in fresh.items():
+            if page_id in cached.pages:
+                had: set[str] = set()
+                for turn in store.page_turns(user_id, page_id):
+                    if turn.id is not None and turn.id <= since:
+                        had.update(kw.doc_terms([turn.text]))
+                cached.stats.df.update(terms - had)
+            else:
+                cached.stats.add(terms)
+                cached.pages.add(page_id)
+        cached.top = top
+        _stats_cache.put(key, cached)
+        return cached.stats
 
 
 def forget_stats(store: Store, user_id: str) -> None:
     """Drop the user's cached term statistics (after a hard delete: they hold the user's words)."""
     with _stats_lock:
-        _stats_cache.pop((id(store), user_id), None)
+        _stats_cache.pop((id(store), user_id))
 
 
 # -- topic segments ------------------------------------------------------------------------------------

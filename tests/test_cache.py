@@ -49,3 +49,37 @@ def test_retriever_memory_follows_active_users_and_reloads_evicted_ones(tmp_path
         assert len(mem.retriever._index("user0", "hash")) == 40
     finally:
         mem.close()
+
+
+def test_incremental_term_stats_equal_a_full_recount(tmp_path: Path) -> None:
+    from memsched import bookmarks
+    from memsched.keywords import TermStats, doc_terms
+
+    mem = Memory(home=tmp_path / "stats", embedders="hash", page_size=4)
+    try:
+        texts = [
+            "我们去杭州西湖划船",
+            "the sushi in Kyoto was great",
+            "西湖边的龙井茶很好喝",
+            "Kyoto temples and sushi again",
+            "明天去成都吃火锅",
+            "hotpot in Chengdu is spicy",
+        ]
+        for i, text in enumerate(texts):
+            mem.add("u", "s1" if i % 3 else "s2", "user", text)
+            got = bookmarks.user_stats(mem.store, "u")  # refreshed one turn at a time
+        full = TermStats()
+        pages: dict[int, set[str]] = {}
+        for turn in mem.store.iter_turns("u"):
+            pages.setdefault(turn.page_id or 0, set()).update(doc_terms([turn.text]))
+        for terms in pages.values():
+            full.add(terms)
+        assert got.docs == full.docs == len(pages)
+        assert +got.df == +full.df
+        # after a hard delete (the forget path calls forget_stats) the next call counts afresh
+        first = next(iter(mem.store.iter_turns("u")))
+        mem.delete_turns("u", [first.id or 0])
+        bookmarks.forget_stats(mem.store, "u")
+        assert "划船" not in bookmarks.user_stats(mem.store, "u").df
+    finally:
+        mem.close()

@@ -272,9 +272,10 @@ class SQLiteStore(
         ).fetchall()
         return [row_to_turn(r) for r in reversed(rows)]
 
-    def iter_turns(self, user_id: str) -> Iterator[Turn]:
+    def iter_turns(self, user_id: str, after_id: int = 0) -> Iterator[Turn]:
         rows = self.db.execute(
-            f"SELECT {TURN_COLUMNS} FROM turns WHERE user_id = ? ORDER BY created_at, id", (user_id,)
+            f"SELECT {TURN_COLUMNS} FROM turns WHERE user_id = ? AND id > ? ORDER BY created_at, id",
+            (user_id, after_id),
         )
         for r in rows:
             yield row_to_turn(r)
