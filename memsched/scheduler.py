@@ -221,6 +221,7 @@ class _TurnState:
     persona: str = ""  # the system prompt: the client's own, or the configured default
     timezone: str | None = None  # the user's IANA timezone: sent with the turn, else their profile's
     captions: list[Caption] = field(default_factory=list)  # the message's images, described
+    profile_text: str = ""  # the profile section in this turn's system prompt
     trace_id: str = field(default_factory=lambda: uuid.uuid4().hex)
     blocking: list[dict[str, Any]] = field(default_factory=list)
     commands: list[Command] = field(default_factory=list)
@@ -544,6 +545,15 @@ class Scheduler:
         finally:
             self._release(hold)
 
+    def _profile_section(self, user_id: str, share: float) -> str:
+        """The profile's system-prompt section within `share` of the budget (most important keys first)."""
+        limit = int(self.config.budget * share)
+        return (
+            self.profile.section(user_id, max_tokens=limit, count=self.memory.counter.count)
+            if limit > 0
+            else ""
+        )
+
     def _timezone(self, user_id: str) -> str | None:
         """The user's timezone as last sent with a turn (the `timezone` profile fact), or None."""
         fact = self.profile.get(user_id, TIMEZONE)
@@ -825,15 +835,9 @@ class Scheduler:
         """Compress the session's live window first when it would pass the overflow limit."""
         counter = self.memory.counter
         with t.sw.stage("overflow_check"):
-            sections = (
-                clock_line(t.at, t.timezone),
-                self.profile.section(
-                    t.user_id,
-                    max_tokens=int(self.config.budget * DEFAULT_PROFILE_SHARE),
-                    count=self.memory.counter.count,
-                ),
-                *(a.note for a in t.applied),
-            )
+            # The profile's share until the strategy is chosen (then the strategy's own share).
+            t.profile_text = self._profile_section(t.user_id, DEFAULT_PROFILE_SHARE)
+            sections = (clock_line(t.at, t.timezone), t.profile_text, *(a.note for a in t.applied))
             t.sections = [s for s in sections if s]
             state = self.store.session_state(t.user_id, t.session_id)
             t.summaries = self.store.session_summaries(t.user_id, t.session_id)
@@ -903,6 +907,12 @@ class Scheduler:
                 t.user_id, t.route, before, at=t.at, timezone=timezone, budget=self.config.budget
             )
             t.sections = [*t.sections, *t.plan.sections]
+            share = t.plan.shares.get("profile") if t.plan.shares else None
+            if share is not None and t.profile_text:
+                text = self._profile_section(t.user_id, float(share))
+                t.sections = [text if x == t.profile_text else x for x in t.sections if x]
+                t.sections = [x for x in t.sections if x]
+                t.profile_text = text
 
     def _trace(self, t: _TurnState, ctx: ContextResult) -> dict[str, Any]:
         """The turn's trace so far (jobs, turn ids and final timings are added when it is recorded)."""

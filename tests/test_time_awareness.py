@@ -106,3 +106,38 @@ def test_http_last_week_is_stored_as_a_date_and_reaches_the_llm(
     system = fake.chat_requests[-1]["messages"][0]["content"]
     assert f"{said} ({note})" in system
     assert "2024-11-20 Wednesday 09:00 (Asia/Shanghai)" in system
+
+
+@pytest.mark.parametrize(
+    ("story", "ask", "name"),
+    [
+        (
+            ["我们第一次约会是在 Blue Note，那家爵士乐餐厅", "那晚的萨克斯太好听了"],
+            "亲爱的，我们这周末去吃那家我们第一次约会时的餐厅吧？",
+            "Blue Note",
+        ),
+        (
+            ["Our first date was at Luigi's Trattoria last Friday", "The tiramisu there was amazing"],
+            "Honey, shall we go back to the restaurant of our first date this weekend?",
+            "Luigi's Trattoria",
+        ),
+    ],
+)
+def test_http_first_date_restaurant_recalled_weeks_later(
+    server: str, fake: FakeOpenAI, story: list[str], ask: str, name: str
+) -> None:
+    for i, line in enumerate(story):
+        assert _chat(server, line, f"2024-09-0{i + 1}T20:00:00+08:00", "date-night").status_code == 200
+    for day in range(10, 20):  # weeks of other chat in between
+        _chat(
+            server,
+            f"今天上班好忙 {day}" if "Blue" in name else f"busy day at work {day}",
+            f"2024-10-{day}T12:00:00+08:00",
+            f"d{day}",
+        )
+    fake.clear()
+    assert _chat(server, ask, "2024-10-26T10:00:00+08:00", "weekend").status_code == 200
+    system = fake.chat_requests[-1]["messages"][0]["content"]
+    assert name in system and "[2024-09-01" in system  # recalled, under the date it was said
+    if "last Friday" in story[0]:
+        assert "last Friday = 2024-08-30" in system  # and the relative time resolved
