@@ -35,6 +35,7 @@ from typing import TYPE_CHECKING, Any, Literal
 from pydantic import BaseModel, Field
 
 from memsched.commands import detect
+from memsched.errors import LLMError
 from memsched.jobs.tasks import TaskContext, task
 from memsched.model import Turn
 from memsched.profile import (
@@ -436,7 +437,10 @@ def profile_extract_task(ctx: TaskContext, job: Job) -> None:
     turns = ctx.store.page_turns(job.user_id, page_id)
     found = [(t, ob) for t in turns if t.role == "user" for ob in extract(t.content)]
     if ctx.llm is not None:
-        found += llm_extract(ctx.llm, turns)
+        try:
+            found += llm_extract(ctx.llm, turns)
+        except LLMError as exc:  # the rules' facts still count; a bad reply is not worth retrying
+            log.warning("profile LLM extraction of page %s failed, rules only: %s", page_id, exc)
     profile = Profile(ctx.store)
     with ctx.store.transaction() as tx:
         for turn, ob in found:
