@@ -127,11 +127,11 @@ class ModeWeights:
 
     cue: float = 1.0  # per distinct cue found (the first one)
     cue_extra: float = 0.3  # per further cue of the same mode
-    prototype: float = 6.0  # x (mean of the top-k prototype similarities of the mode - of all modes)
+    prototype: float = 4.0  # x (mean of the top-k prototype similarities of the mode - of all modes)
     prototype_k: int = 2
     carried_mood: float = 1.2  # x the carried mood's intensity, for the mode that mood belongs to
     previous_mode: float = 0.3  # the session's previous mode, when it was recent
-    casual_bias: float = 0.35  # casual is the default: another mode must beat it by this much
+    casual_bias: float = 0.2  # casual is the default: another mode must beat it by this much
     previous_mode_seconds: float = 1800.0
 
 

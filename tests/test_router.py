@@ -8,7 +8,7 @@ from datetime import UTC, datetime
 import numpy as np
 import pytest
 
-from memsched.router import DEFAULT_CUES, Router, topic_similarity
+from memsched.router import DEFAULT_CUES, MODES, Router, topic_similarity
 
 
 @pytest.fixture(autouse=True)
@@ -107,3 +107,41 @@ def test_route_as_dict_is_json_ready() -> None:
     data = json.loads(json.dumps(route.as_dict()))
     assert data["signals"]["command"] is True
     assert set(data["signals"]) == {"recall", "topic_shift", "late_night", "command", "overflow"}
+
+
+def test_the_labelled_set_is_bilingual_balanced_and_apart_from_the_prototypes() -> None:
+    import tomllib
+    from importlib import resources
+    from pathlib import Path
+
+    lines = [
+        line.split("|", 2)
+        for line in (Path(__file__).parent / "data" / "mode_labelled.txt").read_text("utf-8").splitlines()
+        if line.strip() and not line.startswith("#")
+    ]
+    assert len(lines) >= 300
+    assert {(m, lang) for m, lang, _ in lines} == {(m, lang) for m in MODES for lang in ("zh", "en")}
+    assert sum(text.endswith("#hard") for _, _, text in lines) >= 20
+    protos = tomllib.loads(
+        resources.files("memsched").joinpath("data/mode_prototypes.toml").read_text("utf-8")
+    )
+    shipped = {t for texts in protos.values() for t in texts}
+    assert not shipped & {text.removesuffix(" #hard") for _, _, text in lines}
+
+
+def test_prototypes_and_carried_mood_move_the_mode() -> None:
+    from memsched.embed.hashing import HashEmbedder
+    from memsched.router import Carried, Prototypes
+
+    class Words(HashEmbedder):  # a stand-in embedder name the router does use prototypes with
+        pass
+
+    emb = Words()
+    router = Router(prototypes=Prototypes({"comfort": ["被老板骂了好难受"], "casual": ["今天吃了面条"]}))
+    vec = emb.embed(["被老板骂了"])[0]
+    route = router.route("被老板骂了", vectors={"w": vec}, embedders={"w": emb})
+    assert route.evidence["prototypes"]["comfort"] > route.evidence["prototypes"].get("casual", 0.0)
+    # "早安" carries no cue; an upset mood carried from last night makes it conflict.
+    assert Router().route("早安").mode == "casual"
+    upset = Router().route("早安", carried=Carried("upset", 0.5))
+    assert upset.mode == "conflict" and "carried" in upset.mode_reason
