@@ -530,6 +530,26 @@ def _check_bounded(paging_server: str, fake: FakeOpenAI) -> None:
     assert len(_trace(paging_server, r)["llm"]["recall"]) == 3
 
 
+def test_recall_is_not_offered_against_the_clients_wishes(paging_server: str, fake: FakeOpenAI) -> None:
+    _seed_pages(paging_server)
+    fake.script("a")
+    _post(
+        paging_server,
+        _body("what did I adopt?", user="bob", session="new", tools=[WEATHER_TOOL], tool_choice="none"),
+    )
+    assert [t["function"]["name"] for t in fake.chat_requests[-1]["tools"]] == ["get_weather"]
+    own = {
+        "type": "function",
+        "function": {"name": "recall", "parameters": {"type": "object", "properties": {}}},
+    }
+    fake.script(
+        {"content": None, "tool_calls": [{"id": "own1", "function": {"name": "recall", "arguments": "{}"}}]}
+    )
+    r = _post(paging_server, _body("我的鹦鹉叫什么？", user="bob", session="new2", tools=[own]))
+    assert fake.chat_requests[-1]["tools"] == [own]  # the app's own `recall` wins
+    assert r.json()["choices"][0]["message"]["tool_calls"][0]["id"] == "own1"  # and its calls go to the app
+
+
 def test_no_recall_tool_in_retrieve_mode(server: str, fake: FakeOpenAI) -> None:
     fake.script("ok")
     _post(server, _body("hello"))
