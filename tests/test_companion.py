@@ -73,8 +73,18 @@ def chat(base: str, user: str, session: str, text: str, at: datetime) -> dict[st
 def system_of(fake: FakeOpenAI) -> str:
     # The last reply request: background jobs (bookmarks, profile extraction) also call the fake
     # LLM, with a single user message, and may come after the reply.
-    replies = [b for b in fake.chat_requests if b["messages"][0].get("role") == "system"]
-    return str(replies[-1]["messages"][0]["content"])
+    return str(reply_request(fake)["messages"][0]["content"])
+
+
+def reply_request(fake: FakeOpenAI) -> dict[str, Any]:
+    """The last request whose system message starts with the client's persona: summary and bookmark
+    jobs send system messages too, and may come after the reply."""
+    return next(
+        b
+        for b in reversed(fake.chat_requests)
+        if b["messages"][0].get("role") == "system"
+        and str(b["messages"][0]["content"]).startswith("You are Xiaoyu")
+    )
 
 
 def state(base: str, user: str, at: datetime | None = None) -> dict[str, Any]:
@@ -321,7 +331,7 @@ def test_a_finished_topic_leaves_the_context_as_a_summary(server: str, fake: Fak
     assert switch["topic_summary"] is not None
 
     q = chat(server, "wei", "s", question, at + timedelta(minutes=42))
-    sent = [b for b in fake.chat_requests if b["messages"][0].get("role") == "system"][-1]["messages"]
+    sent = reply_request(fake)["messages"]
     raw = "\n".join(str(m["content"]) for m in sent[1:])
     system = str(sent[0]["content"])
     assert not any(line in raw for line in santi)  # no raw sci-fi turn in the recent window ...
