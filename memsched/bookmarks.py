@@ -456,22 +456,30 @@ def update_aliases(memory: Memory, user_id: str) -> list[dict[str, Any]]:
         changes.append({"bookmark_id": target.id, "keyword": key, "alias": alias, "why": why})
 
     ordered = sorted(marks, key=lambda b: (b.first_at, b.id or 0))
+    rank = {id(b): n for n, b in enumerate(ordered)}
+    # short form -> (bookmark, keyword) it abbreviates: one pass over all keywords instead of
+    # comparing every pair of bookmarks (quadratic in a long history).
+    shortened: dict[str, list[tuple[Bookmark, str]]] = {}
+    for b in ordered:
+        for key in b.keywords:
+            for short in kw.short_forms(key):
+                shortened.setdefault(short, []).append((b, key))
     for later in ordered:
         text = "\n".join(turns[t].content for t in later.turn_ids if t in turns)
-        renamed = kw.renames(text)
-        for earlier in ordered:
-            if earlier is later or earlier.first_at > later.first_at:
-                continue
-            for old, new in renamed:
+        for old, new in kw.renames(text):  # rare: only then look at every earlier bookmark
+            for earlier in ordered[: rank[id(later)]]:
+                if earlier.first_at > later.first_at:
+                    continue
                 for name in earlier.names:
                     if _same_name(name, old):
                         add_alias(earlier, _key_of(earlier, name), new, f"renamed in {later.ref}")
                         break
-            # A later keyword that is the short form of an earlier keyword ("Alpha" for "Alpha模块").
-            for name in later.keywords:
-                for key in earlier.keywords:
-                    if name.lower() != key.lower() and name in kw.short_forms(key):
-                        add_alias(earlier, key, name, f"short form used in {later.ref}")
+        # A later keyword that is the short form of an earlier keyword ("Alpha" for "Alpha模块").
+        for name in later.keywords:
+            for earlier, key in shortened.get(name, ()):
+                if earlier is later or earlier.first_at > later.first_at or name.lower() == key.lower():
+                    continue
+                add_alias(earlier, key, name, f"short form used in {later.ref}")
     for b in dirty.values():
         store.update_bookmark(user_id, b)
     if dirty:
@@ -506,15 +514,14 @@ def merge_bookmarks(
         return []
     embedder = next(iter(memory.embedders.values()), None)
     embed_bookmarks(memory, user_id)
-    sims: np.ndarray | None = None
+    vectors: np.ndarray | None = None
     order: list[int] = sorted(marks)
     if embedder is not None:
         ids, matrix = store.bookmark_vectors(user_id, embedder.model_id)
         pos = {int(i): n for n, i in enumerate(ids)}
         order = [i for i in order if i in pos]
         if order:
-            m = matrix[[pos[i] for i in order]]
-            sims = m @ m.T
+            vectors = matrix[[pos[i] for i in order]]
     parent = {i: i for i in order}
 
     def find(i: int) -> int:
@@ -524,15 +531,12 @@ def merge_bookmarks(
         return i
 
     names = {i: {n.lower() for n in marks[i].names} for i in order}
-    for a in range(len(order)):
-        for b in range(a + 1, len(order)):
-            ia, ib = order[a], order[b]
-            if sims is not None and sims[a, b] < threshold:
-                continue
-            union = names[ia] | names[ib]
-            if not union or len(names[ia] & names[ib]) / len(union) < min_overlap:
-                continue
-            parent[find(ib)] = find(ia)
+    for a, b in _candidate_pairs(order, names, vectors, threshold):
+        ia, ib = order[a], order[b]
+        union = names[ia] | names[ib]
+        if not union or len(names[ia] & names[ib]) / len(union) < min_overlap:
+            continue
+        parent[find(ib)] = find(ia)
     clusters: dict[int, list[int]] = {}
     for i in order:
         clusters.setdefault(find(i), []).append(i)
@@ -547,6 +551,31 @@ def merge_bookmarks(
     if merges:
         embed_bookmarks(memory, user_id)
     return merges
+
+
+def _candidate_pairs(
+    order: Sequence[int], names: dict[int, set[str]], matrix: np.ndarray | None, threshold: float
+) -> list[tuple[int, int]]:
+    """Index pairs (a < b) worth a keyword check: cosine >= threshold, found block by block so
+    memory stays O(block x B); without vectors, pairs that share at least one name."""
+    pairs: list[tuple[int, int]] = []
+    if matrix is not None:
+        block = 512
+        for start in range(0, len(order), block):
+            sims = matrix[start : start + block] @ matrix.T
+            rows, cols = np.nonzero(sims >= threshold)
+            pairs.extend((start + int(r), int(c)) for r, c in zip(rows, cols, strict=True) if start + r < c)
+        return pairs
+    by_name: dict[str, list[int]] = {}
+    for n, i in enumerate(order):
+        for name in names[i]:
+            by_name.setdefault(name, []).append(n)
+    seen: set[tuple[int, int]] = set()
+    for members in by_name.values():
+        for x, a in enumerate(members):
+            for b in members[x + 1 :]:
+                seen.add((a, b))
+    return sorted(seen)
 
 
 def _merge(group: Sequence[Bookmark]) -> Bookmark:

@@ -83,3 +83,20 @@ def test_incremental_term_stats_equal_a_full_recount(tmp_path: Path) -> None:
         assert "划船" not in bookmarks.user_stats(mem.store, "u").df
     finally:
         mem.close()
+
+
+def test_bookmark_merge_pairs_found_blockwise_equal_the_brute_force_pairs() -> None:
+    from memsched.bookmarks import _candidate_pairs
+
+    rng = np.random.default_rng(1)
+    base = rng.standard_normal((40, 16)).astype(np.float32)
+    m = np.vstack([base, base + 0.01, rng.standard_normal((1100, 16)).astype(np.float32)])
+    m /= np.linalg.norm(m, axis=1, keepdims=True)
+    order = list(range(len(m)))
+    names = {i: {f"k{i % 7}"} for i in order}
+    sims = m @ m.T
+    brute = {(a, b) for a in order for b in order if a < b and sims[a, b] >= 0.9}
+    assert set(_candidate_pairs(order, names, m, 0.9)) == brute and brute
+    # without vectors: exactly the pairs that share a name
+    by_name = {(a, b) for a in order[:50] for b in order[:50] if a < b and names[a] & names[b]}
+    assert set(_candidate_pairs(order[:50], names, None, 0.9)) == by_name
