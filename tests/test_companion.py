@@ -347,3 +347,19 @@ def test_a_finished_topic_leaves_the_context_as_a_summary(server: str, fake: Fak
     system = system_of(fake)
     memory_block = system.split("Memories from earlier conversations", 1)[-1]
     assert any(line in memory_block for line in santi)
+
+
+def test_forgetting_the_words_that_caused_a_mood_forgets_the_mood(server: str, fake: FakeOpenAI) -> None:
+    night = DAY.replace(hour=22, minute=30)
+    trace = chat(server, "lan", "evening", "我真的很生气，你根本不在乎我", night)
+    assert state(server, "lan", night)["mood"]["label"] == "upset"
+    from memsched.store import open_store
+
+    # The lineage cascade reaches the mood through its cause_turn_ids.
+    r = httpx.get(f"{server}/healthz").json()
+    store = open_store(Config.load(db=Path(r["db"])))
+    try:
+        store.forget_turns("lan", trace["turn_ids"][:1])
+    finally:
+        store.close()
+    assert state(server, "lan", night)["mood"]["label"] == "neutral"
