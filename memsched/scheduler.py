@@ -31,11 +31,12 @@ Decisions (see docs/design.md):
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import threading
 import time
 import uuid
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
@@ -578,6 +579,16 @@ class Scheduler:
         return self.store.session_summaries(user_id, session_id)
 
     # -- the session hold -------------------------------------------------------------------------------
+
+    @contextlib.contextmanager
+    def holding(self, user_id: str, session_id: str) -> Iterator[None]:
+        """Hold the session as a turn does (in arrival order, across processes), e.g. to delete it
+        without a turn of it writing meanwhile."""
+        hold = self._acquire(self._gates.take((user_id, session_id)), user_id, session_id)
+        try:
+            yield
+        finally:
+            self._release(hold)
 
     def _acquire(self, ticket: _Ticket, user_id: str, session_id: str) -> _Hold:
         t0 = time.perf_counter()

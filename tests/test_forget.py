@@ -357,3 +357,22 @@ def test_cli_forget_last_session_all_and_mistakes(setup: Setup) -> None:
     assert not s.memory.store.session_turns("u", "other")
     assert run(app, ["forget", "--user", "u", "--all", *db]).exit_code == 0
     assert not s.memory.store.has_user("u") and s.memory.store.has_user("v")
+
+
+def test_deleting_a_session_waits_for_its_turn_in_flight(setup: Setup) -> None:
+    """The HTTP deletes hold the session as a turn does: a turn of it cannot write between the delete's
+    lookup and its end (it runs after, on an empty session)."""
+    import threading
+
+    s = setup
+    plant(s, "en")
+    done = threading.Event()
+    with s.sched.holding("u", "s1"):
+        worker = threading.Thread(target=lambda: (s.sched.turn("u", "s1", "still there?"), done.set()))
+        worker.start()
+        worker.join(timeout=0.5)
+        assert not done.is_set()  # queued behind the hold
+        forget(s.memory, "u", session_id="s1")
+    worker.join(timeout=30)
+    assert done.is_set()
+    assert [t.content for t in s.memory.store.session_turns("u", "s1")][:1] == ["still there?"]

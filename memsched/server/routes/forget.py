@@ -39,8 +39,17 @@ def _out(user: str, done: Forgotten) -> ForgetResponse:
     return ForgetResponse.model_validate({**done.as_dict(), "user": user})
 
 
-async def _forget(svc: Service, uid: str, **what: Any) -> Forgotten:
-    return await asyncio.to_thread(forget, svc.memory, uid, queue=svc.scheduler.queue, **what)
+async def _forget(svc: Service, uid: str, *, hold: str | None = None, **what: Any) -> Forgotten:
+    """Forget in a worker thread; with `hold`, while holding that session as a turn would, so no turn
+    of it writes between the lookup and the delete."""
+
+    def run() -> Forgotten:
+        if hold is None:
+            return forget(svc.memory, uid, queue=svc.scheduler.queue, **what)
+        with svc.scheduler.holding(uid, hold):
+            return forget(svc.memory, uid, queue=svc.scheduler.queue, **what)
+
+    return await asyncio.to_thread(run)
 
 
 @router.delete(
@@ -70,7 +79,7 @@ async def delete_session(
         raise UnknownUserError(uid)
     if not any(s.id == session_id for s in store.sessions(uid)):
         raise ApiError(404, f"user {user!r} has no session {session_id!r}", "not_found_error", "no_session")
-    return _out(user, await _forget(svc, uid, session_id=session_id))
+    return _out(user, await _forget(svc, uid, session_id=session_id, hold=session_id))
 
 
 @router.delete(
@@ -84,6 +93,7 @@ async def delete_turn(
 ) -> ForgetResponse:
     uid = user_id(request, user)
     svc.memory.require_user(uid)
-    if not svc.memory.store.get_turns(uid, [turn_id]):
+    found = svc.memory.store.get_turns(uid, [turn_id])
+    if not found:
         raise ApiError(404, f"user {user!r} has no turn {turn_id}", "not_found_error", "no_turn")
-    return _out(user, await _forget(svc, uid, turn_ids=[turn_id]))
+    return _out(user, await _forget(svc, uid, turn_ids=[turn_id], hold=found[0].session_id))
