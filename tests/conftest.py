@@ -1,4 +1,12 @@
-"""Shared fixtures. Every test gets its own MEMSCHED_HOME and no stray MEMSCHED_* settings."""
+"""Shared fixtures. Every test gets its own MEMSCHED_HOME and no stray MEMSCHED_* settings.
+
+Tests that use `store`, `mem` or `backend` run once per storage backend: SQLite (a file in
+tmp_path) and PostgreSQL (a fresh database on a private pgvector server that the suite starts
+itself with the `pgserver` wheel, or on the server `MEMSCHED_TEST_DATABASE_URL` names). For the
+PostgreSQL run `backend` also sets MEMSCHED_DATABASE_URL, so everything that builds its store from
+the configuration (Memory, the server, the CLI) runs on it. `MEMSCHED_TEST_BACKENDS=sqlite` limits
+a local run to one backend.
+"""
 
 from __future__ import annotations
 
@@ -12,8 +20,15 @@ import pytest
 
 from memsched.embed.hashing import HashEmbedder
 from memsched.memory import Memory
-from memsched.store.sqlite import SQLiteStore
+from memsched.store import Store, open_store
 from memsched.testing import FakeOpenAI
+from memsched.testing.postgres import PostgresServer
+
+# Read before any test clears MEMSCHED_* from the environment.
+TEST_DATABASE_URL = os.environ.get("MEMSCHED_TEST_DATABASE_URL") or None
+BACKENDS = [
+    b.strip() for b in os.environ.get("MEMSCHED_TEST_BACKENDS", "sqlite,postgres").split(",") if b.strip()
+]
 
 
 @pytest.fixture(autouse=True)
@@ -34,15 +49,51 @@ def fake() -> Iterator[FakeOpenAI]:
         yield server
 
 
+@pytest.fixture(scope="session")
+def pg_server() -> Iterator[PostgresServer]:
+    """One PostgreSQL server for the whole run (started here unless MEMSCHED_TEST_DATABASE_URL is set)."""
+    with PostgresServer(TEST_DATABASE_URL) as server:
+        yield server
+
+
 @pytest.fixture
-def store(tmp_path: Path) -> Any:
-    s = SQLiteStore(tmp_path / "test.db", page_size=4)
+def pg_url(pg_server: PostgresServer) -> Iterator[str]:
+    """An empty, migrated PostgreSQL database of this test's own."""
+    url = pg_server.database()
+    yield url
+    pg_server.release(url)
+
+
+@pytest.fixture(params=BACKENDS)
+def backend(request: pytest.FixtureRequest, isolated_env: Path, monkeypatch: pytest.MonkeyPatch) -> str:
+    """The storage backend this run of the test uses; for "postgres", MEMSCHED_DATABASE_URL is set."""
+    if request.param == "postgres":
+        monkeypatch.setenv("MEMSCHED_DATABASE_URL", request.getfixturevalue("pg_url"))
+    return str(request.param)
+
+
+def store_location(backend: str, tmp_path: Path) -> str:
+    """Where a test's store lives on `backend` (after the `backend` fixture ran)."""
+    return os.environ["MEMSCHED_DATABASE_URL"] if backend == "postgres" else str(tmp_path / "test.db")
+
+
+def raw_sql(store: Any, sql: str, args: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
+    """Rows of a raw query on either backend (`?` placeholders), for tests that check what is
+    physically stored. Only tests do this: outside `memsched.store` nothing writes SQL."""
+    if hasattr(store, "db"):
+        return [tuple(r) for r in store.db.execute(sql, args).fetchall()]
+    return [tuple(r) for r in store._all(sql.replace("?", "%s"), args)]
+
+
+@pytest.fixture
+def store(backend: str, tmp_path: Path) -> Iterator[Store]:
+    s = open_store(store_location(backend, tmp_path), page_size=4)
     yield s
     s.close()
 
 
 @pytest.fixture
-def mem(tmp_path: Path) -> Any:
+def mem(backend: str, tmp_path: Path) -> Iterator[Memory]:
     m = Memory(home=tmp_path / "memhome", embedders="hash", page_size=4)
     yield m
     m.close()

@@ -11,6 +11,9 @@ from memsched.errors import BudgetError
 from memsched.model import Turn
 from memsched.text.tokens import get_counter
 
+# Runs on SQLite and on PostgreSQL (conftest.py, `backend`).
+pytestmark = pytest.mark.usefixtures("backend")
+
 COUNTER = get_counter("o200k_base")
 T0 = datetime(2024, 3, 1, 20, 0, tzinfo=UTC)
 

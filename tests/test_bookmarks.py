@@ -24,6 +24,9 @@ from memsched.memory import Memory
 from memsched.model import Turn
 from memsched.testing import Delay, Fail, FakeOpenAI, Malformed
 
+# Runs on SQLite and on PostgreSQL (conftest.py, `backend`).
+pytestmark = pytest.mark.usefixtures("backend")
+
 T0 = datetime(2024, 3, 1, 9, 0, tzinfo=UTC)
 
 TOPICS = {

@@ -9,7 +9,11 @@ import pytest
 from typer.testing import CliRunner
 
 from memsched.cli import app
-from memsched.store.sqlite import SQLiteStore
+from memsched.config import Config
+from memsched.store import open_store
+
+# Runs on SQLite and on PostgreSQL (conftest.py, `backend`).
+pytestmark = pytest.mark.usefixtures("backend")
 
 runner = CliRunner()
 
@@ -63,7 +67,7 @@ def test_context_record_stores_message(tmp_path: Path, isolated_env: Path) -> No
         "context", "--user", "alice", "--session", "s2", "--record", "--embedders", "hash", "new one"
     )
     assert code == 0
-    store = SQLiteStore(isolated_env / "memsched.db")
+    store = open_store(Config.load())
     assert [t.content for t in store.session_turns("alice", "s2")] == ["new one"]
     store.close()
 
@@ -73,7 +77,7 @@ def test_malformed_line_keeps_what_came_before(tmp_path: Path, isolated_env: Pat
     result = runner.invoke(app, ["import", str(f), "--user", "bob", "--embedders", "hash"])
     assert result.exit_code == 1
     assert "line 5" in result.output and "4 turns before it were imported and kept" in result.output
-    store = SQLiteStore(isolated_env / "memsched.db")
+    store = open_store(Config.load())
     assert store.turn_count("bob") == 4
     store.close()
 

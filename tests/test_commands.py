@@ -8,7 +8,10 @@ import pytest
 
 from memsched.commands import detect
 from memsched.profile import PREFERRED_NAME, Profile
-from memsched.store.sqlite import SQLiteStore
+from memsched.store import Store
+
+# Runs on SQLite and on PostgreSQL (conftest.py, `backend`).
+pytestmark = pytest.mark.usefixtures("backend")
 
 
 @pytest.fixture(autouse=True)
@@ -111,10 +114,7 @@ def test_forget_comes_before_rename_in_one_message() -> None:
     assert kinds == ["forget_last", "rename"]
 
 
-def test_profile_keeps_history_and_renders_current_value(tmp_path: object) -> None:
-    from pathlib import Path
-
-    store = SQLiteStore(Path(str(tmp_path)) / "p.db")
+def test_profile_keeps_history_and_renders_current_value(store: Store) -> None:
     profile = Profile(store)
     t1 = datetime(2024, 10, 1, tzinfo=UTC)
     t2 = datetime(2024, 10, 15, tzinfo=UTC)

@@ -20,6 +20,9 @@ from memsched.testing import Fail, FakeOpenAI
 from memsched.text.timeexpr import clock_line
 from memsched.text.tokens import get_counter
 
+# Runs on SQLite and on PostgreSQL (conftest.py, `backend`).
+pytestmark = pytest.mark.usefixtures("backend")
+
 WORDS = [
     *("apple", "banana", "cherry", "dragonfruit", "eggplant", "fennel", "grape", "hazelnut", "iris"),
     *("jasmine", "kale", "lemon", "mango", "nectarine", "olive", "papaya", "quince", "radish"),

@@ -2,11 +2,16 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
 from memsched.config import Config
 from memsched.eval import locomo
 from memsched.eval.judge import Judge
 from memsched.llm.client import OpenAIChatClient
 from memsched.testing import Fail, FakeOpenAI
+
+# Runs on SQLite and on PostgreSQL (conftest.py, `backend`).
+pytestmark = pytest.mark.usefixtures("backend")
 
 
 def test_judge_scores_with_a_fake_llm(locomo_file: Path, tmp_path: Path) -> None:

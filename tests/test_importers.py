@@ -8,6 +8,9 @@ import pytest
 from memsched.errors import ImportFileError
 from memsched.importers import detect_format, read_jsonl, read_locomo
 
+# Runs on SQLite and on PostgreSQL (conftest.py, `backend`).
+pytestmark = pytest.mark.usefixtures("backend")
+
 
 def _jsonl(path: Path, lines: list[str]) -> Path:
     path.write_text("\n".join(lines) + "\n", encoding="utf-8")

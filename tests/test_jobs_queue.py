@@ -1,10 +1,9 @@
-"""The durable job queue and session locks, on a real SQLite file, with a fake clock (no sleeping)."""
+"""The durable job queue and session locks, on SQLite and PostgreSQL, with a fake clock (no sleeping)."""
 
 from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 
 import pytest
@@ -14,7 +13,10 @@ from hypothesis import strategies as st
 from memsched.errors import InputError, StoreError
 from memsched.jobs.queue import Job, JobQueue, Priority, SessionLock
 from memsched.model import Turn
-from memsched.store.sqlite import SQLiteStore
+from memsched.store import Store
+
+# Runs on SQLite and on PostgreSQL (conftest.py, `backend`).
+pytestmark = pytest.mark.usefixtures("backend")
 
 
 class FakeClock:
@@ -29,19 +31,12 @@ class FakeClock:
 
 
 @pytest.fixture
-def store(tmp_path) -> Iterator[SQLiteStore]:
-    s = SQLiteStore(tmp_path / "memsched.db")
-    yield s
-    s.close()
-
-
-@pytest.fixture
 def clock() -> FakeClock:
     return FakeClock()
 
 
 @pytest.fixture
-def queue(store: SQLiteStore, clock: FakeClock) -> JobQueue:
+def queue(store: Store, clock: FakeClock) -> JobQueue:
     return JobQueue(store, backoff_base=2.0, backoff_cap=30.0, clock=clock)
 
 
@@ -70,17 +65,15 @@ def test_higher_priority_is_claimed_first_regardless_of_insert_order(queue: JobQ
 
 @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(priorities=st.lists(st.sampled_from([0, 1, 2]), min_size=1, max_size=25))
-def test_claim_order_is_priority_then_age(priorities: list[int]) -> None:
-    s = SQLiteStore(":memory:")
-    try:
-        q = JobQueue(s)
-        ids = q.enqueue([job(priority=p) for p in priorities])
-        order = []
-        while (j := q.claim("w")) is not None:
-            order.append(j.id)
-        assert order == [i for _, i in sorted(zip(priorities, ids, strict=True))]
-    finally:
-        s.close()
+def test_claim_order_is_priority_then_age(store: Store, priorities: list[int]) -> None:
+    q = JobQueue(store)
+    while q.claim("w") is not None:  # jobs of earlier examples: out of the way
+        pass
+    ids = q.enqueue([job(priority=p) for p in priorities])
+    order = []
+    while (j := q.claim("w")) is not None:
+        order.append(j.id)
+    assert order == [i for _, i in sorted(zip(priorities, ids, strict=True))]
 
 
 def test_jobs_whose_run_after_is_in_the_future_wait(queue: JobQueue, clock: FakeClock) -> None:
@@ -204,7 +197,7 @@ def test_retry_resurrects_a_dead_job(queue: JobQueue) -> None:
 # -- dedupe and atomicity ----------------------------------------------------------------------------
 
 
-def test_dedupe_key_keeps_one_queued_job(queue: JobQueue, store: SQLiteStore) -> None:
+def test_dedupe_key_keeps_one_queued_job(queue: JobQueue, store: Store) -> None:
     first = queue.enqueue([job(kind="bookmark", dedupe_key="page:7")])
     second = queue.enqueue(
         [job(kind="bookmark", dedupe_key="page:7"), job(kind="bookmark", dedupe_key="page:8")]
@@ -221,7 +214,7 @@ def test_dedupe_key_keeps_one_queued_job(queue: JobQueue, store: SQLiteStore) ->
     assert third[0] not in (first[0], second[1])
 
 
-def test_a_turn_and_its_jobs_commit_together_or_not_at_all(queue: JobQueue, store: SQLiteStore) -> None:
+def test_a_turn_and_its_jobs_commit_together_or_not_at_all(queue: JobQueue, store: Store) -> None:
     turn = Turn(user_id="u", session_id="s", role="user", content="叫我大王")
     with pytest.raises(RuntimeError), store.transaction() as tx:
         store.insert_turns(tx, [turn])
@@ -361,7 +354,7 @@ def test_purge_deletes_old_done_jobs_only(queue: JobQueue, clock: FakeClock) -> 
     assert sorted(j.status for j in queue.list()) == ["dead", "queued"]
 
 
-def test_forgetting_a_user_deletes_their_jobs_and_locks(queue: JobQueue, store: SQLiteStore) -> None:
+def test_forgetting_a_user_deletes_their_jobs_and_locks(queue: JobQueue, store: Store) -> None:
     queue.enqueue([job(user="u"), job(user="v")])
     SessionLock(store).acquire("u", "s", "owner", timeout=0)
     with store.transaction() as tx:
@@ -373,7 +366,7 @@ def test_forgetting_a_user_deletes_their_jobs_and_locks(queue: JobQueue, store: 
 # -- session locks -----------------------------------------------------------------------------------
 
 
-def test_session_lock_is_exclusive_between_threads(store: SQLiteStore) -> None:
+def test_session_lock_is_exclusive_between_threads(store: Store) -> None:
     lock = SessionLock(store)
     events: list[str] = []
     errors: list[BaseException] = []
@@ -400,7 +393,7 @@ def test_session_lock_is_exclusive_between_threads(store: SQLiteStore) -> None:
         assert enter.startswith("enter") and leave == enter.replace("enter", "exit")
 
 
-def test_session_lock_expired_lease_is_taken_over(store: SQLiteStore, clock: FakeClock) -> None:
+def test_session_lock_expired_lease_is_taken_over(store: Store, clock: FakeClock) -> None:
     lock = SessionLock(store, clock=clock)
     assert lock.acquire("u", "s", "a", lease_seconds=30, timeout=0)
     assert lock.acquire("u", "s", "a", lease_seconds=30, timeout=0)  # the holder re-acquires (renews)
@@ -418,7 +411,7 @@ def test_session_lock_expired_lease_is_taken_over(store: SQLiteStore, clock: Fak
     assert lock.holder("u", "s") is None
 
 
-def test_session_lock_held_context(store: SQLiteStore) -> None:
+def test_session_lock_held_context(store: Store) -> None:
     lock = SessionLock(store)
     with lock.held("u", "s", lease_seconds=30) as owner:
         assert lock.holder("u", "s") == owner

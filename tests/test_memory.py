@@ -3,7 +3,12 @@ from __future__ import annotations
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
+import pytest
+
 from memsched.memory import Memory
+
+# Runs on SQLite and on PostgreSQL (conftest.py, `backend`).
+pytestmark = pytest.mark.usefixtures("backend")
 
 
 def test_context_pages_in_old_fact_and_traces(mem: Memory) -> None:

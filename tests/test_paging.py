@@ -30,6 +30,9 @@ from memsched.paging import (
 )
 from memsched.testing import Delay, Fail, FakeOpenAI
 
+# Runs on SQLite and on PostgreSQL (conftest.py, `backend`).
+pytestmark = pytest.mark.usefixtures("backend")
+
 T0 = datetime(2024, 3, 1, 9, 0, tzinfo=UTC)
 
 CONVERSATION = [

@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from conftest import raw_sql
 
 from memsched import Config, LLMError, Memory
 from memsched.embed.hashing import HashEmbedder
@@ -22,6 +23,9 @@ from memsched.model import content_hash
 from memsched.profile import PREFERRED_NAME
 from memsched.scheduler import ReplyError, Scheduler
 from memsched.testing import Delay, Fail, FakeOpenAI
+
+# Runs on SQLite and on PostgreSQL (conftest.py, `backend`).
+pytestmark = pytest.mark.usefixtures("backend")
 
 Factory = Callable[..., tuple[Memory, Scheduler]]
 
@@ -247,11 +251,12 @@ def test_rename_in_a_turn_is_in_that_turns_context(make: Factory, fake: FakeOpen
 
 
 def _vector_rows(memory: Memory, user_id: str, text: str) -> int:
-    row = memory.store.db.execute(
+    rows = raw_sql(
+        memory.store,
         "SELECT count(*) FROM embeddings WHERE user_id = ? AND content_hash = ?",
         (user_id, content_hash(text)),
-    ).fetchone()
-    return int(row[0])
+    )
+    return int(rows[0][0])
 
 
 def test_forget_last_hard_deletes_before_the_reply(make: Factory, fake: FakeOpenAI) -> None:

@@ -1,14 +1,18 @@
 from __future__ import annotations
 
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from memsched.model import Turn
-from memsched.store.sqlite import SQLiteStore
+from memsched.store import Store
 from memsched.text.segment import fts_query, terms
 
+# Runs on SQLite and on PostgreSQL (conftest.py, `backend`).
+pytestmark = pytest.mark.usefixtures("backend")
 
-def _fill(store: SQLiteStore) -> dict[str, int]:
+
+def _fill(store: Store) -> dict[str, int]:
     turns = store.add_turns(
         [
             Turn("u", "s", "user", "今晚我想做个番茄炒蛋，你喜欢甜口还是咸口？"),
@@ -21,7 +25,7 @@ def _fill(store: SQLiteStore) -> dict[str, int]:
     return {t.content[:6]: t.id for t in turns}
 
 
-def test_chinese_words_are_searchable(store: SQLiteStore) -> None:
+def test_chinese_words_are_searchable(store: Store) -> None:
     ids = _fill(store)
     hits = store.search_bm25("u", "番茄")
     assert [h.turn_id for h in hits] == [ids["今晚我想做个"]]
@@ -29,21 +33,21 @@ def test_chinese_words_are_searchable(store: SQLiteStore) -> None:
     assert hits and hits[0].turn_id == ids["我们第一次约"]
 
 
-def test_english_stemming_and_stop_words(store: SQLiteStore) -> None:
+def test_english_stemming_and_stop_words(store: Store) -> None:
     ids = _fill(store)
     assert [h.turn_id for h in store.search_bm25("u", "who runs a marathon?")] == [ids["She wa"]]
     # Only stop words: nothing searchable, no crash, no hits.
     assert store.search_bm25("u", "what is the and was") == []
 
 
-def test_search_is_scoped_by_user(store: SQLiteStore) -> None:
+def test_search_is_scoped_by_user(store: Store) -> None:
     _fill(store)
     hits = store.search_bm25("other", "番茄炒蛋")
     assert len(hits) == 1
     assert store.get_turns("other", [hits[0].turn_id])[0].user_id == "other"
 
 
-def test_fts_syntax_is_escaped(store: SQLiteStore) -> None:
+def test_fts_syntax_is_escaped(store: Store) -> None:
     _fill(store)
     for q in [
         '"unbalanced',
@@ -62,7 +66,7 @@ def test_fts_syntax_is_escaped(store: SQLiteStore) -> None:
 
 @settings(max_examples=150, suppress_health_check=[HealthCheck.function_scoped_fixture], deadline=None)
 @given(q=st.text(max_size=60))
-def test_any_query_is_safe(store: SQLiteStore, q: str) -> None:
+def test_any_query_is_safe(store: Store, q: str) -> None:
     if store.turn_count("u") == 0:
         _fill(store)
     store.search_bm25("u", q)

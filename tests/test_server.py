@@ -18,6 +18,9 @@ from memsched.config import Config
 from memsched.server.app import TRACE_HEADER, create_app
 from memsched.testing import FakeOpenAI
 
+# Runs on SQLite and on PostgreSQL (conftest.py, `backend`).
+pytestmark = pytest.mark.usefixtures("backend")
+
 
 def _free_port() -> int:
     with socket.socket() as s:

@@ -15,6 +15,9 @@ from memsched.config import Config
 from memsched.server.app import create_app
 from memsched.testing import FakeOpenAI, LiveServer
 
+# Runs on SQLite and on PostgreSQL (conftest.py, `backend`).
+pytestmark = pytest.mark.usefixtures("backend")
+
 
 def _start(tmp_path: Path, **overrides: Any) -> LiveServer:
     cfg = Config.load(home=tmp_path / "srv", embedders="hash", page_size=4, llm_timeout=5.0, **overrides)

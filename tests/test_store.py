@@ -6,11 +6,13 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from conftest import raw_sql
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from memsched.errors import InputError, StoreError
 from memsched.model import Turn
+from memsched.store import Store
 from memsched.store.sqlite import SQLiteStore
 
 texts = st.text(
@@ -24,11 +26,11 @@ stamps = st.datetimes(min_value=datetime(1990, 1, 1), max_value=datetime(2100, 1
     content=texts,
     role=st.sampled_from(["user", "assistant", "system"]),
     when=stamps,
-    speaker=st.none() | st.text(min_size=1, max_size=20),
-    ext=st.none() | st.text(max_size=10),
+    speaker=st.none() | st.text(alphabet=st.characters(blacklist_characters="\x00"), min_size=1, max_size=20),
+    ext=st.none() | st.text(alphabet=st.characters(blacklist_characters="\x00"), max_size=10),
 )
 def test_turn_round_trip(
-    store: SQLiteStore, content: str, role: str, when: datetime, speaker: str | None, ext: str | None
+    store: Store, content: str, role: str, when: datetime, speaker: str | None, ext: str | None
 ) -> None:
     turn = Turn(
         user_id="u",
@@ -51,7 +53,7 @@ def test_turn_round_trip(
     assert abs((back.created_at - when).total_seconds()) < 0.001
 
 
-def test_pages_are_fixed_groups_per_session(store: SQLiteStore) -> None:
+def test_pages_are_fixed_groups_per_session(store: Store) -> None:
     t0 = datetime(2024, 1, 1, tzinfo=UTC)
     turns = [Turn("u", "a", "user", f"a{i}", created_at=t0 + timedelta(minutes=i)) for i in range(10)]
     turns += [
@@ -94,7 +96,7 @@ def test_newer_schema_is_refused(tmp_path: Path) -> None:
         SQLiteStore(path)
 
 
-def test_bad_turns_rejected_and_nothing_partial(store: SQLiteStore) -> None:
+def test_bad_turns_rejected_and_nothing_partial(store: Store) -> None:
     good = Turn("u", "s", "user", "kept")
     store.add_turns([good])
     with pytest.raises(InputError, match="role"):
@@ -102,7 +104,7 @@ def test_bad_turns_rejected_and_nothing_partial(store: SQLiteStore) -> None:
     assert [t.content for t in store.iter_turns("u")] == ["kept"]
 
 
-def test_skip_duplicates(store: SQLiteStore) -> None:
+def test_skip_duplicates(store: Store) -> None:
     when = datetime(2024, 5, 1, tzinfo=UTC)
     first = store.add_turns([Turn("u", "s", "user", "same", created_at=when)], skip_duplicates=True)
     second = store.add_turns([Turn("u", "s", "user", "same", created_at=when)], skip_duplicates=True)
@@ -110,7 +112,7 @@ def test_skip_duplicates(store: SQLiteStore) -> None:
     assert store.turn_count("u") == 1
 
 
-def test_delete_removes_text_index_and_vectors(store: SQLiteStore) -> None:
+def test_delete_removes_text_index_and_vectors(store: Store) -> None:
     a, b = store.add_turns([Turn("u", "s", "user", "zebra crossing"), Turn("u", "s", "user", "lion king")])
     store.put_vectors(
         "u", "m", [(a.hash, np.ones(4, dtype=np.float32)), (b.hash, np.ones(4, dtype=np.float32))]
@@ -119,17 +121,17 @@ def test_delete_removes_text_index_and_vectors(store: SQLiteStore) -> None:
     assert store.search_bm25("u", "zebra") == []
     ids, _ = store.vectors("u", "m")
     assert list(ids) == [b.id]
-    assert store.db.execute("SELECT count(*) FROM embeddings").fetchone()[0] == 1
+    assert raw_sql(store, "SELECT count(*) FROM embeddings")[0][0] == 1
 
 
-def test_delete_user_is_total_and_scoped(store: SQLiteStore) -> None:
+def test_delete_user_is_total_and_scoped(store: Store) -> None:
     store.add_turns([Turn("alice", "s", "user", "alpha secret"), Turn("bob", "s", "user", "alpha public")])
     assert store.delete_user("alice") == 1
     assert not store.has_user("alice")
     assert store.search_bm25("alice", "alpha") == []
     assert len(store.search_bm25("bob", "alpha")) == 1
     for table in ("turns", "sessions", "pages"):
-        assert store.db.execute(f"SELECT count(*) FROM {table} WHERE user_id = 'alice'").fetchone()[0] == 0
+        assert raw_sql(store, f"SELECT count(*) FROM {table} WHERE user_id = 'alice'")[0][0] == 0
 
 
 def test_memory_database_shared_between_threads() -> None:

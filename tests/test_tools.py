@@ -22,6 +22,9 @@ from memsched.memory import Memory
 from memsched.model import Turn
 from memsched.tools import INDEX_HEADER, handle_tool_call, recall_tool, render_index, resolve_recall
 
+# Runs on SQLite and on PostgreSQL (conftest.py, `backend`).
+pytestmark = pytest.mark.usefixtures("backend")
+
 T0 = datetime(2023, 5, 8, 13, 0, tzinfo=UTC)
 TALKS = [
     [

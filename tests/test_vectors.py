@@ -3,6 +3,7 @@ from __future__ import annotations
 import numpy as np
 
 from memsched.embed.base import normalize
+from memsched.store import Store
 from memsched.vectors import VectorIndex
 
 
@@ -34,14 +35,12 @@ def test_ann_index_above_threshold_finds_nearest() -> None:
     assert all(h.turn_id != ids[42] for h in index.search(m[42], 3))
 
 
-def test_index_sees_vectors_embedded_out_of_order(tmp_path: object) -> None:
+def test_index_sees_vectors_embedded_out_of_order(store: Store) -> None:
     """A turn embedded after a later turn was indexed still reaches the in-memory index."""
     from memsched.embed.hashing import HashEmbedder
     from memsched.model import Turn
     from memsched.retrieve import Retriever
-    from memsched.store.sqlite import SQLiteStore
 
-    store = SQLiteStore(":memory:")
     emb = HashEmbedder()
     r = Retriever(store, {"hash": emb})
     a, b = store.add_turns([Turn("u", "s", "user", "zebra stripes"), Turn("u", "s", "user", "lion mane")])

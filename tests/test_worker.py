@@ -22,6 +22,9 @@ from memsched.jobs.tasks import TaskContext, get_task, registered, task
 from memsched.jobs.worker import Worker, in_window, parse_window
 from memsched.memory import Memory
 
+# Runs on SQLite and on PostgreSQL (conftest.py, `backend`).
+pytestmark = pytest.mark.usefixtures("backend")
+
 EFFECTS: list[tuple[str | None, int]] = []
 _EFFECTS_LOCK = threading.Lock()
 

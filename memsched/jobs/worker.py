@@ -323,8 +323,9 @@ class Worker:
                 # thread; the job, if one was claimed, comes back when its lease expires.
                 log.exception("worker loop error")
                 ran = False
-            if not ran:
-                self._stop.wait(self.poll)
+            if not ran and not self._stop.is_set():
+                # Woken early when a job is queued (in this process; on PostgreSQL, in any).
+                self.queue.store.jobs_wait(self.poll)
 
     def stop(self, timeout: float | None = None) -> bool:
         """Ask the threads to stop after their current job and wait up to `timeout` seconds.
@@ -333,6 +334,7 @@ class Worker:
         expires, then another worker takes them.
         """
         self._stop.set()
+        self.queue.store.jobs_wake()
         deadline = None if timeout is None else time.monotonic() + timeout
         for t in self._threads:
             t.join(None if deadline is None else max(0.0, deadline - time.monotonic()))

@@ -6,7 +6,6 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from memsched.errors import ConfigError
 from memsched.store.base import Store, Tx
 
 if TYPE_CHECKING:
@@ -32,7 +31,9 @@ def open_store(target: Config | str | Path, page_size: int | None = None) -> Sto
         page_size = page_size or target.page_size
         target = target.database_url or target.db_path
     if is_database_url(target):
-        raise ConfigError("PostgreSQL is not supported by this build yet; unset MEMSCHED_DATABASE_URL")
+        from memsched.store.postgres import PostgresStore
+
+        return PostgresStore(str(target), page_size=page_size)
     from memsched.store.sqlite import SQLiteStore
 
     return SQLiteStore(target, page_size=page_size)

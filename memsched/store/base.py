@@ -26,7 +26,46 @@ from typing import Any, Protocol, runtime_checkable
 
 import numpy as np
 
-from memsched.model import Bookmark, Forgotten, Hit, Page, Session, Turn
+from memsched.errors import InputError
+from memsched.model import ROLES, Bookmark, Forgotten, Hit, Page, Session, Turn
+
+# The keys of a job row, as `JobStore` methods take and return it.
+JOB_COLUMNS = (
+    "id",
+    "kind",
+    "user_id",
+    "session_id",
+    "payload",
+    "priority",
+    "status",
+    "attempts",
+    "max_attempts",
+    "run_after",
+    "last_error",
+    "ordered",
+    "lease_owner",
+    "lease_until",
+    "created_at",
+    "finished_at",
+    "dedupe_key",
+)
+
+
+def validate_turn(turn: Turn) -> None:
+    """Refuse a turn no backend can store faithfully, naming the problem (every backend calls this
+    before writing, so bad input fails the same way on all of them and nothing is half-stored)."""
+    if not turn.user_id or not isinstance(turn.user_id, str):
+        raise InputError("turn has no user_id")
+    if not turn.session_id or not isinstance(turn.session_id, str):
+        raise InputError("turn has no session_id")
+    if turn.role not in ROLES:
+        raise InputError(f"role must be one of {', '.join(ROLES)}, got {turn.role!r}")
+    if not isinstance(turn.content, str):
+        raise InputError("turn content must be a string")
+    for name in ("content", "user_id", "session_id", "speaker", "external_id"):
+        value = getattr(turn, name)
+        if isinstance(value, str) and "\x00" in value:
+            raise InputError(f"turn {name} contains a NUL character")
 
 
 class Tx:
@@ -263,6 +302,16 @@ class JobStore(Protocol):
     def jobs_depth(self) -> dict[int, int]: ...
     def jobs_counts(self) -> dict[str, int]: ...
     def jobs_oldest_queued(self) -> float | None: ...
+    def jobs_wait(self, timeout: float) -> bool:
+        """Block until a job may have been queued or `timeout` passes; True when woken early.
+
+        SQLite hears only about jobs queued in this process; PostgreSQL about every process's
+        (LISTEN/NOTIFY), so there an idle worker waits longer between polls."""
+        ...
+
+    def jobs_wake(self) -> None:
+        """Wake this process's waiters (a stop request)."""
+        ...
 
 
 class LockStore(Protocol):

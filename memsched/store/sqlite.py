@@ -14,9 +14,9 @@ from typing import Any
 import numpy as np
 
 from memsched.config import DEFAULT_PAGE_SIZE
-from memsched.errors import InputError, StoreError
-from memsched.model import ROLES, Hit, Page, Session, Turn, utcnow
-from memsched.store.base import Tx
+from memsched.errors import StoreError
+from memsched.model import Hit, Page, Session, Turn, utcnow
+from memsched.store.base import Tx, validate_turn
 from memsched.store.migrations import FOREIGN_KEYS_OFF, MIGRATIONS
 from memsched.store.sqlite_base import TURN_COLUMNS, SQLiteTx, dt, row_to_turn, sqlite_tx, ts
 from memsched.store.sqlite_bookmarks import BookmarksMixin
@@ -45,6 +45,7 @@ class SQLiteStore(
             Path(self.path).parent.mkdir(parents=True, exist_ok=True)
             self._uri = Path(self.path).resolve().as_uri()
         self._local = threading.local()
+        self._jobs_cond = threading.Condition()
         self._all_conns: list[sqlite3.Connection] = []
         self._conns_lock = threading.Lock()
         self._keepalive = self._connect()  # keeps a memory database alive between threads
@@ -175,7 +176,7 @@ class SQLiteStore(
         """
         tx = sqlite_tx(tx)
         for turn in turns:
-            _validate(turn)
+            validate_turn(turn)
         stored: list[Turn] = []
         for turn in turns:
             if (
@@ -436,16 +437,3 @@ def _matrix(rows: list[Any]) -> tuple[np.ndarray, np.ndarray]:
     ids = np.fromiter((r[0] for r in rows), dtype=np.int64, count=len(rows))
     matrix = np.frombuffer(b"".join(r[2] for r in rows), dtype=np.float32).reshape(len(rows), rows[0][1])
     return ids, matrix
-
-
-def _validate(turn: Turn) -> None:
-    if not turn.user_id or not isinstance(turn.user_id, str):
-        raise InputError("turn has no user_id")
-    if not turn.session_id or not isinstance(turn.session_id, str):
-        raise InputError("turn has no session_id")
-    if turn.role not in ROLES:
-        raise InputError(f"role must be one of {', '.join(ROLES)}, got {turn.role!r}")
-    if not isinstance(turn.content, str):
-        raise InputError("turn content must be a string")
-    if "\x00" in turn.content:
-        raise InputError("turn content contains a NUL character")

@@ -10,31 +10,13 @@ from __future__ import annotations
 
 import json
 import sqlite3
+import threading
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from memsched.store.base import Tx
+from memsched.store.base import JOB_COLUMNS, Tx
 from memsched.store.sqlite_base import SQLiteMixin, SQLiteTx, run_script, sqlite_tx
 
-JOB_COLUMNS = (
-    "id",
-    "kind",
-    "user_id",
-    "session_id",
-    "payload",
-    "priority",
-    "status",
-    "attempts",
-    "max_attempts",
-    "run_after",
-    "last_error",
-    "ordered",
-    "lease_owner",
-    "lease_until",
-    "created_at",
-    "finished_at",
-    "dedupe_key",
-)
 _SELECT = ", ".join(JOB_COLUMNS)
 
 # The jobs that hold up later `ordered` jobs of their (user, session): those not yet finished. A dead
@@ -98,6 +80,8 @@ def _row(cur: sqlite3.Cursor, row: tuple[Any, ...] | None) -> dict[str, Any] | N
 class JobsMixin(SQLiteMixin):
     """Queue and lease methods of SQLiteStore. Rows go in and out as plain dicts keyed by `JOB_COLUMNS`."""
 
+    _jobs_cond: threading.Condition
+
     # -- jobs: writing -------------------------------------------------------------------------------
 
     def jobs_enqueue(self, tx: Tx, rows: Sequence[dict[str, Any]]) -> list[int]:
@@ -137,6 +121,7 @@ class JobsMixin(SQLiteMixin):
                 ),
             )
             ids.append(int(cur.lastrowid or 0))
+        self.jobs_wake()
         return ids
 
     def jobs_claim(
@@ -372,6 +357,18 @@ class JobsMixin(SQLiteMixin):
         """`created_at` of the oldest queued job (for a queue-lag gauge), or None when none is queued."""
         row = self.db.execute("SELECT min(created_at) FROM jobs WHERE status = 'queued'").fetchone()
         return None if row is None or row[0] is None else float(row[0])
+
+    # -- waking idle workers -----------------------------------------------------------------------------
+
+    def jobs_wait(self, timeout: float) -> bool:
+        """Wait up to `timeout` seconds, or until a job is queued in this process (other processes'
+        jobs are seen at the next poll: SQLite has no notifications)."""
+        with self._jobs_cond:
+            return self._jobs_cond.wait(timeout)
+
+    def jobs_wake(self) -> None:
+        with self._jobs_cond:
+            self._jobs_cond.notify_all()
 
     # -- session locks -------------------------------------------------------------------------------
 

@@ -1,0 +1,194 @@
+"""What every PostgreSQL mixin shares: the unit of work, row helpers, and full-text search.
+
+Full-text search runs over the same terms as SQLite's FTS5 index (`memsched.text.segment.terms`:
+jieba for CJK, stop words dropped), split and stemmed the way FTS5's `porter unicode61` tokenizer
+does it, and stored as a tsvector built here (lexemes given verbatim, with positions): no Postgres
+parser or dictionary is involved, so the server's locale cannot change what is indexed. Ranking is
+BM25 (k1 = 1.2, b = 0.75, FTS5's formula) with per-user statistics, computed in SQL from the
+lexemes' positions: term frequency from `unnest(tsvector)`, document frequency over the matches.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import threading
+import unicodedata
+from collections.abc import Iterator, Sequence
+from contextlib import AbstractContextManager
+from datetime import UTC, datetime
+from functools import lru_cache
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from memsched.model import Turn
+from memsched.store.base import Tx
+from memsched.text.segment import terms
+
+if TYPE_CHECKING:
+    import psycopg
+
+TURN_COLUMNS = "id, user_id, session_id, seq, page_id, role, speaker, content, created_at, external_id, meta"
+
+# BM25 as FTS5 computes it.
+BM25_K1 = 1.2
+BM25_B = 0.75
+
+
+class PgTx(Tx):
+    """A PostgreSQL unit of work: one pooled connection inside BEGIN ... COMMIT."""
+
+    __slots__ = ("conn",)
+
+    def __init__(self, conn: psycopg.Connection[Any]) -> None:
+        self.conn = conn
+
+    def execute(self, sql: Any, args: Any = None) -> Any:
+        """A cursor (typed Any, as sqlite3's rows are: callers unpack rows they know exist)."""
+        return self.conn.execute(sql, args)
+
+    def executemany(self, sql: Any, rows: Sequence[Any]) -> None:
+        if rows:
+            with self.conn.cursor() as cur:
+                cur.executemany(sql, rows)
+
+
+def pg_tx(tx: Tx) -> PgTx:
+    """The PostgreSQL unit of work behind `tx`; a `Tx` of another store is a programming error."""
+    if not isinstance(tx, PgTx):
+        raise TypeError(f"a {type(tx).__name__} was passed to PostgresStore; use its own transaction()")
+    return tx
+
+
+class PgMixin:
+    """The parts of PostgresStore every feature mixin may use."""
+
+    if TYPE_CHECKING:  # provided by PostgresStore
+        url: str
+        _local: threading.local
+
+        def transaction(self) -> AbstractContextManager[PgTx]: ...
+        def _read(self) -> AbstractContextManager[psycopg.Connection[Any]]: ...
+        def _all(self, sql: Any, args: Any = None) -> list[tuple[Any, ...]]: ...
+        def _one(self, sql: Any, args: Any = None) -> tuple[Any, ...] | None: ...
+
+
+def ts(value: datetime) -> float:
+    return value.timestamp()
+
+
+def dt(value: float) -> datetime:
+    return datetime.fromtimestamp(value, UTC)
+
+
+def row_to_turn(row: Sequence[Any]) -> Turn:
+    (tid, user_id, session_id, seq, page_id, role, speaker, content, created_at, external_id, meta) = row
+    return Turn(
+        id=tid,
+        user_id=user_id,
+        session_id=session_id,
+        seq=seq,
+        page_id=page_id,
+        role=role,
+        speaker=speaker,
+        content=content,
+        created_at=dt(created_at),
+        external_id=external_id,
+        meta=dict(meta) if meta else {},
+    )
+
+
+def as_vector(value: Any) -> np.ndarray:
+    """A pgvector value as a float32 array (the adapter returns `pgvector.Vector`)."""
+    to_numpy = getattr(value, "to_numpy", None)
+    return np.asarray(to_numpy() if to_numpy is not None else value, dtype=np.float32)
+
+
+def dumps(value: Any) -> str:
+    return json.dumps(value, ensure_ascii=False, default=str)
+
+
+# -- full-text search ------------------------------------------------------------------------------------
+
+_ALNUM = re.compile(r"[^\W_]+")
+_ASCII_WORD = re.compile(r"[a-z]+")
+_MAX_POSITION = 16383  # tsvector positions stop here
+_MAX_LEXEME_BYTES = 2046
+
+
+@lru_cache(maxsize=1)
+def _stemmer() -> Any:
+    import snowballstemmer
+
+    return snowballstemmer.stemmer("porter")
+
+
+def _fold(token: str) -> str:
+    # unicode61 remove_diacritics: "café" and "cafe" are one term.
+    decomposed = unicodedata.normalize("NFKD", token)
+    return "".join(c for c in decomposed if not unicodedata.combining(c))
+
+
+@lru_cache(maxsize=50_000)
+def _lexemes_of_term(term: str) -> tuple[str, ...]:
+    out: list[str] = []
+    for tok in _ALNUM.findall(_fold(term.lower())):
+        if len(tok) >= 3 and _ASCII_WORD.fullmatch(tok):
+            tok = _stemmer().stemWord(tok)
+        if len(tok.encode("utf-8")) <= _MAX_LEXEME_BYTES:
+            out.append(tok)
+    return tuple(out)
+
+
+def lexemes(text: str) -> list[str]:
+    """The lexemes FTS5 would index for `text` (segmented terms, split, folded, porter-stemmed)."""
+    return [lex for t in terms(text) for lex in _lexemes_of_term(t)]
+
+
+def _quote(lexeme: str) -> str:
+    return "'" + lexeme.replace("\\", "\\\\").replace("'", "''") + "'"
+
+
+def tsvector_literal(text: str) -> tuple[str, int]:
+    """(tsvector input with positions, number of lexemes = the document length for BM25)."""
+    positions: dict[str, list[int]] = {}
+    lex = lexemes(text)
+    for i, lexeme in enumerate(lex, start=1):
+        positions.setdefault(lexeme, []).append(min(i, _MAX_POSITION))
+    body = " ".join(f"{_quote(k)}:{','.join(map(str, sorted(set(v))[:256]))}" for k, v in positions.items())
+    return body, len(lex)
+
+
+def query_lexemes(text: str) -> list[str]:
+    """The distinct lexemes of a query, in order."""
+    return list(dict.fromkeys(lexemes(text)))
+
+
+def tsquery_literal(lexes: Sequence[str]) -> str:
+    """A tsquery that ORs the lexemes, each quoted (user text can never be tsquery syntax)."""
+    return " | ".join(_quote(lx) for lx in lexes)
+
+
+def bm25_sql(table: str, length_column: str = "fts_len") -> str:
+    """BM25 over `table`'s `fts` column for one user: parameters user, tsquery, lexemes, N, avgdl,
+    limit. Returns (id, score) best first."""
+    return f"""
+        WITH cand AS (
+            SELECT d.id, d.{length_column} AS dl, u.lexeme,
+                   coalesce(array_length(u.positions, 1), 1) AS tf
+            FROM {table} d CROSS JOIN LATERAL unnest(d.fts) u
+            WHERE d.user_id = %s AND d.fts @@ %s::tsquery AND u.lexeme = ANY(%s::text[])
+        ), df AS (SELECT lexeme, count(*) AS n FROM cand GROUP BY lexeme)
+        SELECT c.id,
+               sum(greatest(ln((%s - d.n + 0.5) / (d.n + 0.5)), 1e-6)
+                   * c.tf * {BM25_K1 + 1} / (c.tf + {BM25_K1} * ({1 - BM25_B} + {BM25_B} * c.dl / %s))) AS s
+        FROM cand c JOIN df d USING (lexeme)
+        GROUP BY c.id ORDER BY s DESC, c.id LIMIT %s
+    """
+
+
+def chunks(ids: Sequence[int], size: int = 5000) -> Iterator[list[int]]:
+    items = [int(i) for i in ids]
+    for start in range(0, len(items), size):
+        yield items[start : start + size]
