@@ -48,6 +48,11 @@ def register_derived(
     return entry
 
 
+def registered(table: str) -> Derived | None:
+    """The registered cascade entry of `table`, if any (each backend reads its own schema)."""
+    return _REGISTERED.get(table)
+
+
 # Built-in artifacts whose column or policy is not the default.
 register_derived("traces", column="turn_ids")  # a trace quotes its message
 register_derived("profile_facts", policy="revert_fact")

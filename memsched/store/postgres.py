@@ -39,9 +39,12 @@ from memsched.store.postgres_base import (
     tsvector_literal,
 )
 from memsched.store.postgres_bookmarks import PgBookmarksMixin
+from memsched.store.postgres_forget import PgForgetMixin
 from memsched.store.postgres_jobs import PgJobsMixin
+from memsched.store.postgres_keys import PgKeysMixin
 from memsched.store.postgres_migrations import MIGRATIONS
 from memsched.store.postgres_state import PgStateMixin
+from memsched.text.timeexpr import searchable_text
 
 log = logging.getLogger("memsched.store")
 
@@ -55,7 +58,7 @@ def redact(url: str) -> str:
     return re.sub(r"//([^:/@]*):[^@]*@", r"//\1:***@", url)
 
 
-class PostgresStore(PgJobsMixin, PgBookmarksMixin, PgStateMixin):
+class PostgresStore(PgJobsMixin, PgBookmarksMixin, PgStateMixin, PgForgetMixin, PgKeysMixin):
     """A `Store` on PostgreSQL (>= 13) with the pgvector extension. Thread-safe (a pool of connections)."""
 
     def __init__(self, url: str, page_size: int | None = None, *, pool_size: int | None = None) -> None:
@@ -227,7 +230,8 @@ class PostgresStore(PgJobsMixin, PgBookmarksMixin, PgStateMixin):
                 "SELECT id FROM pages WHERE user_id = %s AND session_id = %s AND page_no = %s",
                 (turn.user_id, turn.session_id, page_no),
             ).fetchone()
-            fts, fts_len = tsvector_literal(turn.text)
+            # The dates the turn mentions ("上周" -> 2024-10-15) are searchable as well as its words.
+            fts, fts_len = tsvector_literal(searchable_text(turn), turn.user_id)
             (tid,) = tx.execute(
                 "INSERT INTO turns (user_id, session_id, seq, page_id, role, speaker, content, created_at,"
                 " external_id, content_hash, meta, fts, fts_len)"
@@ -387,45 +391,12 @@ class PostgresStore(PgJobsMixin, PgBookmarksMixin, PgStateMixin):
         }
 
     def delete_turns(self, user_id: str, ids: Sequence[int]) -> int:
-        """Physically delete turns, their index entries and vectors no other turn of the user uses.
-
-        The rows are gone for every reader at commit; the bytes stay in the table's pages until
-        VACUUM reclaims them (docs/deploy.md, "Deleting data")."""
-        if not ids:
-            return 0
-        with self.transaction() as tx:
-            rows = tx.execute(
-                "DELETE FROM turns WHERE user_id = %s AND id = ANY(%s) RETURNING content_hash, fts_len",
-                (user_id, [int(i) for i in ids]),
-            ).fetchall()
-            if not rows:
-                return 0
-            tx.execute(
-                "UPDATE users SET fts_docs = fts_docs - %s, fts_len = fts_len - %s WHERE id = %s",
-                (len(rows), sum(r[1] for r in rows), user_id),
-            )
-            hashes = sorted({r[0] for r in rows})
-            tx.execute(
-                "DELETE FROM embeddings e WHERE e.user_id = %s AND e.content_hash = ANY(%s)"
-                " AND NOT EXISTS (SELECT 1 FROM turns t WHERE t.user_id = e.user_id AND t.content_hash = e.content_hash)"
-                " AND NOT EXISTS (SELECT 1 FROM bookmarks b WHERE b.user_id = e.user_id AND b.content_hash = e.content_hash)",
-                (user_id, hashes),
-            )
-            return len(rows)
+        """Physically delete turns and everything made from them (`forget_turns`). Returns how many."""
+        return len(self.forget_turns(user_id, ids).turn_ids)
 
     def delete_user(self, user_id: str) -> int:
         """Physically delete a user and everything stored for them. Returns the number of turns removed."""
-        with self.transaction() as tx:
-            n = tx.execute("DELETE FROM turns WHERE user_id = %s", (user_id,)).rowcount
-            tx.execute("DELETE FROM bookmarks WHERE user_id = %s", (user_id,))
-            tx.execute("DELETE FROM embeddings WHERE user_id = %s", (user_id,))
-            tx.execute("DELETE FROM page_use WHERE user_id = %s", (user_id,))
-            tx.execute("DELETE FROM pages WHERE user_id = %s", (user_id,))
-            tx.execute("DELETE FROM sessions WHERE user_id = %s", (user_id,))
-            tx.execute("DELETE FROM users WHERE id = %s", (user_id,))
-            self.jobs_delete_user(tx, user_id)  # payloads may quote the user's words
-            self.state_delete_user(tx, user_id)  # profile facts, summaries, traces
-            return int(n)
+        return len(self.forget_user(user_id).turn_ids)
 
     # -- pages ---------------------------------------------------------------------------------------
 
@@ -484,7 +455,8 @@ class PostgresStore(PgJobsMixin, PgBookmarksMixin, PgStateMixin):
             return []
         n, total = int(stats[0]), int(stats[1])
         rows = self._all(
-            bm25_sql("turns"), (user_id, tsquery_literal(lexes), lexes, n, max(total / n, 1.0), limit)
+            bm25_sql("turns"),
+            (user_id, tsquery_literal(user_id, lexes), lexes, n, max(total / n, 1.0), limit),
         )
         return [Hit(turn_id=int(r[0]), score=float(r[1]), rank=i + 1) for i, r in enumerate(rows)]
 

@@ -10,6 +10,7 @@ lexemes' positions: term frequency from `unnest(tsvector)`, document frequency o
 
 from __future__ import annotations
 
+import hashlib
 import json
 import re
 import threading
@@ -150,14 +151,22 @@ def _quote(lexeme: str) -> str:
     return "'" + lexeme.replace("\\", "\\\\").replace("'", "''") + "'"
 
 
-def tsvector_literal(text: str) -> tuple[str, int]:
+def user_tag(user_id: str) -> str:
+    """A lexeme naming the user in every row's tsvector. Queries AND it with their terms, so the GIN
+    index intersects the user's (short) posting list with the terms': a search costs what this
+    user's history costs, not every user's. Not a word (it has a "#"), so no query can produce it."""
+    return "#u" + hashlib.blake2b(user_id.encode("utf-8"), digest_size=10).hexdigest()
+
+
+def tsvector_literal(text: str, user_id: str) -> tuple[str, int]:
     """(tsvector input with positions, number of lexemes = the document length for BM25)."""
     positions: dict[str, list[int]] = {}
     lex = lexemes(text)
     for i, lexeme in enumerate(lex, start=1):
         positions.setdefault(lexeme, []).append(min(i, _MAX_POSITION))
+    positions.pop(user_tag(user_id), None)
     body = " ".join(f"{_quote(k)}:{','.join(map(str, sorted(set(v))[:256]))}" for k, v in positions.items())
-    return body, len(lex)
+    return f"{_quote(user_tag(user_id))} {body}", len(lex)
 
 
 def query_lexemes(text: str) -> list[str]:
@@ -165,9 +174,20 @@ def query_lexemes(text: str) -> list[str]:
     return list(dict.fromkeys(lexemes(text)))
 
 
-def tsquery_literal(lexes: Sequence[str]) -> str:
-    """A tsquery that ORs the lexemes, each quoted (user text can never be tsquery syntax)."""
-    return " | ".join(_quote(lx) for lx in lexes)
+def tsquery_literal(user_id: str, lexes: Sequence[str]) -> str:
+    """A tsquery for the user's rows that ORs the lexemes, each quoted (user text is never syntax)."""
+    return f"{_quote(user_tag(user_id))} & (" + " | ".join(_quote(lx) for lx in lexes) + ")"
+
+
+def sources_gone(tx: PgTx, user_id: str, turn_ids: Sequence[int]) -> bool:
+    """Whether any of these turns no longer exists (see `store.lineage.sources_gone`)."""
+    ids = sorted({int(i) for i in turn_ids})
+    if not ids:
+        return False
+    (n,) = tx.execute(
+        "SELECT count(*) FROM turns WHERE user_id = %s AND id = ANY(%s)", (user_id, ids)
+    ).fetchone()
+    return bool(n < len(ids))
 
 
 def bm25_sql(table: str, length_column: str = "fts_len") -> str:

@@ -23,6 +23,7 @@ from memsched.store.postgres_base import (
     dt,
     dumps,
     query_lexemes,
+    sources_gone,
     ts,
     tsquery_literal,
     tsvector_literal,
@@ -66,7 +67,7 @@ class PgBookmarksMixin(PgMixin):
             raise ValueError("update_bookmark needs a stored bookmark (id is None)")
         now = utcnow()
         bookmark.updated_at = now
-        fts, fts_len = tsvector_literal(bookmark.text)
+        fts, fts_len = tsvector_literal(bookmark.text, user_id)
         with self.transaction() as tx:
             tx.execute(
                 "UPDATE bookmarks SET kind = %s, keywords = %s::jsonb, aliases = %s::jsonb, summary = %s,"
@@ -101,7 +102,9 @@ class PgBookmarksMixin(PgMixin):
     def _insert(self, tx: PgTx, user_id: str, b: Bookmark) -> None:
         if b.user_id != user_id:
             raise ValueError(f"bookmark of user {b.user_id!r} stored under {user_id!r}")
-        fts, fts_len = tsvector_literal(b.text)
+        if sources_gone(tx, user_id, b.turn_ids):
+            return  # made while one of its turns was being forgotten: it must not outlive it
+        fts, fts_len = tsvector_literal(b.text, user_id)
         (bid,) = tx.execute(
             f"INSERT INTO bookmarks ({_COLUMNS.replace('id, ', '', 1)}, content_hash, fts, fts_len)"
             " VALUES (%s, %s, %s, %s::jsonb, %s::jsonb, %s, %s, %s, %s, %s, %s, %s, %s, %s::tsvector, %s)"
@@ -231,7 +234,8 @@ class PgBookmarksMixin(PgMixin):
             return []
         n, total = int(stats[0]), int(stats[1])
         rows = self._all(
-            bm25_sql("bookmarks"), (user_id, tsquery_literal(lexes), lexes, n, max(total / n, 1.0), limit)
+            bm25_sql("bookmarks"),
+            (user_id, tsquery_literal(user_id, lexes), lexes, n, max(total / n, 1.0), limit),
         )
         return [Hit(turn_id=int(r[0]), score=float(r[1]), rank=i + 1) for i, r in enumerate(rows)]
 

@@ -216,9 +216,25 @@ CREATE TABLE traces (
 CREATE INDEX traces_session ON traces(user_id, session_id, created_at);
 """
 
+M007_API_KEYS = """
+CREATE TABLE api_keys (
+    id bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+    key_id text NOT NULL UNIQUE,
+    tenant text NOT NULL,
+    salt bytea NOT NULL,
+    hash bytea NOT NULL,
+    created_at double precision NOT NULL,
+    revoked_at double precision
+);
+CREATE INDEX api_keys_tenant ON api_keys(tenant);
+"""
+
+# Names follow SQLite's where a migration has a twin there (005 and 006 had nothing to do here:
+# identities are never reused, and the full-text index is per-user from the start).
 MIGRATIONS: list[tuple[str, str]] = [
     ("001_core", M001_CORE),
     ("002_jobs", M002_JOBS),
     ("003_bookmarks", M003_BOOKMARKS),
     ("004_state", M004_STATE),
+    ("007_api_keys", M007_API_KEYS),
 ]

@@ -11,7 +11,7 @@ from collections.abc import Iterable, Sequence
 from typing import Any
 
 from memsched.store.base import Tx
-from memsched.store.postgres_base import PgMixin, dumps, pg_tx
+from memsched.store.postgres_base import PgMixin, dumps, pg_tx, sources_gone
 
 _FACT_COLUMNS = "id, user_id, key, value, valid_from, superseded_at, source_turn_ids, meta, created_at"
 _SUMMARY_COLUMNS = (
@@ -129,6 +129,8 @@ class PgStateMixin(PgMixin):
 
     def summary_add(self, tx: Tx, row: dict[str, Any]) -> int:
         tx = pg_tx(tx)
+        if sources_gone(tx, row["user_id"], row["source_turn_ids"]):
+            return 0
         found = tx.execute(
             "INSERT INTO summaries (user_id, session_id, first_seq, last_seq, kind, method, content, tokens,"
             " source_tokens, source_turn_ids, created_at) VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s)"
