@@ -43,6 +43,7 @@ from memsched.store.postgres_forget import PgForgetMixin
 from memsched.store.postgres_jobs import PgJobsMixin
 from memsched.store.postgres_keys import PgKeysMixin
 from memsched.store.postgres_migrations import MIGRATIONS
+from memsched.store.postgres_profile import PgProfileMixin
 from memsched.store.postgres_state import PgStateMixin
 from memsched.text.timeexpr import searchable_text
 
@@ -58,7 +59,7 @@ def redact(url: str) -> str:
     return re.sub(r"//([^:/@]*):[^@]*@", r"//\1:***@", url)
 
 
-class PostgresStore(PgJobsMixin, PgBookmarksMixin, PgStateMixin, PgForgetMixin, PgKeysMixin):
+class PostgresStore(PgJobsMixin, PgBookmarksMixin, PgStateMixin, PgForgetMixin, PgKeysMixin, PgProfileMixin):
     """A `Store` on PostgreSQL (>= 13) with the pgvector extension. Thread-safe (a pool of connections)."""
 
     def __init__(self, url: str, page_size: int | None = None, *, pool_size: int | None = None) -> None:

@@ -195,7 +195,7 @@ class PgForgetMixin(PgMixin):
         tx.execute("DELETE FROM profile_facts WHERE id = %s", (fact_id,))
         if superseded_at is None:
             tx.execute(
-                "UPDATE profile_facts SET superseded_at = NULL WHERE id = (SELECT id FROM profile_facts"
+                "UPDATE profile_facts SET superseded_at = NULL, superseded_by = NULL WHERE id = (SELECT id FROM profile_facts"
                 " WHERE user_id = %s AND key = %s AND superseded_at = %s ORDER BY valid_from DESC, id DESC LIMIT 1)",
                 (user_id, key, valid_from),
             )

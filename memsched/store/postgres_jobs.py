@@ -264,6 +264,32 @@ class PgJobsMixin(PgMixin):
         row = self._one("SELECT min(created_at) FROM jobs WHERE status = 'queued'")
         return None if row is None or row[0] is None else float(row[0])
 
+    def lease_owners(self) -> list[str]:
+        """Every owner holding a running job's lease or a session lock (operator view, all users)."""
+        rows = self._all(
+            "SELECT lease_owner FROM jobs WHERE status = 'running' AND lease_owner IS NOT NULL"
+            " UNION SELECT owner FROM session_locks"
+        )
+        return sorted({str(r[0]) for r in rows})
+
+    def release_owner(self, owner: str, *, now: float) -> int:
+        """Give back what a dead `owner` held (see the SQLite twin)."""
+        with self.transaction() as tx:
+            n = tx.execute(
+                "UPDATE jobs SET"
+                " status = CASE WHEN attempts + 1 >= max_attempts THEN 'dead' ELSE 'queued' END,"
+                " finished_at = CASE WHEN attempts + 1 >= max_attempts THEN %s ELSE NULL END,"
+                " attempts = attempts + 1,"
+                " last_error = 'the process of ' || lease_owner || ' died (found at restart)',"
+                " lease_owner = NULL, lease_until = NULL, run_after = %s"
+                " WHERE status = 'running' AND lease_owner = %s",
+                (now, now, owner),
+            ).rowcount
+            n += tx.execute("DELETE FROM session_locks WHERE owner = %s", (owner,)).rowcount
+            if n:
+                tx.execute("SELECT pg_notify(%s, '')", (CHANNEL,))
+            return int(n)
+
     # -- waking idle workers -----------------------------------------------------------------------------
 
     def jobs_wait(self, timeout: float) -> bool:

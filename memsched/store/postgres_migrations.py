@@ -229,6 +229,8 @@ CREATE TABLE api_keys (
 CREATE INDEX api_keys_tenant ON api_keys(tenant);
 """
 
+M008_PROFILE_SUPERSEDED_BY = "ALTER TABLE profile_facts ADD COLUMN superseded_by bigint;"
+
 # Names follow SQLite's where a migration has a twin there (005 and 006 had nothing to do here:
 # identities are never reused, and the full-text index is per-user from the start).
 MIGRATIONS: list[tuple[str, str]] = [
@@ -237,4 +239,5 @@ MIGRATIONS: list[tuple[str, str]] = [
     ("003_bookmarks", M003_BOOKMARKS),
     ("004_state", M004_STATE),
     ("007_api_keys", M007_API_KEYS),
+    ("008_profile_superseded_by", M008_PROFILE_SUPERSEDED_BY),
 ]
