@@ -39,6 +39,7 @@ from memsched.store.postgres_base import (
     tsvector_literal,
 )
 from memsched.store.postgres_bookmarks import PgBookmarksMixin
+from memsched.store.postgres_companion import PgCompanionMixin
 from memsched.store.postgres_forget import PgForgetMixin
 from memsched.store.postgres_jobs import PgJobsMixin
 from memsched.store.postgres_keys import PgKeysMixin
@@ -59,7 +60,9 @@ def redact(url: str) -> str:
     return re.sub(r"//([^:/@]*):[^@]*@", r"//\1:***@", url)
 
 
-class PostgresStore(PgJobsMixin, PgBookmarksMixin, PgStateMixin, PgForgetMixin, PgKeysMixin, PgProfileMixin):
+class PostgresStore(
+    PgJobsMixin, PgBookmarksMixin, PgStateMixin, PgForgetMixin, PgKeysMixin, PgProfileMixin, PgCompanionMixin
+):
     """A `Store` on PostgreSQL (>= 13) with the pgvector extension. Thread-safe (a pool of connections)."""
 
     def __init__(self, url: str, page_size: int | None = None, *, pool_size: int | None = None) -> None:

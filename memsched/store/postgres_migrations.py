@@ -8,6 +8,9 @@ arithmetic; ids are identities that are never reused; lineage (`source_turn_ids`
 
 from __future__ import annotations
 
+# Feature migrations may live beside the SQL they serve, as in SQLite's list.
+from memsched.store.postgres_companion import M009_COMPANION
+
 M001_CORE = """
 CREATE EXTENSION IF NOT EXISTS vector;
 CREATE TABLE meta (key text PRIMARY KEY, value text NOT NULL);
@@ -231,6 +234,7 @@ CREATE INDEX api_keys_tenant ON api_keys(tenant);
 
 M008_PROFILE_SUPERSEDED_BY = "ALTER TABLE profile_facts ADD COLUMN superseded_by bigint;"
 
+
 # Names follow SQLite's where a migration has a twin there (005 and 006 had nothing to do here:
 # identities are never reused, and the full-text index is per-user from the start).
 MIGRATIONS: list[tuple[str, str]] = [
@@ -240,4 +244,5 @@ MIGRATIONS: list[tuple[str, str]] = [
     ("004_state", M004_STATE),
     ("007_api_keys", M007_API_KEYS),
     ("008_profile_superseded_by", M008_PROFILE_SUPERSEDED_BY),
+    ("009_companion", M009_COMPANION),
 ]
