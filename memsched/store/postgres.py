@@ -317,14 +317,14 @@ class PostgresStore(
         )
         return [row_to_turn(r) for r in reversed(rows)]
 
-    def iter_turns(self, user_id: str) -> Iterator[Turn]:
+    def iter_turns(self, user_id: str, after_id: int = 0) -> Iterator[Turn]:
         # Keyset pages, so a long history is never held in memory at once.
         last: tuple[float, int] = (float("-inf"), 0)
         while True:
             rows = self._all(
-                f"SELECT {TURN_COLUMNS} FROM turns WHERE user_id = %s AND (created_at, id) > (%s, %s)"
+                f"SELECT {TURN_COLUMNS} FROM turns WHERE user_id = %s AND id > %s AND (created_at, id) > (%s, %s)"
                 " ORDER BY created_at, id LIMIT 1000",
-                (user_id, last[0], last[1]),
+                (user_id, after_id, last[0], last[1]),
             )
             for r in rows:
                 yield row_to_turn(r)
