@@ -122,9 +122,10 @@ def test_keyword_matching_exact_fuzzy_and_graph(mem: Memory) -> None:
     assert any("mozart" in n.lower() for _, names in fuzzy.values() for n in names)
     assert match_names(index, "the Mozzart piece", fuzzy=False) == {}
     neighbours = [" ".join(k) for k, _ in graph_neighbours(index, ["Kyoto"])]
-    assert neighbours and any(
-        n in ("gion", "fushimi inari", "fushimi inari shrine", "cherry blossoms") for n in neighbours
-    )
+    # Which phrases the rule extractor keeps can vary with set order (e.g. "cherry blossoms" or
+    # "cherry" and "blossoms"); what matters is that Kyoto's neighbours are the Kyoto trip's words.
+    kyoto_words = {"gion", "fushimi", "inari", "shrine", "cherry", "blossoms"}
+    assert neighbours and any(kyoto_words & set(n.split()) for n in neighbours)
 
 
 def test_rule_decomposition_english_and_chinese() -> None:
