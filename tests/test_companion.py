@@ -3,8 +3,6 @@ mood carried across sessions, its decay and repair, the learned bedtime, nudges,
 
 from __future__ import annotations
 
-import socket
-import threading
 import time
 from collections.abc import Iterator
 from datetime import datetime, timedelta
@@ -14,20 +12,13 @@ from zoneinfo import ZoneInfo
 
 import httpx
 import pytest
-import uvicorn
 
 from memsched.config import Config
 from memsched.server.app import TRACE_HEADER, create_app
-from memsched.testing import FakeOpenAI
+from memsched.testing import FakeOpenAI, LiveServer
 
 SH = ZoneInfo("Asia/Shanghai")
 DAY = datetime(2024, 10, 14, tzinfo=SH)
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 @pytest.fixture
@@ -39,20 +30,8 @@ def server(tmp_path: Path, fake: FakeOpenAI) -> Iterator[str]:
         upstream_model="fake-model",
         llm_timeout=5.0,
     )
-    port = _free_port()
-    srv = uvicorn.Server(uvicorn.Config(create_app(cfg), host="127.0.0.1", port=port, log_level="warning"))
-    thread = threading.Thread(target=srv.run, daemon=True)
-    thread.start()
-    base = f"http://127.0.0.1:{port}"
-    for _ in range(200):
-        try:
-            if httpx.get(f"{base}/healthz").status_code == 200:
-                break
-        except httpx.TransportError:
-            time.sleep(0.05)
-    yield base
-    srv.should_exit = True
-    thread.join(timeout=10)
+    with LiveServer(create_app(cfg)) as base:
+        yield base
 
 
 def chat(base: str, user: str, session: str, text: str, at: datetime) -> dict[str, Any]:

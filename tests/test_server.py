@@ -3,29 +3,19 @@
 from __future__ import annotations
 
 import json
-import socket
-import threading
-import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import httpx
 import pytest
-import uvicorn
 
 from memsched.config import Config
 from memsched.server.app import TRACE_HEADER, create_app
-from memsched.testing import FakeOpenAI
+from memsched.testing import FakeOpenAI, LiveServer
 
 # Runs on SQLite and on PostgreSQL (conftest.py, `backend`).
 pytestmark = pytest.mark.usefixtures("backend")
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 @pytest.fixture
@@ -37,20 +27,8 @@ def server(tmp_path: Path, fake: FakeOpenAI) -> Iterator[str]:
         upstream_model="fake-model",
         llm_timeout=5.0,
     )
-    port = _free_port()
-    server = uvicorn.Server(uvicorn.Config(create_app(cfg), host="127.0.0.1", port=port, log_level="warning"))
-    thread = threading.Thread(target=server.run, daemon=True)
-    thread.start()
-    base = f"http://127.0.0.1:{port}"
-    for _ in range(200):
-        try:
-            if httpx.get(f"{base}/healthz").status_code == 200:
-                break
-        except httpx.TransportError:
-            time.sleep(0.05)
-    yield base
-    server.should_exit = True
-    thread.join(timeout=10)
+    with LiveServer(create_app(cfg)) as base:
+        yield base
 
 
 def _chat(base: str, text: str, **extra: Any) -> httpx.Response:
