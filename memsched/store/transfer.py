@@ -425,30 +425,28 @@ def _value(kind: str, v: Any) -> Any:
     if kind == BOOL:
         return bool(v)
     if kind == VECTOR:
-        return np.frombuffer(v, dtype=np.float32)
+        # pgvector's text form, written here: its adapter formats each float on its own, 30x slower.
+        # Each float32 printed as the double it equals parses back to the same float32.
+        return "[" + ",".join(map(repr, np.frombuffer(v, dtype=np.float32).tolist())) + "]"
     if kind == BYTES:
         return bytes(v)
     return v
 
 
 def _insert(tx: Any, table: Table, rows: list[dict[str, Any]]) -> None:
+    """COPY the rows in (several times faster than INSERTs; identity values are taken as given)."""
     if not rows:
         return
     import psycopg
 
-    names = list(table.columns)
-    casts = {JSONB: "::jsonb", JSON: "::json", ARRAY: "::bigint[]"}
-    marks = [f"%s{casts.get(kind, '')}" for kind in table.columns.values()]
-    params = [[_value(kind, row[name]) for name, kind in table.columns.items()] for row in rows]
-    if table.fts:
-        names += ["fts", "fts_len"]
-        marks += ["%s::tsvector", "%s"]
-        for p, row in zip(params, rows, strict=True):
-            p.extend(tsvector_literal(_fts_text(table, row), row["user_id"]))
-    overriding = " OVERRIDING SYSTEM VALUE" if table.identity else ""
-    sql = f"INSERT INTO {table.name} ({', '.join(names)}){overriding} VALUES ({', '.join(marks)})"
+    names = list(table.columns) + (["fts", "fts_len"] if table.fts else [])
     try:
-        tx.executemany(sql, params)
+        with tx.conn.cursor() as cur, cur.copy(f"COPY {table.name} ({', '.join(names)}) FROM STDIN") as copy:
+            for row in rows:
+                values = [_value(kind, row[name]) for name, kind in table.columns.items()]
+                if table.fts:
+                    values.extend(tsvector_literal(_fts_text(table, row), row["user_id"]))
+                copy.write_row(values)
     except psycopg.errors.IntegrityError as exc:
         detail = exc.diag.message_detail or exc.diag.message_primary or str(exc)
         raise StoreError(
