@@ -92,3 +92,25 @@ def test_leave_one_out_picks_on_the_other_conversations() -> None:
     assert out["loo"]["1000"] == round((0.6 + 0.6 + 0.0) / 3, 4)  # the held-out c scores 0
     assert out["in_sample"]["chosen"] == "tuned" and out["in_sample"]["1000"] == round(2 / 3, 4)
     assert out["default"] == {"1000": 0.6}
+
+
+def test_eval_cli_runs_on_the_database_url_it_is_given(locomo_file: Path, pg_url: str) -> None:
+    import json
+
+    from typer.testing import CliRunner
+
+    from memsched.cli import app
+    from memsched.store.postgres import PostgresStore
+
+    args = ["eval", "locomo", "--data", str(locomo_file), "--budget", "400", "--json", "--embedders", "hash"]
+    result = CliRunner().invoke(app, [*args, "--database-url", pg_url])
+    assert result.exit_code == 0, result.output
+    data = json.loads(result.output)
+    assert data["store"].startswith("postgresql://") and pg_url.split("@")[-1] in data["store"]
+    store = PostgresStore(pg_url)
+    try:
+        assert store.users() == ["conv-test"]  # the sample was imported there, not into a SQLite file
+    finally:
+        store.close()
+    bad = CliRunner().invoke(app, [*args, "--database-url", "sqlite:///x.db"])
+    assert bad.exit_code == 1 and "postgresql://" in bad.output

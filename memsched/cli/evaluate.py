@@ -20,6 +20,7 @@ from memsched.cli.common import (
 )
 from memsched.errors import ConfigError, InputError
 from memsched.eval import locomo
+from memsched.store import is_database_url
 
 eval_app = typer.Typer(help="Evaluate retrieval on benchmarks.", no_args_is_help=True)
 app.add_typer(eval_app, name="eval")
@@ -64,6 +65,12 @@ def eval_locomo(
         "--cache/--no-cache",
         help="Keep the turns' vectors in <home>/cache/eval between runs (keyed by text hash and model id).",
     ),
+    database_url: str | None = typer.Option(
+        None,
+        "--database-url",
+        help="Run on this PostgreSQL database (postgresql://…) instead of a temporary SQLite file"
+        " \\[env: MEMSCHED_DATABASE_URL].",
+    ),
     home: Path | None = HomeOption,
     db: Path | None = DbOption,
     embedders: str | None = EmbeddersOption,
@@ -72,7 +79,9 @@ def eval_locomo(
     overall and per question category."""
     systems = locomo.ABLATION if ablation else locomo.SYSTEMS
     budgets = _budgets(budget)
-    cfg = load_config(home=home, embedders=embedders)
+    cfg = load_config(home=home, embedders=embedders, database_url=database_url)
+    if database_url is not None and not is_database_url(database_url):
+        raise InputError(f"--database-url must be a postgresql:// URL, got {database_url!r}")
     if data is None:
         data = cfg.home / "datasets" / "locomo10.json"
         if download and not data.exists():
@@ -122,7 +131,9 @@ def eval_locomo(
             progress=report,
             cache_dir=cache_dir,
         )
-    table = Table(title=f"LoCoMo evidence recall — {result['questions']} questions, {data.name}")
+    table = Table(
+        title=f"LoCoMo evidence recall — {result['questions']} questions, {data.name}, on {result['store']}"
+    )
     table.add_column("budget", justify="right")
     table.add_column("system")
     for col in ("evidence recall", "answer in context", "avg tokens", "p50 ms", "p95 ms"):

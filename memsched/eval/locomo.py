@@ -142,7 +142,10 @@ def run(
     cache_queries: bool = False,
     records: list[dict[str, Any]] | None = None,
 ) -> dict[str, Any]:
-    """Evaluate and return `{"questions", "full_context_tokens", "results": {budget: {system: {...}}}}`.
+    """Evaluate and return `{"store", "questions", "full_context_tokens", "results": {budget: {system: {...}}}}`.
+
+    The store is a temporary SQLite file (or `db`), or PostgreSQL when `config.database_url` is set:
+    there, samples whose user the database already holds are not imported again.
 
     Each system's figures carry `by_category` (multi-hop, temporal, open-domain, single-hop) with the
     same fields. `variants` adds systems that are memsched with other paging options or weights (the
@@ -180,6 +183,7 @@ def run(
     with tempfile.TemporaryDirectory(prefix="memsched-eval-") as tmp:
         path = db if db is not None else Path(tmp) / "eval.db"
         mem = Memory(config.replace(db=path), embedders=embedders)  # type: ignore[arg-type]
+        store_location = mem.store.location  # the temporary SQLite file, or MEMSCHED_DATABASE_URL's
         default_pager = mem.pager
         pagers = {name: default_pager.with_options(**v.options) for name, v in variants.items()}
         default_weights = mem.retriever.weights
@@ -267,6 +271,7 @@ def run(
             summary["by_category"] = {c: ct.summary() for c, ct in by_cat[b][s].items() if ct.recall}
             results[b][s] = summary
     result: dict[str, Any] = {
+        "store": store_location,
         "questions": n_questions,
         "full_context_tokens": round(statistics.fmean(full_tokens), 1) if full_tokens else 0.0,
         "over_budget": over_budget,  # contexts above their budget, every system: must be 0
