@@ -3,7 +3,10 @@ the turn) and an LLM JSON extraction (a P2 job per page, when an LLM is configur
 
 Rules are conservative, like the commands in `commands.py`: a statement at the start of a clause,
 never a question ("我对花生过敏" is a fact, "你对花生过敏吗？" is not), values cut at the clause's
-end and checked against stop lists (pronouns, "that", "it"). A missed fact costs little (the turn is
+end (punctuation, a conjunction, a relative clause, "with my …", "跟我…", "而且…": "I'm allergic to
+peanuts and my sister is too" -> peanuts) and checked against stop lists (pronouns, "that", "it"). A
+bare 和/and between two things still cuts in English ("jazz and hiking" -> jazz) but not in Chinese
+("猫和狗" is one value). A missed fact costs little (the turn is
 still recalled by search); a false one would be shown on every turn.
 
 | key | 中文 | English |
@@ -83,13 +86,20 @@ class Observation:
 _CJK = "\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff"
 _STOP = r"，,。.!！?？；;、~～\n"
 # A CJK value runs to the end of its clause or to a sentence particle.
-_ZH_V = rf"(?P<v>[^{_STOP}\s]{{1,16}}?)(?=$|[{_STOP}\s]|了|啊|呀|吧|哦|呢|哈|嘛|的时候|因为|但是|可是|所以)"
+# Words that start a new clause or a second thing ("我住在杭州跟我爸妈一起", "我喜欢爬山而且…"). A bare
+# 和/跟 joins two values ("猫和狗") and is kept; 和我/跟我 ("with me …") starts a clause.
+_ZH_CLAUSE = "的时候|因为|但是|可是|所以|而且|并且|还有|不过|然后|虽然|如果|和我|跟我|与我|陪我|一起"
+_ZH_V = rf"(?P<v>[^{_STOP}\s]{{1,16}}?)(?=$|[{_STOP}\s]|了|啊|呀|吧|哦|呢|哈|嘛|{_ZH_CLAUSE})"
 _ZH_NAME = rf"(?P<v>[{_CJK}·]{{1,6}}?|[A-Za-z][A-Za-z'\-]*(?: [A-Za-z][A-Za-z'\-]*)?)(?=$|[{_STOP}\s]|吧|啊|呀|哦|了)"
-# An English value runs to the end of its clause or to a conjunction.
-_EN_V = (
-    r"(?P<v>[^.,!?;:\n]{1,60}?)(?=$|[.,!?;:\n]|\s+(?:and|but|because|so|since|though|although|when|if|too|"
-    r"as well|last|next|yesterday|today|tonight|this|ago|anymore|any more|now|again|recently|lately)\b)"
+# An English value runs to the end of its clause: punctuation, a conjunction, a relative or
+# subordinate clause ("which is cold", "while …"), a companion phrase ("with my wife"), a place or
+# time phrase ("at the city hospital", "in the spring") or a time word.
+_EN_CLAUSE = (
+    r"and|but|or|because|so|since|though|although|when|whenever|while|if|unless|until|whereas|who|which|"
+    r"where|that's|please|too|as well|with (?:my|our|his|her|their)|at (?:the|a|my|our)|in the|(?-i:in (?=[A-Z]))|"
+    r"last|next|yesterday|today|tonight|this|ago|anymore|any more|now|again|recently|lately"
 )
+_EN_V = rf"(?P<v>[^.,!?;:\n]{{1,60}}?)(?=$|[.,!?;:\n]|\s+(?:{_EN_CLAUSE})\b)"
 # A value ending at a fixed word ("我对花生过敏"): the clause may not end there.
 _ZH_W = rf"(?P<v>[^{_STOP}\s]{{1,12}}?)"
 _EN_DATE = (

@@ -60,6 +60,39 @@ def test_rules_find_each_key_in_both_languages(text: str, key: str, value: str) 
     assert [(o.key, o.value) for o in extract(text)] == [(key, value)]
 
 
+# A value ends where its clause does: at a conjunction, a relative clause, a companion, place or
+# time phrase, not only at punctuation.
+CLAUSE_CASES = [
+    ("I'm allergic to peanuts and my sister is too", "allergies", "peanuts"),
+    ("I live in Berlin with my wife", "location", "Berlin"),
+    ("I live in Lisbon which is lovely", "location", "Lisbon"),
+    ("I work as a nurse at the city hospital", "occupation", "nurse"),
+    ("I work as a software engineer in Seattle", "occupation", "software engineer"),
+    ("I love Paris in the spring", "likes", "Paris"),
+    ("I hate mornings but coffee helps", "dislikes", "mornings"),
+    ("我对花生过敏，我妹妹也是", "allergies", "花生"),
+    ("我住在杭州跟我爸妈一起", "location", "杭州"),
+    ("我喜欢爬山而且喜欢游泳", "likes", "爬山"),
+    ("我讨厌下雨天还有堵车", "dislikes", "下雨天"),
+    ("我喜欢猫和狗", "likes", "猫和狗"),  # a bare 和 joins two things: one value
+]
+
+
+@pytest.mark.parametrize(("text", "key", "value"), CLAUSE_CASES)
+def test_values_are_cut_at_the_clause_boundary(text: str, key: str, value: str) -> None:
+    assert [(o.key, o.value) for o in extract(text)] == [(key, value)]
+
+
+@pytest.mark.parametrize(
+    ("text", "value"),
+    [("call me Dan, please", "Dan"), ("Call me Dan please", "Dan"), ("叫我小王就行了", "小王")],
+)
+def test_a_rename_is_cut_at_the_clause_boundary(text: str, value: str) -> None:
+    from memsched.commands import detect
+
+    assert [(c.kind, c.value) for c in detect(text)] == [("rename", value)]
+
+
 @pytest.mark.parametrize(
     "text",
     [
