@@ -219,11 +219,19 @@ class _Calls:
     base_url: str
 
     def _add(
-        self, user_id: str, session_id: str, role: Role, content: str, created_at: datetime | None
+        self,
+        user_id: str,
+        session_id: str,
+        role: Role,
+        content: str,
+        created_at: datetime | None,
+        timezone: str | None = None,
     ) -> _Call[Turn]:
         body: dict[str, Any] = {"user": user_id, "session_id": session_id, "role": role, "content": content}
         if created_at is not None:
             body["timestamp"] = _iso(created_at)
+        if timezone:
+            body["timezone"] = timezone
 
         def parse(r: httpx.Response) -> Turn:
             data = r.json()
@@ -446,10 +454,18 @@ class Client(_Calls):
     # -- Memory's methods ----------------------------------------------------------------------------
 
     def add(
-        self, user_id: str, session_id: str, role: Role, content: str, *, created_at: datetime | None = None
+        self,
+        user_id: str,
+        session_id: str,
+        role: Role,
+        content: str,
+        *,
+        created_at: datetime | None = None,
+        timezone: str | None = None,
     ) -> Turn:
-        """Record one turn. Returns it with its id (`meta` holds the jobs and commands it queued)."""
-        return self._run(self._add(user_id, session_id, role, content, created_at))
+        """Record one turn. Returns it with its id (`meta` holds the jobs and commands it queued).
+        `timezone` (IANA) resolves the turn's relative time and is remembered as the user's."""
+        return self._run(self._add(user_id, session_id, role, content, created_at, timezone))
 
     def add_many(self, turns: Sequence[Turn]) -> list[Turn]:
         """Record turns in order, one request each."""
@@ -625,9 +641,16 @@ class AsyncClient(_Calls):
         return call.parse(response)
 
     async def add(
-        self, user_id: str, session_id: str, role: Role, content: str, *, created_at: datetime | None = None
+        self,
+        user_id: str,
+        session_id: str,
+        role: Role,
+        content: str,
+        *,
+        created_at: datetime | None = None,
+        timezone: str | None = None,
     ) -> Turn:
-        return await self._run(self._add(user_id, session_id, role, content, created_at))
+        return await self._run(self._add(user_id, session_id, role, content, created_at, timezone))
 
     async def add_many(self, turns: Sequence[Turn]) -> list[Turn]:
         return [

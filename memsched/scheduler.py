@@ -528,6 +528,9 @@ class Scheduler:
                     apply_facts(
                         self.profile, user_id, extract_facts(content), at=at, source_turn_ids=[turn.id], tx=tx
                     )
+                if timezone and local_now(at, timezone).tzinfo is not UTC:
+                    # Sent with the turn: remembered for the user's turns and records that come without.
+                    self.profile.set(user_id, TIMEZONE, timezone, at=at, source_turn_ids=[turn.id], tx=tx)
                 jobs.extend(page_jobs([turn], self.store.page_size))
                 job_ids = self.queue.enqueue(jobs, tx=tx) if jobs else []
             # Embedding here keeps the next turn's P0 path free of it; the user is not waiting on record().

@@ -99,6 +99,14 @@ CASES: list[tuple[str, str, str, Any, int, str]] = [
         "time zone",
     ),
     (
+        "unknown time zone (turns)",
+        "POST",
+        "/v1/turns",
+        {"user": "u", "session_id": "s", "role": "user", "content": "hi", "timezone": "Mars/Olympus"},
+        400,
+        "timezone: unknown time zone",
+    ),
+    (
         "unknown time zone (chat)",
         "POST",
         "/v1/chat/completions",

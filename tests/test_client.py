@@ -244,3 +244,13 @@ def test_api_keys_end_to_end(tmp_path: Path) -> None:
             assert acme.search("li", "Sesame")[0].turn.content == "My cat is called Sesame"
         with Client(url, api_key="zeta-key-0123456789abcdef") as zeta, pytest.raises(InputError):
             zeta.search("li", "Sesame")  # another tenant's "li" is another user, with no turns
+
+
+def test_add_sends_the_user_timezone(base: str) -> None:
+    late = datetime(2024, 10, 21, 20, 0, tzinfo=UTC)  # already the 22nd in Shanghai
+    with Client(base) as client:
+        client.add("tz", "s", "user", "昨天去爬山了", created_at=late, timezone="Asia/Shanghai")
+        (turn,) = client.session_turns("tz", "s")
+        assert turn.meta["dates"] == ["昨天 = 2024-10-21"]
+        with pytest.raises(InputError, match="timezone"):
+            client.add("tz", "s", "user", "hi", timezone="Mars/Olympus")

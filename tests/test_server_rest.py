@@ -106,6 +106,29 @@ def test_memories_carry_the_absolute_dates_a_turn_mentions(
     assert any(date in d for d in hits[0]["dates"]), hits[0]["dates"]
 
 
+@pytest.mark.parametrize(
+    ("content", "date"),
+    [("昨天我去看了牙医", "昨天 = 2024-10-21"), ("I saw the dentist yesterday", "yesterday = 2024-10-21")],
+)
+def test_turns_take_the_user_timezone_and_remember_it(server: str, content: str, date: str) -> None:
+    late = "2024-10-21T20:00:00Z"  # already the 22nd in Shanghai: "yesterday" is the 21st, not the 20th
+    body = {"user": "tz", "session_id": "s", "role": "user", "content": content, "timestamp": late}
+    r = httpx.post(f"{server}/v1/turns", json={**body, "timezone": "Asia/Shanghai"})
+    assert r.status_code == 201, r.text
+    turn_id = r.json()["turn_id"]
+    facts = httpx.get(f"{server}/v1/users/tz/profile", params={"key": "timezone"}).json()["facts"]
+    assert [(f["value"], f["current"], f["source_turn_ids"]) for f in facts] == [
+        ("Asia/Shanghai", True, [turn_id])
+    ]
+    turns = httpx.get(f"{server}/v1/users/tz/sessions/s/turns").json()["turns"]
+    assert [t["meta"]["dates"] for t in turns if t["id"] == turn_id] == [[date]]
+    # A later turn without a timezone is read in the remembered one.
+    r = httpx.post(f"{server}/v1/turns", json={**body, "session_id": "s2"})
+    assert r.status_code == 201, r.text
+    later = httpx.get(f"{server}/v1/users/tz/sessions/s2/turns").json()["turns"]
+    assert [t["meta"]["dates"] for t in later] == [[date]]
+
+
 def test_sessions_and_paged_turns(server: str) -> None:
     _seed(server)
     _seed(server, session="s2")

@@ -27,6 +27,11 @@ class TurnRequest(BaseModel):
     role: str = Field(default="assistant", description="user, assistant or system")
     content: str
     timestamp: str | None = None
+    timezone: str | None = Field(
+        default=None,
+        description="The user's IANA time zone (Asia/Shanghai): relative time in the turn is resolved in"
+        " it, and it is remembered as the user's `timezone` profile fact",
+    )
 
 
 class ContentPart(BaseModel):

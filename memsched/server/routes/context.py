@@ -61,8 +61,15 @@ async def turns(body: TurnRequest, request: Request, svc: Service = Depends(get_
         raise InputError(f"role must be user, assistant or system, got {body.role!r}")
     check_message_tokens(svc.memory.counter, [body.content], svc.config.max_message_tokens)
     at = when(body.timestamp)
+    timezone = check_timezone(body.timezone)
     rec = await asyncio.to_thread(
-        svc.scheduler.record, user, body.session_id, cast(Role, body.role), body.content, now=at
+        svc.scheduler.record,
+        user,
+        body.session_id,
+        cast(Role, body.role),
+        body.content,
+        now=at,
+        timezone=timezone,
     )
     assert rec.turn.id is not None
     return TurnCreated(turn_id=rec.turn.id, jobs=rec.jobs, commands=rec.commands)
