@@ -402,6 +402,35 @@ def apply(
     return out
 
 
+def apply_turns(profile: Profile, turns: Sequence[Turn], *, tx: Tx | None = None) -> list[dict[str, Any]]:
+    """The rule facts of stored user turns that came in without a live turn (an import), as a live turn
+    would have written them: the rules of `extract`, and a rename ("叫我大王", "call me Dan") as the
+    preferred name. Applied oldest first by timestamp, each fact dated by its turn, so a later
+    statement supersedes an earlier one whatever the order of the file (and an import older than
+    what the profile holds is filed as history). Idempotent. Returns what was applied."""
+    out: list[dict[str, Any]] = []
+    users = [t for t in turns if t.role == "user" and t.id is not None]
+    for turn in sorted(users, key=lambda t: (t.created_at, t.seq or 0, t.id or 0)):
+        assert turn.id is not None
+        for cmd in detect(turn.content):
+            if cmd.kind == "rename" and cmd.value:
+                meta = {"replaces": cmd.old} if cmd.old else {}
+                profile.set(
+                    turn.user_id,
+                    PREFERRED_NAME,
+                    cmd.value,
+                    at=turn.created_at,
+                    source_turn_ids=[turn.id],
+                    meta=meta,
+                    tx=tx,
+                )
+                out.append(Observation(PREFERRED_NAME, cmd.value, rule=cmd.rule).as_dict())
+        out += apply(
+            profile, turn.user_id, extract(turn.content), at=turn.created_at, source_turn_ids=[turn.id], tx=tx
+        )
+    return out
+
+
 # -- the LLM extraction (P2) ---------------------------------------------------------------------
 
 # Keys the LLM may set: a rename stays a command, the timezone comes with the request.

@@ -60,6 +60,43 @@ def test_import_context_search(tmp_path: Path) -> None:
     assert code == 0 and "Sesame" in json.loads(out)[0]["content"]
 
 
+def test_import_learns_the_rule_facts_in_timestamp_order(tmp_path: Path, isolated_env: Path) -> None:
+    from memsched.profile import Profile
+
+    rows = [  # deliberately not in time order: the later move must win
+        ("2024-03-05T10:00:00Z", "user", "I moved to Tokyo last month"),
+        ("2024-03-01T10:00:00Z", "user", "I live in Berlin with my wife"),
+        ("2024-03-01T10:01:00Z", "assistant", "I live in Paris, by the way"),  # not the user's fact
+        ("2024-03-02T10:00:00Z", "user", "以后叫我大王吧"),
+        ("2024-03-03T10:00:00Z", "user", "I'm allergic to peanuts and my sister is too"),
+    ]
+    f = tmp_path / "facts.jsonl"
+    f.write_text(
+        "\n".join(
+            json.dumps({"session_id": "s1", "role": r, "content": c, "timestamp": ts}) for ts, r, c in rows
+        )
+        + "\n",
+        encoding="utf-8",
+    )
+    for _ in range(2):  # a re-import adds no turn and no fact twice
+        code, out = invoke("import", str(f), "--user", "carol", "--embedders", "hash")
+        assert code == 0, out
+    store = open_store(Config.load())
+    try:
+        profile = Profile(store)
+        history = [(x.value, x.current) for x in profile.history("carol", "location")]
+        assert sorted(history) == [("Berlin", False), ("Tokyo", True)]
+        berlin, tokyo = sorted(profile.history("carol", "location"), key=lambda x: x.valid_from)
+        assert berlin.superseded_by == tokyo.id and tokyo.valid_from.isoformat().startswith("2024-03-05")
+        assert profile.values("carol", "preferred_name") == ["大王"]
+        assert profile.values("carol", "allergies") == ["peanuts"]
+        assert len(profile.history("carol")) == 4
+        (moved,) = [t for t in store.session_turns("carol", "s1") if "Tokyo" in t.content]
+        assert tokyo.source_turn_ids == (moved.id,)
+    finally:
+        store.close()
+
+
 def test_context_record_stores_message(tmp_path: Path, isolated_env: Path) -> None:
     _jsonl(tmp_path / "c.jsonl")
     invoke("import", str(tmp_path / "c.jsonl"), "--user", "alice", "--embedders", "hash")

@@ -23,6 +23,9 @@ from memsched.cli.common import (
 from memsched.errors import ImportFileError, InputError
 from memsched.importers import detect_format, read_jsonl, read_locomo
 from memsched.memory import Memory
+from memsched.model import Turn
+from memsched.profile import Profile
+from memsched.profile_extract import apply_turns
 from memsched.text.timeexpr import stamp, turn_dates
 
 
@@ -64,6 +67,16 @@ def import_(
     with Memory(cfg) as mem, _progress() as progress:
         added: dict[str, int] = {}
         read: dict[str, int] = {}
+        facts: dict[str, int] = {}
+        profile = Profile(mem.store)
+
+        def learn(turns: list[Turn]) -> None:
+            # The rule facts a live turn would have written (oldest first, dated by their turns).
+            for t in turns:
+                facts.setdefault(t.user_id, 0)
+            for uid in {t.user_id for t in turns}:
+                facts[uid] += len(apply_turns(profile, [t for t in turns if t.user_id == uid]))
+
         if fmt == "jsonl":
             if not user:
                 raise InputError("--user is required to import a JSONL file")
@@ -74,8 +87,10 @@ def import_(
                         read[t.user_id] = read.get(t.user_id, 0) + 1
                         added.setdefault(t.user_id, 0)
                     stamp(batch, timezone)
-                    for t in mem.store.add_turns(batch, skip_duplicates=True):
+                    stored = mem.store.add_turns(batch, skip_duplicates=True)
+                    for t in stored:
                         added[t.user_id] += 1
+                    learn(stored)
                     progress.advance(task, len(batch))
             except ImportFileError as exc:
                 kept = sum(added.values())
@@ -94,7 +109,9 @@ def import_(
                     t.user_id = uid
                 read[uid] = len(sample.turns)
                 stamp(sample.turns, timezone)
-                added[uid] = len(mem.store.add_turns(sample.turns, skip_duplicates=True))
+                stored = mem.store.add_turns(sample.turns, skip_duplicates=True)
+                added[uid] = len(stored)
+                learn(stored)
         if not no_index:
             for uid in [u for u, n in added.items() if n]:
                 total = mem.store.turn_count(uid) * len(mem.embedders)
@@ -107,6 +124,8 @@ def import_(
     for uid, n in added.items():
         already = read.get(uid, n) - n
         note = f" ({already} already stored)" if already else ""
+        if facts.get(uid):
+            note += f", {facts[uid]} profile facts"
         console.print(f"imported {n} new turns for user [bold]{uid}[/]{note}")
     if not added:
         console.print("nothing to import")
