@@ -13,7 +13,10 @@ from zoneinfo import ZoneInfo
 import httpx
 import pytest
 
+from memsched import Memory
 from memsched.config import Config
+from memsched.nudges import due_nudges
+from memsched.scheduler import Scheduler
 from memsched.server.app import TRACE_HEADER, create_app
 from memsched.testing import FakeOpenAI, LiveServer
 
@@ -342,3 +345,21 @@ def test_forgetting_the_words_that_caused_a_mood_forgets_the_mood(server: str, f
     finally:
         store.close()
     assert state(server, "lan", night)["mood"]["label"] == "neutral"
+
+
+@pytest.mark.parametrize("text", ["明天面试，好紧张", "my interview is tomorrow"])
+def test_follow_up_dates_are_resolved_in_the_user_timezone(tmp_path: Path, text: str) -> None:
+    """Said at 00:30 on Thursday in Shanghai (still Wednesday in UTC): "tomorrow" is Friday the 18th
+    there, and the follow-up is due on Saturday morning Shanghai time, with no timezone passed to
+    `due_nudges` (it is the one remembered from the turn)."""
+    said = datetime(2024, 10, 17, 0, 30, tzinfo=SH)
+    with Scheduler(Memory(home=tmp_path, embedders="hash"), start_workers=False) as sched:
+        sched.prepare("kai", "s", text, now=said, timezone="Asia/Shanghai")
+        (upcoming,) = [
+            n for n in due_nudges(sched.memory, "kai", said, include_upcoming=True) if n.kind == "follow_up"
+        ]
+        assert upcoming.event_date == "2024-10-18" and not upcoming.due
+        assert upcoming.due_at == datetime(2024, 10, 19, 10, 0, tzinfo=SH)
+        assert due_nudges(sched.memory, "kai", datetime(2024, 10, 19, 9, 0, tzinfo=SH)) == []
+        (due,) = due_nudges(sched.memory, "kai", datetime(2024, 10, 19, 10, 30, tzinfo=SH))
+        assert due.kind == "follow_up" and due.due and due.event_date == "2024-10-18"
