@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Any
 from memsched import mood as moods
 from memsched import routine as routines
 from memsched.jobs.queue import Job, Priority
+from memsched.labeller import label_job
 from memsched.model import Turn
 from memsched.mood import Mood, MoodUpdate
 from memsched.router import Carried, Route, Router, hhmm, local_time
@@ -42,6 +43,7 @@ class Before:
     previous_apology: bool = False
     late_window: tuple[int, int] = routines.DEFAULT_WINDOW
     late_source: str = "default"
+    llm_label: dict[str, Any] | None = None  # the LLM labeller's reading of the session's last message
 
 
 @dataclass(slots=True)
@@ -59,9 +61,13 @@ class Plan:
         return {
             "strategy": self.choice.as_dict(),
             "mood": {
-                "carried": before.mood.as_dict(),
+                "carried": {
+                    **before.mood.as_dict(),
+                    **({"corrected_by": "llm"} if "llm" in before.mood.meta else {}),
+                },
                 "after": self.mood.mood.as_dict(),
                 "event": self.mood.event,
+                "llm_label": before.llm_label,
             },
             "routine": {**before.routine.as_dict(), "late_window_source": before.late_source},
         }
@@ -70,11 +76,15 @@ class Plan:
 class Companion:
     """Mood, routine and strategy for the turns of one store."""
 
-    def __init__(self, memory: Memory, router: Router, table: StrategyTable) -> None:
+    def __init__(
+        self, memory: Memory, router: Router, table: StrategyTable, *, labeller: bool = False
+    ) -> None:
         self.memory = memory
         self.store = memory.store
         self.router = router
         self.table = table
+        # Queue the LLM labeller's job after each routed turn (a helper LLM is configured).
+        self.labeller = labeller
 
     # -- before routing ---------------------------------------------------------------------------
 
@@ -96,6 +106,7 @@ class Companion:
             previous_apology=previous_apology,
             late_window=window,
             late_source=source,
+            llm_label=state.get("mode_label"),
         )
 
     # -- after routing -----------------------------------------------------------------------------
@@ -146,6 +157,9 @@ class Companion:
         head = f"{MOOD_HEADER} {mood.label}, intensity {mood.intensity:.2f}"
         if mood.updated_at is not None:
             head += f", last changed {mood.updated_at.isoformat(timespec='minutes')}"
+        llm = mood.meta.get("llm") or {}
+        if llm.get("cause"):  # the LLM labeller's reading (labeller.py)
+            head += f"\nWhat it is about (as a helper model read it): {llm['cause']}"
         ids = list(mood.cause_turn_ids)[-3:]
         causes = [t for t in self.store.get_turns(user_id, ids) if t.role == "user"] if ids else []
         if not causes:
@@ -199,7 +213,20 @@ class Companion:
                     dedupe_key=spec["dedupe_key"],
                 )
             )
-        return {"last_mode": route.mode, "last_mode_at": at.timestamp()}, jobs
+        if self.labeller:
+            jobs.append(
+                label_job(
+                    user_id=user_id,
+                    session_id=session_id,
+                    turn_id=user_turn_id,
+                    at=at,
+                    rule_mode=route.mode,
+                    rule_mood=plan.mood.mood,
+                    before=before.mood,
+                    event=plan.mood.event,
+                )
+            )
+        return {"last_mode": route.mode, "last_mode_at": at.timestamp(), "mode_label": None}, jobs
 
     def on_reply(self, tx: Any, user_id: str, session_id: str, reply: Turn) -> bool:
         """A reply recorded on its own (a client calling its own LLM, the proxy): when it accepts the

@@ -114,7 +114,9 @@ def update(
     if label == carried.label:
         causes = (*carried.cause_turn_ids, *ids)[-MAX_CAUSES:]
         value = min(1.0, max(carried.intensity, intensity) + 0.25 * min(carried.intensity, intensity))
-        return MoodUpdate(Mood(label, value, causes, now), "reinforced")
+        # The LLM labeller's reading of the cause (labeller.py) still describes a reinforced mood.
+        kept = {k: v for k, v in carried.meta.items() if k == "llm"}
+        return MoodUpdate(Mood(label, value, causes, now, kept), "reinforced")
     if intensity >= carried.intensity:
         return MoodUpdate(Mood(label, intensity, ids, now), "set")
     return MoodUpdate(carried, "kept")

@@ -297,7 +297,13 @@ class Scheduler:
         self.router = router or Router(prototypes=Prototypes())
         # What each moment of the conversation gets: strategies.toml or MEMSCHED_STRATEGIES.
         self.strategies = StrategyTable.load(self.config.strategies)
-        self.companion = Companion(memory, self.router, self.strategies)
+        # The LLM labeller runs in the workers with the helper LLM (`labeller.py`).
+        self.companion = Companion(
+            memory,
+            self.router,
+            self.strategies,
+            labeller=self.config.mood_labeller and self.summary_llm is not None,
+        )
         # Describes images in messages (None: they are stored as "[image: not described]").
         self.captioner: Captioner | None = (
             captioner_from_config(self.config) if captioner is UNSET else captioner

@@ -207,3 +207,16 @@ def test_close_cuts_a_pending_delay_short() -> None:
             assert content(resp) == "never mind"
         except httpx.HTTPError:
             pass
+
+
+def test_labeller_requests_have_their_own_queue_and_list(fake: FakeOpenAI) -> None:
+    from memsched.testing.fake_openai import LABEL_MARK, NO_LABEL
+
+    fake.script("reply for the turn")
+    label = f"{LABEL_MARK}.\nThe message to label:\nreply for the turn"
+    assert content(chat(fake, label)) == NO_LABEL  # unscripted: no opinion, the script is left alone
+    fake.script_labels('{"mode": "conflict", "mood": "upset"}')
+    assert json.loads(content(chat(fake, label)))["mode"] == "conflict"
+    assert content(chat(fake, "hello")) == "reply for the turn"
+    assert [b["messages"][0]["content"] for b in fake.chat_requests] == ["hello"]
+    assert len(fake.label_requests) == 2 and len(fake.requests) == 3

@@ -40,6 +40,7 @@ KNOWN_TASK_MODULES = (
     "memsched.profile",
     "memsched.profile_extract",
     "memsched.mood",
+    "memsched.labeller",
     "memsched.routine",
     "memsched.router",
 )

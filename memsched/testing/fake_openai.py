@@ -10,6 +10,11 @@ under test goes through its real HTTP client, retries and timeouts included::
 
 Chat replies come, in order of preference, from the first `script_for` queue whose text occurs in
 a request message, then the `script` queue, then `responder(body)`.
+
+memsched's LLM labeller (`memsched.labeller`) asks about every routed user message in the background;
+its requests are answered only from `script_labels` (else with a label that has no opinion, so the
+rules' reading stands), never from `script` or `responder`, so that they do not take the replies a
+test scripted for its turns; they are listed in `label_requests`, not in `chat_requests`.
 """
 
 from __future__ import annotations
@@ -92,6 +97,10 @@ class RecordedRequest:
 
 # A phrase of memsched's caption prompt (llm/prompts/caption.txt): how the fake knows a vision request.
 CAPTION_MARK = "Describe this photo"
+# A phrase of memsched's labeller prompt (llm/prompts/mood_label.txt).
+LABEL_MARK = "You label the latest message a user wrote to their companion"
+# The labeller's answer when none is scripted: no opinion, nothing is corrected.
+NO_LABEL = '{"mode": null, "mood": null, "intensity": null, "cause": null}'
 
 
 def echo_responder(body: dict[str, Any]) -> Reply:
@@ -180,6 +189,12 @@ class FakeOpenAI:
         the fake then serves as the vision model too (its `chat_requests` show the image parts)."""
         self.script_for(CAPTION_MARK, *captions)
 
+    def script_labels(self, *labels: Reply) -> None:
+        """Queue replies for memsched's labeller requests (`memsched.labeller`: a JSON object such as
+        `{"mode": "conflict", "mood": "upset", "intensity": 0.8, "cause": "..."}`). Unscripted labeller
+        requests get `NO_LABEL`."""
+        self.script_for(LABEL_MARK, *labels)
+
     def script_embeddings(self, *replies: Fail | Delay | Malformed) -> None:
         """Queue misbehaviours for `/embeddings` requests (normal vectors once the queue is empty)."""
         with self._lock:
@@ -193,7 +208,17 @@ class FakeOpenAI:
 
     @property
     def chat_requests(self) -> list[dict[str, Any]]:
-        """The JSON bodies of the chat completion requests received so far."""
+        """The JSON bodies of the chat completion requests received so far, except memsched's
+        labeller requests (`label_requests`): those come in the background after any turn, and a
+        test looking at "the last request" means the reply's."""
+        return [b for b in self._chat_bodies() if not _is_label(b)]
+
+    @property
+    def label_requests(self) -> list[dict[str, Any]]:
+        """The JSON bodies of memsched's labeller requests (`memsched.labeller`) received so far."""
+        return [b for b in self._chat_bodies() if _is_label(b)]
+
+    def _chat_bodies(self) -> list[dict[str, Any]]:
         return [r.body for r in self.requests if r.path.endswith("/chat/completions")]
 
     def clear(self) -> None:
@@ -229,8 +254,11 @@ class FakeOpenAI:
             self._requests.append(request)
 
     def _next_chat_reply(self, body: dict[str, Any]) -> Reply:
-        text = "\n".join(_text(m.get("content")) for m in body.get("messages") or [] if isinstance(m, dict))
+        text = _all_text(body)
         with self._lock:
+            if LABEL_MARK in text:
+                labels = next((q for match, q in self._routed if match == LABEL_MARK), None)
+                return labels.popleft() if labels else NO_LABEL
             for match, queue in self._routed:
                 if queue and match in text:
                     return queue.popleft()
@@ -482,6 +510,14 @@ class _Handler(BaseHTTPRequestHandler):
 
 _CJK = "\u3000-\u9fff\uff00-\uffef"
 _PIECES = rf"[{_CJK}]{{1,4}}\s*|[^\s{_CJK}]+\s*|\s+"
+
+
+def _all_text(body: dict[str, Any]) -> str:
+    return "\n".join(_text(m.get("content")) for m in body.get("messages") or [] if isinstance(m, dict))
+
+
+def _is_label(body: dict[str, Any]) -> bool:
+    return LABEL_MARK in _all_text(body)
 
 
 def _text(content: Any) -> str:
