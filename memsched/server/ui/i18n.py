@@ -171,6 +171,11 @@ STRINGS: dict[str, tuple[str, str]] = {
     "tools": ("tools", "工具"),
     # mood and strategy
     "carried": ("before", "之前"),
+    "llm_label": ("LLM label of the last message", "LLM 对上一条消息的标注"),
+    "corrected_by": ("corrected by", "修正来源"),
+    "corrected": ("corrected", "已修正"),
+    "rule_mode": ("rules' mode", "规则判定的模式"),
+    "rule_mood": ("rules' mood", "规则判定的情绪"),
     "after": ("after", "之后"),
     "now": ("now", "当前"),
     "recalled": ("recalled", "召回"),
