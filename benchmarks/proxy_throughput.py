@@ -23,6 +23,7 @@ import argparse
 import asyncio
 import json
 import os
+import signal
 import socket
 import statistics
 import subprocess
@@ -59,6 +60,20 @@ def _cpu_s(pid: int) -> float:
     """User + system CPU seconds of a process so far (Linux /proc)."""
     fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+async def _until_idle(pid: int, *, quiet: float = 0.05, timeout: float = 60.0) -> float:
+    """The process's CPU seconds once it has been idle (under `quiet` of a core) for half a second,
+    or after `timeout` seconds."""
+    deadline = time.perf_counter() + timeout
+    before = _cpu_s(pid)
+    while time.perf_counter() < deadline:
+        await asyncio.sleep(0.5)
+        now = _cpu_s(pid)
+        if now - before < quiet * 0.5:
+            return now
+        before = now
+    return before
 
 
 def _free_port() -> int:
@@ -140,13 +155,17 @@ class Driver:
         await asyncio.gather(*(client(c) for c in range(clients)))
         wall = time.perf_counter() - t0
         cpu = {name: _cpu_s(pid) - cpu0[name] for name, pid in self.pids.items()}
+        # What the server still does for these turns after the last reply (the replies' embeddings,
+        # queued jobs): wait until it is idle, so the per-turn CPU counts the whole turn.
+        server = self.pids.get("server")
+        drained = await _until_idle(server) - cpu0["server"] if server else 0.0
+        n = max(1, len(latencies))
         return {
             "clients": clients,
             "turns": len(latencies),
             # CPU per turn of each process: steadier than wall-clock figures on a shared machine.
-            "cpu_ms_per_turn": {
-                name: round(1000.0 * c / max(1, len(latencies)), 2) for name, c in cpu.items()
-            },
+            "cpu_ms_per_turn": {name: round(1000.0 * c / n, 2) for name, c in cpu.items()},
+            "server_cpu_ms_per_turn_with_post_work": round(1000.0 * drained / n, 2),
             "seconds": round(wall, 2),
             "turns_per_s": round(len(latencies) / wall, 1),
             "latency_ms": {q: _pct(latencies, p) for q, p in (("p50", 0.5), ("p95", 0.95), ("p99", 0.99))},
@@ -216,7 +235,19 @@ async def run(args: argparse.Namespace, base: str, pids: dict[str, int]) -> tupl
     out: dict[str, Any] = {}
     await driver.closed_loop(clients=10, messages=2, tag="warm")  # models, JIT, pools
     if args.clients:
+        spy = None
+        if args.py_spy:  # a profile of the server over the closed loop (py-spy must be on PATH)
+            spy = subprocess.Popen(
+                ["py-spy", "record", "--pid", str(pids["server"]), "--format", "raw", "--rate", "250"]
+                + ["--threads", "--nonblocking", "-o", args.py_spy]
+                + (["--gil"] if args.py_spy_gil else []),
+                stdout=subprocess.DEVNULL,
+            )
+            await asyncio.sleep(1.0)
         out["closed_loop"] = await driver.closed_loop(args.clients, args.messages, tag="closed")
+        if spy is not None:
+            spy.send_signal(signal.SIGINT)
+            spy.wait(timeout=30)
     if args.rate > 0 and args.seconds > 0:
         await asyncio.sleep(1.0)  # let the closed loop's post-reply work drain
         out["open_loop"] = await driver.open_loop(args.rate, args.seconds, args.sessions)
@@ -232,6 +263,8 @@ def main() -> None:
     ap.add_argument("--seconds", type=float, default=15.0)
     ap.add_argument("--sessions", type=int, default=40, help="sessions the open loop spreads over")
     ap.add_argument("--timeout", type=float, default=30.0, help="per request")
+    ap.add_argument("--py-spy", default=None, metavar="OUT", help="record the server with py-spy (raw)")
+    ap.add_argument("--py-spy-gil", action="store_true", help="only samples holding the GIL")
     ap.add_argument("--embedders", default=None, help="default: the configured default (minilm,wordllama)")
     args = ap.parse_args()
 

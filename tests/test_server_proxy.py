@@ -651,3 +651,21 @@ def test_openai_sdk_non_streaming_streaming_and_tools(server: str, fake: FakeOpe
     assert final.choices[0].message.content == "Sunny, 25°C."
     roles = [t["role"] for t in _turns(server, "liwei", "sdk")]
     assert roles == ["user", "assistant", "user", "assistant", "user", "assistant"]
+
+
+def test_upstream_proxy_comes_from_the_environment_once(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The upstream client honours HTTP(S)_PROXY and NO_PROXY (read when it is made, not per request)."""
+    from memsched.server.upstream import Upstream, env_proxy
+
+    for name in ("HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY", "NO_PROXY", "http_proxy", "https_proxy"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.delenv("all_proxy", raising=False)
+    monkeypatch.delenv("no_proxy", raising=False)
+    assert env_proxy("https://api.example.com/v1/chat/completions") is None
+    monkeypatch.setenv("HTTPS_PROXY", "http://proxy.example:3128")
+    monkeypatch.setenv("NO_PROXY", "internal.example")
+    assert env_proxy("https://api.example.com/v1/chat/completions") == "http://proxy.example:3128"
+    assert env_proxy("https://internal.example/v1/chat/completions") is None
+    assert env_proxy("http://api.example.com/v1/chat/completions") is None  # no HTTP_PROXY set
+    up = Upstream("https://api.example.com/v1", None, "m")
+    assert up._proxy == "http://proxy.example:3128"

@@ -144,3 +144,36 @@ def test_memory_database_shared_between_threads() -> None:
     th.start()
     th.join()
     assert seen == [1]
+
+
+def test_sqlite_writers_of_one_process_queue_in_process(tmp_path: Path) -> None:
+    """Concurrent write transactions of one process wait for each other in the store, not in SQLite's
+    busy handler: with that handler off (busy_timeout 0), none of them fails with "database is locked"."""
+    import threading
+    import time
+
+    s = SQLiteStore(tmp_path / "w.db")
+    errors: list[BaseException] = []
+
+    def writer(n: int) -> None:
+        try:
+            s.db.execute("PRAGMA busy_timeout = 0")  # this thread's connection: fail at once if locked
+            for i in range(20):
+                with s.transaction() as tx:
+                    tx.execute("INSERT INTO meta VALUES (?, ?)", (f"w{n}-{i}", "x"))
+                    time.sleep(0.0005)  # hold the write lock a moment, so that writers overlap
+        except BaseException as exc:
+            errors.append(exc)
+
+    threads = [threading.Thread(target=writer, args=(n,)) for n in range(8)]
+    for th in threads:
+        th.start()
+    for th in threads:
+        th.join()
+    assert errors == []
+    (count,) = s.db.execute("SELECT COUNT(*) FROM meta WHERE key LIKE 'w%'").fetchone()
+    assert count == 8 * 20
+    # A nested transaction still fails in SQLite (the lock is re-entrant), it does not hang.
+    with pytest.raises(sqlite3.OperationalError), s.transaction(), s.transaction():
+        pass
+    s.close()

@@ -53,8 +53,12 @@ class Service:
             self._upstream = None
 
     def warm_up(self) -> None:
-        """Load the tokenizer and embedders now, so the first request does not pay for it."""
+        """Load the tokenizer, the embedders and dateparser's tables now, so the first requests do not
+        pay for them."""
+        from memsched.text import timeexpr
+
         self.memory.counter.count("warm up")
+        timeexpr.warm_up()
         self.memory.retriever.embed_query("warm up", only_weighted=False)
 
     def close(self) -> None:

@@ -5,16 +5,22 @@ sends whatever body the proxy assembled — the client's sampling parameters, to
 and hands back the upstream's JSON, or its stream chunk by chunk. Connection errors, timeouts, 429
 and 5xx are retried (`retries` times, exponential backoff) only before anything has been received;
 every failure is an `LLMError` naming the URL (the API key scrubbed).
+
+The client is aiohttp's: under 50 concurrent turns httpx's connection pool cost ~2.5 ms of CPU per
+request (it scans every pooled connection on each request and response), aiohttp ~0.4 ms, and the
+proxy's event loop is the one thread every turn passes through (BENCHMARKS.md, "Proxy throughput").
 """
 
 from __future__ import annotations
 
 import asyncio
 import json
+import urllib.request
 from collections.abc import AsyncGenerator
 from typing import Any
+from urllib.parse import urlsplit
 
-import httpx
+import aiohttp
 
 from memsched.config import Config
 from memsched.errors import LLMError
@@ -38,7 +44,26 @@ class Upstream:
         self.retries = retries
         self.backoff = backoff
         self._key = api_key or None
-        self._http = httpx.AsyncClient(timeout=httpx.Timeout(timeout))
+        self._session: aiohttp.ClientSession | None = None
+        self._proxy = env_proxy(self.url)
+
+    @property
+    def _http(self) -> aiohttp.ClientSession:
+        """The connection pool, made on first use inside the event loop that uses it."""
+        if self._session is None:
+            # Each phase (connecting, waiting for the next bytes) gets `timeout`, as httpx's
+            # Timeout(t) did: a long stream is fine while it keeps sending.
+            timeout = aiohttp.ClientTimeout(
+                total=None, connect=self.timeout, sock_connect=self.timeout, sock_read=self.timeout
+            )
+            self._session = aiohttp.ClientSession(
+                timeout=timeout,
+                connector=aiohttp.TCPConnector(limit=100),
+                # The proxy environment is read once (`env_proxy`): aiohttp's trust_env reads it,
+                # and ~/.netrc, on every request, in a thread of the default executor.
+                trust_env=False,
+            )
+        return self._session
 
     @classmethod
     def from_config(cls, config: Config) -> Upstream | None:
@@ -54,6 +79,10 @@ class Upstream:
     @property
     def url(self) -> str:
         return f"{self.base_url}/chat/completions"
+
+    def _post(self, body: dict[str, Any]) -> Any:
+        data = json.dumps(body, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
+        return self._http.post(self.url, data=data, headers=self._headers(), proxy=self._proxy)
 
     def _headers(self) -> dict[str, str]:
         headers = {"Content-Type": "application/json"}
@@ -75,16 +104,17 @@ class Upstream:
         for attempt in range(self.retries + 1):
             await self._sleep(attempt)
             try:
-                resp = await self._http.post(self.url, json=body, headers=self._headers())
-            except httpx.TimeoutException:
+                async with self._post(body) as resp:
+                    status, raw = resp.status, await resp.read()
+            except TimeoutError:
                 last = f"timed out after {self.timeout:g}s"
                 continue
-            except httpx.TransportError as exc:
+            except aiohttp.ClientError as exc:
                 last = f"connection failed ({type(exc).__name__}: {exc})"
                 continue
-            if resp.is_success:
+            if 200 <= status < 300:
                 try:
-                    data = resp.json()
+                    data = json.loads(raw)
                 except ValueError:
                     raise LLMError(
                         self._scrub(f"invalid response from {self.url}: body is not JSON")
@@ -96,8 +126,8 @@ class Upstream:
                 ):
                     raise LLMError(f"invalid response from {self.url}: no choices")
                 return data
-            last = f"HTTP {resp.status_code}: {resp.text[:300]}"
-            if not _retryable(resp.status_code):
+            last = f"HTTP {status}: {_text(raw)[:300]}"
+            if not _retryable(status):
                 raise LLMError(self._scrub(f"POST {self.url} failed: {last}"))
         raise LLMError(self._scrub(f"POST {self.url} failed after {self.retries + 1} attempt(s): {last}"))
 
@@ -112,20 +142,23 @@ class Upstream:
             await self._sleep(attempt)
             received = False
             try:
-                async with self._http.stream("POST", self.url, json=body, headers=self._headers()) as resp:
-                    if not resp.is_success:
-                        await resp.aread()
-                        last = f"HTTP {resp.status_code}: {resp.text[:300]}"
-                        if _retryable(resp.status_code):
+                async with self._post(body) as resp:
+                    if not 200 <= resp.status < 300:
+                        last = f"HTTP {resp.status}: {_text(await resp.read())[:300]}"
+                        if _retryable(resp.status):
                             continue
                         raise LLMError(self._scrub(f"POST {self.url} failed: {last}"))
                     if "json" in resp.headers.get("content-type", ""):
                         # A server that ignores `stream: true` and answers whole: one chunk of it.
-                        await resp.aread()
-                        yield _as_chunk(resp.json(), self.url)
+                        raw = await resp.read()
+                        try:
+                            whole = json.loads(raw)
+                        except ValueError:
+                            raise LLMError(f"invalid response from {self.url}: body is not JSON") from None
+                        yield _as_chunk(whole, self.url)
                         return
                     finished = False
-                    async for line in resp.aiter_lines():
+                    async for line in _lines(resp.content):
                         if not line.startswith("data:"):
                             continue  # blank separators, comments, "event:" lines
                         payload = line[len("data:") :].strip()
@@ -150,16 +183,43 @@ class Upstream:
                         # No [DONE] and no finish_reason: the connection closed mid-reply.
                         raise LLMError(f"the stream from {self.url} ended before the reply was finished")
                     return
-            except httpx.TimeoutException:
+            except TimeoutError:
                 last = f"timed out after {self.timeout:g}s"
-            except httpx.TransportError as exc:
+            except aiohttp.ClientError as exc:
                 last = f"connection failed ({type(exc).__name__}: {exc})"
             if received:
                 raise LLMError(self._scrub(f"the stream from {self.url} broke off: {last}"))
         raise LLMError(self._scrub(f"POST {self.url} failed after {self.retries + 1} attempt(s): {last}"))
 
     async def aclose(self) -> None:
-        await self._http.aclose()
+        if self._session is not None:
+            await self._session.close()
+            self._session = None
+
+
+def env_proxy(url: str) -> str | None:
+    """The proxy that HTTP(S)_PROXY / ALL_PROXY name for `url`, unless NO_PROXY exempts its host."""
+    parts = urlsplit(url)
+    proxies = urllib.request.getproxies_environment()
+    if not parts.hostname or urllib.request.proxy_bypass(parts.hostname):
+        return None
+    return proxies.get(parts.scheme) or proxies.get("all")
+
+
+def _text(raw: bytes) -> str:
+    return raw.decode("utf-8", errors="replace")
+
+
+async def _lines(content: aiohttp.StreamReader) -> AsyncGenerator[str, None]:
+    """The lines of a response body as they arrive ("\n" or "\r\n" ends one; no length limit)."""
+    pending = b""
+    async for data in content.iter_any():
+        pending += data
+        *complete, pending = pending.split(b"\n")
+        for line in complete:
+            yield _text(line).rstrip("\r")
+    if pending:
+        yield _text(pending).rstrip("\r")
 
 
 def _as_chunk(data: Any, url: str) -> dict[str, Any]:

@@ -48,6 +48,12 @@ class SQLiteStore(
         self._jobs_cond = threading.Condition()
         self._all_conns: list[sqlite3.Connection] = []
         self._conns_lock = threading.Lock()
+        # SQLite has one writer at a time. Threads of this process queue for it here, where the one
+        # that commits wakes the next at once; without it they meet in SQLite's busy handler, which
+        # polls with sleeps of 1-100 ms and, under 50 concurrent turns, left the lock idle while
+        # writers slept (BENCHMARKS.md, "Proxy throughput"). Other processes still meet there.
+        # Re-entrant so that a nested transaction fails in SQLite, as before, and does not hang.
+        self._write_lock = threading.RLock()
         self._keepalive = self._connect()  # keeps a memory database alive between threads
         self._migrate()
         self.page_size = self._init_page_size(page_size)
@@ -87,14 +93,15 @@ class SQLiteStore(
     def transaction(self) -> Iterator[SQLiteTx]:
         """BEGIN IMMEDIATE ... COMMIT; rolls back on any exception. Not re-entrant."""
         db = self.db
-        db.execute("BEGIN IMMEDIATE")
-        try:
-            yield SQLiteTx(db)
-        except BaseException:
-            db.execute("ROLLBACK")
-            raise
-        else:
-            db.execute("COMMIT")
+        with self._write_lock:
+            db.execute("BEGIN IMMEDIATE")
+            try:
+                yield SQLiteTx(db)
+            except BaseException:
+                db.execute("ROLLBACK")
+                raise
+            else:
+                db.execute("COMMIT")
 
     def close(self) -> None:
         with self._conns_lock:
