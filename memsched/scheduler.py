@@ -481,17 +481,23 @@ class Scheduler:
         now: datetime | None = None,
         timezone: str | None = None,
         meta: dict[str, Any] | None = None,
+        index_after: bool = False,
     ) -> RecordResult:
         """Record one turn outside `turn()` — e.g. the reply of a client that calls its own LLM.
 
         A user turn is checked for commands; each becomes a P1 job (`profile_update`, `forget_last`)
         written in the same transaction, which the session's next turn waits for. `meta` is stored
         with the turn (e.g. the proxy's tool exchange, or that a streamed reply was cut off).
+
+        The turn's vectors are computed before returning, or with `index_after` after it (the proxy
+        answers its client meanwhile): the turn is stored either way, and the session stays held
+        until its vectors are, so the session's next turn finds them.
         """
         _check(user_id, session_id, content)
         if role not in ("user", "assistant", "system"):
             raise InputError(f"role must be user, assistant or system, got {role!r}")
         hold = self._acquire(self._gates.take((user_id, session_id)), user_id, session_id)
+        handed_off = False
         try:
             at = as_utc(now) if now is not None else utcnow()
             commands = detect(content) if role == "user" else []
@@ -540,7 +546,10 @@ class Scheduler:
                 jobs.extend(page_jobs([turn], self.store.page_size))
                 job_ids = self.queue.enqueue(jobs, tx=tx) if jobs else []
             # Embedding here keeps the next turn's P0 path free of it; the user is not waiting on record().
-            self._index(user_id)
+            if index_after:
+                handed_off = self._index_after(hold, user_id)
+            if not handed_off:
+                self._index(user_id)
             self.metrics.turns.labels(entry="record", outcome="ok").inc()
             log.info(
                 "record user=%s session=%s role=%s turn=%s commands=%s jobs=%s",
@@ -553,7 +562,8 @@ class Scheduler:
             )
             return RecordResult(turn=turn, jobs=job_ids, commands=[c.as_dict() for c in commands])
         finally:
-            self._release(hold)
+            if not handed_off:
+                self._release(hold)
 
     def _profile_section(self, user_id: str, share: float) -> str:
         """The profile's system-prompt section within `share` of the budget (most important keys first)."""
@@ -690,13 +700,7 @@ class Scheduler:
             if post:
                 # The reply's vectors are computed after the caller has the reply; the session stays
                 # held until they are stored, so the next turn of the session finds them.
-                # Entered before the hand-off so background work gets no gap to start in.
-                self.gate.enter()
-                try:
-                    self._post.submit(self._post_turn, hold, user_id)
-                    handed_off = True
-                except RuntimeError:  # closing: the next turn's backfill embeds the reply instead
-                    self.gate.leave()
+                handed_off = self._index_after(hold, user_id)
             return result
         finally:
             if not handed_off:
@@ -705,6 +709,18 @@ class Scheduler:
     def _index(self, user_id: str) -> None:
         """Embed the user's turns that lack vectors (cheap when none do: the retriever keeps a watermark)."""
         self.memory.retriever.index_user(user_id)
+
+    def _index_after(self, hold: _Hold, user_id: str) -> bool:
+        """Hand `hold` to a post-reply thread that embeds the user's new turns, then releases it.
+        False when closing (the caller keeps the hold; the next turn's backfill embeds them)."""
+        # Entered before the hand-off so background work gets no gap to start in.
+        self.gate.enter()
+        try:
+            self._post.submit(self._post_turn, hold, user_id)
+        except RuntimeError:
+            self.gate.leave()
+            return False
+        return True
 
     def _post_turn(self, hold: _Hold, user_id: str) -> None:
         try:

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import threading
+import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -100,6 +101,43 @@ def test_prepare_records_the_message_and_record_adds_the_reply(make: Factory, fa
         "路上小心",
         "啊忘了带钥匙",
     ]
+
+
+def test_record_index_after_answers_first_and_holds_the_session_until_embedded(
+    make: Factory, fake: FakeOpenAI
+) -> None:
+    """`record(..., index_after=True)` (the proxy's reply) returns once the turn is stored; its vectors
+    come after, and the session stays held until they are stored."""
+    memory, sched = make()
+    sched.prepare("u", "s", "hello there")
+    embedder = memory.embedders["hash"]
+    plain = embedder.embed
+    started, go = threading.Event(), threading.Event()
+
+    def gated(texts: Any) -> Any:
+        started.set()
+        go.wait(30)
+        return plain(texts)
+
+    embedder.embed = gated  # type: ignore[method-assign]
+    rec = sched.record("u", "s", "assistant", "the reply", index_after=True)
+    assert started.wait(30)  # record() returned while the reply's embedding waits
+    stored = memory.store.session_turns("u", "s")
+    assert [t.content for t in stored] == ["hello there", "the reply"]
+    missing = memory.store.turns_missing_vectors("u", embedder.model_id, limit=10, after_id=0)
+    assert [turn_id for turn_id, _ in missing] == [rec.turn.id]
+    seen: list[list[Any]] = []
+
+    def next_turn() -> None:
+        with sched.holding("u", "s"):
+            seen.append(memory.store.turns_missing_vectors("u", embedder.model_id, limit=10, after_id=0))
+
+    th = threading.Thread(target=next_turn)
+    th.start()
+    time.sleep(0.2)  # let it queue for the session (a scheduling aid, not a measured time)
+    go.set()
+    th.join(30)
+    assert seen == [[]]
 
 
 # -- ordering ---------------------------------------------------------------------------------------------

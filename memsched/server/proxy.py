@@ -326,6 +326,7 @@ class ProxyTurn:
                     now=self.now,
                     timezone=self.timezone,
                     meta=meta,
+                    index_after=True,  # the client gets the reply while its vectors are computed
                 )
                 stored_id, jobs = rec.turn.id, rec.jobs
         trace["llm"] = {
