@@ -27,6 +27,7 @@ from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 import numpy as np
 
+from memsched.classify import ModeClassifier
 from memsched.text.segment import cjk_ratio, terms
 
 if TYPE_CHECKING:
@@ -122,8 +123,10 @@ LATE_NIGHT = (23, 5)  # local hours [23:00, 05:00): the window until a user's be
 
 @dataclass(frozen=True, slots=True)
 class ModeWeights:
-    """How the evidence adds up to a mode score. Tuned on the first half of the labelled set
-    (tests/data/mode_labelled.jsonl) by `benchmarks/mode_accuracy.py`; reported on the other half."""
+    """How the evidence adds up to a mode score: cue hits and prototype similarities with hand-set
+    weights (tuned on the even lines of tests/data/mode_labelled.txt by `benchmarks/mode_accuracy.py`),
+    plus, when the router has a `ModeClassifier` (as a turn's router does), its centred
+    log-probabilities, plus the carried state."""
 
     cue: float = 1.0  # per distinct cue found (the first one)
     cue_extra: float = 0.3  # per further cue of the same mode
@@ -133,6 +136,9 @@ class ModeWeights:
     previous_mode: float = 0.3  # the session's previous mode, when it was recent
     casual_bias: float = 0.2  # casual is the default: another mode must beat it by this much
     previous_mode_seconds: float = 1800.0
+    # x the classifier's log-probability of each mode (centred over modes); None: the weight stored
+    # with the classifier, chosen on out-of-fold predictions of the tuning half when it was fitted.
+    classifier: float | None = None
 
 
 DEFAULT_WEIGHTS = ModeWeights()
@@ -327,6 +333,7 @@ class Router:
         late_night: tuple[int, int] = LATE_NIGHT,
         prototypes: Prototypes | None = None,
         weights: ModeWeights = DEFAULT_WEIGHTS,
+        classifier: ModeClassifier | None = None,
     ) -> None:
         cues = cues if cues is not None else DEFAULT_CUES
         self._modes = {mode: _compile(list(words)) for mode, words in cues.get("modes", {}).items()}
@@ -338,6 +345,7 @@ class Router:
         self.late_night = late_night
         self.prototypes = prototypes
         self.weights = weights
+        self.classifier = classifier
 
     @staticmethod
     def _found(compiled: tuple[list[str], re.Pattern[str] | None], text: str) -> list[str]:
@@ -346,6 +354,10 @@ class Router:
         if pattern is not None:
             hits.extend(m.group(0).lower() for m in pattern.finditer(text))
         return sorted(set(hits))
+
+    def mode_cues(self, text: str) -> dict[str, list[str]]:
+        """The cue words of each mode found in `text`."""
+        return {mode: self._found(compiled, text) for mode, compiled in self._modes.items()}
 
     def repair_cues(self, text: str) -> tuple[bool, bool]:
         """(apology, acceptance) cues in `text` — used on replies too, to see an apology accepted."""
@@ -370,11 +382,18 @@ class Router:
         embedder_weights: Mapping[str, float] | None = None,
         carried: Carried | None = None,
     ) -> tuple[str, dict[str, float], dict[str, dict[str, float]], str]:
-        """(mode, score per mode, evidence per source and mode, reason). Adds cue, prototype and
-        carried-state evidence with `self.weights`; `casual` wins unless another mode beats it by
-        `casual_bias`."""
+        """(mode, score per mode, evidence per source and mode, reason). Adds cue, prototype,
+        classifier and carried-state evidence with `self.weights`; `casual` wins unless another mode
+        beats it by `casual_bias`. The reason names each source's share and, with a classifier, which
+        of its feature blocks (n-grams, each embedder's vector, cue counts) leaned to the mode."""
         w = self.weights
-        evidence: dict[str, dict[str, float]] = {"cues": {}, "prototypes": {}, "carried": {}}
+        evidence: dict[str, dict[str, float]] = {
+            "cues": {},
+            "prototypes": {},
+            "classifier": {},
+            "carried": {},
+        }
+        blocks: dict[str, dict[str, float]] = {}
         for mode in MODES:
             n = len(cues.get(mode, []))
             if n:
@@ -382,6 +401,17 @@ class Router:
         if self.prototypes is not None and vectors and embedders:
             sims = self.prototypes.similarities(vectors, embedders, embedder_weights or {}, w.prototype_k)
             evidence["prototypes"] = {m: w.prototype * v for m, v in sims.items()}
+        if self.classifier is not None:
+            pred = self.classifier.predict(
+                message,
+                vectors=vectors or {},
+                model_ids={n: e.model_id for n, e in (embedders or {}).items()},
+                cue_counts={m: len(c) for m, c in cues.items()},
+            )
+            weight = w.classifier if w.classifier is not None else self.classifier.weight
+            mean = sum(pred.log_probs.values()) / len(pred.log_probs)
+            evidence["classifier"] = {m: weight * (v - mean) for m, v in pred.log_probs.items()}
+            blocks = pred.contributions
         if carried is not None:
             pulled = MOOD_MODE.get(carried.mood)
             if pulled and carried.intensity > 0:
@@ -397,12 +427,19 @@ class Router:
         scores["casual"] += w.casual_bias
         mode = max(MODES, key=lambda m: (scores[m], -MODES.index(m)))
         if mode == "casual":
-            reason = "no mode beat casual"
+            runner = max((m for m in MODES if m != "casual"), key=lambda m: scores[m])
+            reason = f"no mode beat casual {scores['casual']:.2f} (next: {runner} {scores[runner]:.2f})"
         else:
             parts = [
                 f"{src} {per[mode]:+.2f}" for src, per in evidence.items() if abs(per.get(mode, 0.0)) >= 0.005
             ]
             reason = f"{mode} {scores[mode]:.2f} > casual {scores['casual']:.2f} (" + ", ".join(parts) + ")"
+        if blocks:
+            # Which of the classifier's feature blocks favoured the chosen mode (logit vs the mean).
+            lean = {b: per[mode] - sum(per.values()) / len(per) for b, per in blocks.items()}
+            reason += "; classifier features: " + ", ".join(
+                f"{b} {v:+.2f}" for b, v in sorted(lean.items(), key=lambda kv: -kv[1])
+            )
         return mode, scores, evidence, reason
 
     def route(

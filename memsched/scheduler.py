@@ -44,6 +44,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from memsched.classify import ModeClassifier
 from memsched.commands import (
     COUNTS_RESET,
     Applied,
@@ -294,7 +295,7 @@ class Scheduler:
         self.locks = SessionLock(self.store)
         recover_dead_owners(self.store)  # session locks of a killed predecessor are free at once
         self.profile = Profile(self.store)
-        self.router = router or Router(prototypes=Prototypes())
+        self.router = router or Router(prototypes=Prototypes(), classifier=ModeClassifier.load())
         # What each moment of the conversation gets: strategies.toml or MEMSCHED_STRATEGIES.
         self.strategies = StrategyTable.load(self.config.strategies)
         # The LLM labeller runs in the workers with the helper LLM (`labeller.py`).

@@ -4,10 +4,12 @@ from __future__ import annotations
 
 import os
 from datetime import UTC, datetime
+from pathlib import Path
 
 import numpy as np
 import pytest
 
+from memsched.classify import ModeClassifier
 from memsched.router import DEFAULT_CUES, MODES, Router, topic_similarity
 
 
@@ -145,3 +147,121 @@ def test_prototypes_and_carried_mood_move_the_mode() -> None:
     assert Router().route("早安").mode == "casual"
     upset = Router().route("早安", carried=Carried("upset", 0.5))
     assert upset.mode == "conflict" and "carried" in upset.mode_reason
+
+
+# -- the learned classifier (memsched.classify) ------------------------------------------------------
+
+
+def test_ngram_features_cover_chinese_characters_and_english_words() -> None:
+    from memsched.classify import NgramBlock, char_ngrams, word_ngrams
+
+    assert {"想", "想你", "好想你"} <= set(char_ngrams("我好想你！"))
+    assert "miss you" in word_ngrams("I MISS you, babe")
+    assert word_ngrams("我好想你") == []  # Chinese goes through the character n-grams only
+    block = NgramBlock.fit(["我好想你", "你根本不在乎我", "今天吃了面条"], "char")
+    idx, val = block.sparse("好想你啊")
+    assert len(idx) > 0 and abs(float(np.linalg.norm(val)) - 1.0) < 1e-9
+    assert block.sparse("zzz")[0].size == 0  # nothing known: no features, no division by zero
+
+
+def _tiny_classifier() -> ModeClassifier:
+    from memsched.classify import NgramBlock
+
+    char = NgramBlock.fit(["想你", "生气"], "char")
+    word = NgramBlock.fit(["miss you", "angry"], "word")
+    blocks = [("w", 3, "model-a"), ("cues", 4, None)]
+    n = len(char.vocab) + len(word.vocab) + 3 + 4
+    coef = np.zeros((4, n))
+    coef[3, char.vocab["想你"]] = 3.0  # intimacy
+    coef[1, char.vocab["生气"]] = 3.0  # conflict
+    coef[2, len(char.vocab) + len(word.vocab) + 0] = 2.0  # comfort leans on the first vector dimension
+    coef[1, n - 3] = 1.0  # a conflict cue hit counts for conflict
+    return ModeClassifier(
+        char=char, word=word, dense_blocks=blocks, coef=coef, intercept=np.zeros(4), meta={"weight": 2.0}
+    )
+
+
+def test_classifier_sparse_prediction_matches_the_dense_features(tmp_path: Path) -> None:
+    clf = _tiny_classifier()
+    vec = {"w": np.array([1.0, 0.0, 0.0])}
+    ids = {"w": "model-a"}
+    for text in ("我好想你", "我很生气", "I miss you", "今天吃了面条"):
+        pred = clf.predict(text, vectors=vec, model_ids=ids, cue_counts={"conflict": 1})
+        logits = clf.coef @ clf.feature_row(text, vec, ids, {"conflict": 1}) + clf.intercept
+        expected = logits - logits.max() - np.log(np.exp(logits - logits.max()).sum())
+        assert np.allclose([pred.log_probs[m] for m in MODES], expected)
+    assert max(clf.predict("我好想你").log_probs.items(), key=lambda kv: kv[1])[0] == "intimacy"
+    # A vector from another model than the one it was fitted on is ignored, not misread.
+    other = clf.predict("今天", vectors=vec, model_ids={"w": "model-b"})
+    assert "w" not in other.contributions
+    assert clf.predict("今天", vectors=vec, model_ids=ids).contributions["w"]["comfort"] == 2.0
+    # Round trip through the package-data format.
+    clf.save(tmp_path / "m.npz")
+    again = ModeClassifier.load(tmp_path / "m.npz")
+    assert again.weight == 2.0
+    assert again.predict("我很生气").log_probs == clf.predict("我很生气").log_probs
+
+
+def test_a_damaged_classifier_file_is_a_clear_error(tmp_path: Path) -> None:
+    from memsched.errors import ConfigError
+
+    bad = tmp_path / "bad.npz"
+    bad.write_bytes(b"not a model")
+    with pytest.raises(ConfigError, match="damaged"):
+        ModeClassifier.load(bad)
+    with pytest.raises(ConfigError, match="cannot read"):
+        ModeClassifier.load(tmp_path / "missing.npz")
+
+
+def test_router_adds_the_classifier_to_its_evidence_and_says_why() -> None:
+    clf = _tiny_classifier()
+    # "想你" is no cue of any mode in this lexicon-free router: only the classifier can pick intimacy.
+    bare = Router(cues={})
+    assert bare.route("想你").mode == "casual"
+    route = Router(cues={}, classifier=clf).route("想你")
+    assert route.mode == "intimacy"
+    assert route.evidence["classifier"]["intimacy"] > 0 > route.evidence["classifier"]["casual"]
+    assert "classifier +" in route.mode_reason and "ngrams" in route.mode_reason
+    # The carried state still adds to it: an upset mood outweighs a weak classifier lean.
+    from memsched.router import Carried
+
+    carried = Router(cues={}, classifier=clf).route("今天", carried=Carried("upset", 1.0))
+    assert carried.mode == "conflict" and "carried" in carried.mode_reason
+
+
+def test_the_shipped_classifier_routes_fresh_messages_in_both_languages(tmp_path: Path) -> None:
+    """The default router of a turn (prototypes + the shipped classifier) on the vectors a turn computes,
+    for messages written for this test (not in the labelled set)."""
+    from memsched.memory import Memory
+    from memsched.router import Prototypes
+    from memsched.text.segment import cjk_ratio
+
+    clf = ModeClassifier.load()
+    assert clf.meta["trained_on"].endswith("even lines") and clf.weight > 0
+    router = Router(prototypes=Prototypes(), classifier=clf)
+    memory = Memory(home=tmp_path / "m", embedders="minilm,wordllama")
+    try:
+        weights = memory.retriever.weights
+        cases = {
+            "宝贝，我好想你呀，想抱抱你": "intimacy",
+            "你凭什么不接我电话？我真的很生气": "conflict",
+            "工作丢了，房租也交不起，好难受": "comfort",
+            "周末想去看场电影，你有推荐吗": "casual",
+            "I miss you so much, honey, come home soon": "intimacy",
+            "You never listen to me, I'm so angry right now": "conflict",
+            "I lost my job today and I feel awful": "comfort",
+            "Thinking about trying that new taco place for lunch": "casual",
+        }
+        for text, mode in cases.items():
+            vecs = memory.retriever.embed_query(text)
+            cjk = cjk_ratio(text)
+            route = router.route(
+                text,
+                vectors=vecs,
+                embedders=memory.embedders,
+                embedder_weights={n: weights.dense_weight(n, cjk) for n in vecs},
+            )
+            assert route.mode == mode, (text, route.mode_reason)
+            assert route.evidence["classifier"] and "minilm" in route.mode_reason
+    finally:
+        memory.close()
