@@ -423,6 +423,14 @@ class Router:
             ):
                 prev = str(carried.previous_mode)
                 evidence["carried"][prev] = evidence["carried"].get(prev, 0.0) + w.previous_mode
+        if evidence["carried"] and evidence["classifier"]:
+            # Casual is the absence of a mode, not evidence against one: the classifier reads "早安" or
+            # "ok" as casual (and as not conflict) because nothing in it is emotional, which says
+            # nothing against the upset mood carried from last night. With carried state, only the
+            # classifier's evidence FOR a mode counts ("被老板骂了好难过" -> comfort still wins).
+            evidence["classifier"] = {
+                m: max(0.0, v) if m != "casual" else 0.0 for m, v in evidence["classifier"].items()
+            }
         scores = {m: sum(src.get(m, 0.0) for src in evidence.values()) for m in MODES}
         scores["casual"] += w.casual_bias
         mode = max(MODES, key=lambda m: (scores[m], -MODES.index(m)))

@@ -265,3 +265,16 @@ def test_the_shipped_classifier_routes_fresh_messages_in_both_languages(tmp_path
             assert route.evidence["classifier"] and "minilm" in route.mode_reason
     finally:
         memory.close()
+
+
+def test_a_carried_mood_still_shapes_a_neutral_message_with_the_classifier() -> None:
+    from memsched.router import Carried, Prototypes
+
+    router = Router(prototypes=Prototypes(), classifier=ModeClassifier.load())
+    assert router.route("早安。").mode == "casual"
+    upset = Carried("upset", 0.3)
+    for text in ("早安。", "Good morning."):
+        route = router.route(text, carried=upset)
+        assert route.mode == "conflict" and "carried" in route.mode_reason
+    # Evidence of another mode in the message itself still wins over the carried mood.
+    assert router.route("被老板骂了，好难过", carried=upset).mode == "comfort"
