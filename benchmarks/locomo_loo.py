@@ -61,6 +61,19 @@ def sweeps() -> dict[str, dict[str, Variant]]:
         "deep_k": {f"deep_k={v}": _opts(deep_k=v) for v in (100, 400)},
         "bookmark_k": {f"bookmark_k={v}": _opts(bookmark_k=v) for v in (10, 40)},
         "graph_weight": {f"graph={v:g}": _opts(graph_weight=v) for v in (0.25, 0.5)},
+        # The soft-term layer (memsched.vocab): off, and a grid of threshold x fusion weight.
+        "terms": {
+            "terms off": _opts(terms=False),
+            **{
+                f"terms>={t:g} w={w:g}": Variant(
+                    options={"terms_threshold": t}, weights=FusionWeights(terms=w)
+                )
+                for t in (0.5, 0.6, 0.7)
+                for w in (0.5, 1.0, 2.0)
+                if (t, w) != (0.5, 0.5)
+            },
+        },
+        "terms_weight": {f"terms w={w:g}": _weights(terms=w) for w in (0.25, 0.35, 0.75)},
     }
     for grid in out.values():
         grid.setdefault(DEFAULT, Variant())
@@ -74,6 +87,7 @@ _STAGE_NAMES = {
     "+ multi-hop": "+multihop",
     "+ feedback": "+feedback",
     "+ session diversity": "+diversity",
+    "+ speaker focus": "+focus",
 }
 
 

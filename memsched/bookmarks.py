@@ -29,6 +29,7 @@ from memsched import keywords as kw
 from memsched.cache import LRUCache
 from memsched.errors import LLMError
 from memsched.model import Bookmark, Page, Turn, content_hash
+from memsched.vocab import embed_vocabulary
 
 if TYPE_CHECKING:
     from memsched.llm.client import ChatClient
@@ -336,6 +337,13 @@ def generate_bookmarks(
     store.add_bookmarks(user_id, bookmarks, replace_pages=True)
     if embed:
         trace["embedded"] = embed_bookmarks(memory, user_id)
+        # The vocabulary of these pages' turns (memsched.vocab), embedded while we are here.
+        trace["terms_embedded"] = embed_vocabulary(
+            memory.store,
+            memory.embedders,
+            user_id,
+            [t.id for u in units for t in u.turns if t.id is not None],
+        )
     trace["bookmarks"] = len(bookmarks)
     trace["ms"] = _ms(t_start)
     return BookmarkRun(bookmarks, trace)
@@ -615,12 +623,21 @@ def _merge(group: Sequence[Bookmark]) -> Bookmark:
 
 
 def maintain_bookmarks(memory: Memory, user_id: str, llm: ChatClient | None = None) -> dict[str, Any]:
-    """Idle-time upkeep: bookmark pages still missing one, follow renames, merge near-duplicates."""
+    """Idle-time upkeep: bookmark pages still missing one, follow renames, merge near-duplicates,
+    and embed vocabulary terms that have no vector (e.g. their source turn was forgotten while other
+    turns still use them)."""
     t0 = time.perf_counter()
     run = generate_bookmarks(memory, user_id, llm=llm)
     aliases = update_aliases(memory, user_id)
     merges = merge_bookmarks(memory, user_id)
-    return {"generated": len(run.bookmarks), "aliases": aliases, "merges": merges, "ms": _ms(t0)}
+    terms_embedded = embed_vocabulary(memory.store, memory.embedders, user_id)
+    return {
+        "generated": len(run.bookmarks),
+        "aliases": aliases,
+        "merges": merges,
+        "terms_embedded": terms_embedded,
+        "ms": _ms(t0),
+    }
 
 
 def _ms(t0: float) -> float:

@@ -37,6 +37,7 @@ from memsched.cache import LRUCache
 from memsched.errors import LLMError
 from memsched.model import Candidate, Hit
 from memsched.text.segment import cjk_ratio, has_cjk, terms
+from memsched.vocab import Vocabulary, soft_hits
 
 if TYPE_CHECKING:
     from memsched.llm.client import ChatClient
@@ -83,6 +84,13 @@ class PagingOptions:
     # sample on the dev conversations (BENCHMARKS.md "Leave-one-out").
     feedback: float = 0.0
     feedback_docs: int = 3
+    # Soft term matching over the user's embedded vocabulary (memsched.vocab): a layer of turns that
+    # instantiate the query's terms ("activities" -> swimming, camping), fused with weight
+    # FusionWeights.terms. `terms_threshold` is the cosine from which a user's term expands a query
+    # term. Both chosen leave-one-out on the dev conversations (every fold chose 0.5 and weight 0.5;
+    # BENCHMARKS.md "Leave-one-out").
+    terms: bool = True
+    terms_threshold: float = 0.5
     neighbour_decay: float = 0.3
     subquery_weight: float = 0.5
     # Cooperative layer: skip the LLM when the fused top is this far ahead of the next page.
@@ -94,11 +102,14 @@ class PagingOptions:
 
 STAGES: dict[str, PagingOptions] = {
     "hybrid": PagingOptions(
-        bookmarks=False, expand=False, multihop=False, entity_focus=False, cooperative=False
+        bookmarks=False, expand=False, multihop=False, entity_focus=False, cooperative=False, terms=False
     ),
-    "+bookmarks": PagingOptions(expand=False, multihop=False, entity_focus=False, cooperative=False),
-    "+expansion": PagingOptions(multihop=False, entity_focus=False, cooperative=False),
-    "+multihop": PagingOptions(entity_focus=False, cooperative=False),
+    "+bookmarks": PagingOptions(
+        expand=False, multihop=False, entity_focus=False, cooperative=False, terms=False
+    ),
+    "+expansion": PagingOptions(multihop=False, entity_focus=False, cooperative=False, terms=False),
+    "+multihop": PagingOptions(entity_focus=False, cooperative=False, terms=False),
+    "+focus": PagingOptions(terms=False),
     "full": PagingOptions(),
     # Methods measured and left off by default (each added to the full default on its own):
     "+feedback": PagingOptions(feedback=1.0),
@@ -415,6 +426,7 @@ class Pager:
             LRUCache(size)
         )
         self._speakers: LRUCache[str, tuple[int, dict[str, str]]] = LRUCache(size)
+        self._vocab: LRUCache[tuple[str, str], Vocabulary] = LRUCache(size)
         self._sessions: OrderedDict[tuple[str, str], _SessionDecision] = OrderedDict()
         self.stats: Counter[str] = Counter()  # rerank outcomes: called, skipped:<why>, failed
 
@@ -422,6 +434,7 @@ class Pager:
         """A pager sharing this one's caches with some options changed."""
         other = Pager(self.memory, replace(self.options, **changes), self.llm)
         other._names, other._vectors, other._speakers = self._names, self._vectors, self._speakers
+        other._vocab = self._vocab
         return other
 
     # -- caches ------------------------------------------------------------------------------------------
@@ -433,6 +446,8 @@ class Pager:
             self._speakers.pop(user_id)
             for key in [k for k in self._vectors if k[0] == user_id]:
                 self._vectors.pop(key)
+            for vkey in [k for k in self._vocab if k[0] == user_id]:
+                self._vocab.pop(vkey)
             for key in [k for k in self._sessions if k[0] == user_id]:
                 del self._sessions[key]
 
@@ -460,6 +475,40 @@ class Pager:
         with self._lock:
             self._vectors.put(key, (sig, ids, matrix))
         return ids, matrix
+
+    def _vocabulary(self, user_id: str, model_id: str) -> Vocabulary:
+        version = self.store.term_vector_version(user_id, model_id)
+        key = (user_id, model_id)
+        with self._lock:
+            cached = self._vocab.get(key)
+        if cached is not None and cached.version == version:
+            return cached
+        words, matrix = self.store.term_vectors(user_id, model_id)
+        vocab = Vocabulary.of(version, words, matrix)
+        with self._lock:
+            self._vocab.put(key, vocab)
+        return vocab
+
+    def _soft_layer(self, user_id: str, query: str, exclude: set[int]) -> list[Hit]:
+        """The soft-term layer (memsched.vocab) over the first embedder's vocabulary."""
+        name, embedder = next(iter(self.retriever.embedders.items()), (None, None))
+        if name is None or embedder is None:
+            return []
+        vocab = self._vocabulary(user_id, embedder.model_id)
+        if not vocab.terms:
+            return []
+        skip = {w for label in self._speaker_names(user_id) for w in terms(label)}
+        return soft_hits(
+            self.store,
+            user_id,
+            query,
+            vocab,
+            embedder.embed,
+            skip=skip,
+            threshold=self.options.terms_threshold,
+            k=self.options.deep_k,
+            exclude=exclude,
+        )
 
     def _speaker_names(self, user_id: str) -> dict[str, str]:
         """lower-cased speaker name (and first name) -> label."""
@@ -507,7 +556,7 @@ class Pager:
         info: dict[str, Any] = {
             "stages": {
                 k: getattr(opts, k)
-                for k in ("bookmarks", "expand", "multihop", "entity_focus", "cooperative")
+                for k in ("bookmarks", "expand", "multihop", "entity_focus", "cooperative", "terms")
             }
         }
         use_bookmarks = (opts.bookmarks or opts.multihop) and self.store.bookmark_count(user_id) > 0
@@ -593,6 +642,19 @@ class Pager:
             expand=False,
         )
         timings.update(wide.timings_ms)
+        if opts.terms:
+            t0 = time.perf_counter()
+            soft = self._soft_layer(user_id, query, exclude)
+            timings["terms"] = _ms(t0)
+            if soft:
+                wide = self.retriever.retrieve(
+                    user_id,
+                    query,
+                    k=max(opts.deep_k, opts.turn_k),
+                    exclude=exclude,
+                    expand=False,
+                    hits={**wide.layers, "terms": soft},
+                )
         t0 = time.perf_counter()
         base = self.retriever.retrieve(
             user_id, query, k=opts.turn_k, exclude=exclude, expand=False, hits=wide.layers

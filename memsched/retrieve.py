@@ -43,6 +43,9 @@ class FusionWeights:
     # ranks evidence far better than plain vectors, but next to neighbour and page expansion it
     # did not hold up out of sample on the dev conversations (BENCHMARKS.md "Leave-one-out").
     context: float = 0.0
+    # The soft-term layer of the pager (memsched.vocab, PagingOptions.terms): half a BM25-free dense
+    # layer's weight, chosen leave-one-out on the dev conversations (0.5, 1 and 2 tried).
+    terms: float = 0.5
     neighbour_decay: float = 0.5  # a neighbour's priority relative to the hit that pulled it in
     neighbour_distance_decay: float = 0.8  # extra factor per step beyond the first
     neighbour_radius: int = 2
@@ -265,6 +268,8 @@ class Retriever:
                 weight = 1.0
             elif layer == "bm25":
                 weight = w.bm25
+            elif layer == "terms":
+                weight = w.terms
             elif layer.startswith("context:"):
                 weight = w.context * w.dense_weight(layer.split(":", 1)[1], cjk)
             else:

@@ -25,6 +25,7 @@ from memsched.profile import PREFERRED_NAME
 from memsched.scheduler import Scheduler
 from memsched.summarize import create_summary
 from memsched.testing import FakeOpenAI
+from memsched.text.segment import terms
 
 # Canary words no other text in these tests uses (the scan looks for each of them).
 CANARY = {
@@ -102,6 +103,9 @@ def plant(s: Setup, lang: str, session: str = "s1") -> tuple[list[int], list[str
     memory = s.memory
     assert memory.store.facts_current("u")[0]["key"] == PREFERRED_NAME  # the rename in the canary
     generate_bookmarks(memory, "u", llm=None)  # keyword bookmarks of the pages, canary words included
+    # ... and the embedded vocabulary (memsched.vocab) holds the canary's terms
+    vocab = set(memory.store.term_vectors("u", memory.embedders["hash"].model_id)[0])
+    assert set(terms(text)) <= vocab
     turns = memory.store.session_turns("u", session)
     assert create_summary(
         memory, "u", session, turns[0].seq or 0, turns[-1].seq or 0, kind="topic", llm=None, max_tokens=400

@@ -57,7 +57,8 @@ def eval_locomo(
         False,
         "--ablation",
         help="Compare memsched's paging stages instead: hybrid only, + bookmarks, + page expansion,"
-        " + multi-hop, full memsched, then full + feedback / contextual vectors / session diversity"
+        " + multi-hop, + speaker focus, full memsched (+ soft terms), then full + feedback /"
+        " contextual vectors / session diversity"
         " (measured, off by default) (offline).",
     ),
     cache: bool = typer.Option(

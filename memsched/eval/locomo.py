@@ -26,12 +26,14 @@ from memsched.model import Turn
 from memsched.retrieve import FusionWeights
 
 SYSTEMS = ("memsched", "window", "bm25", "dense", "hybrid")
-# `--ablation`: the paging stages of memsched.paging.STAGES, each adding one part to the one before.
+# `--ablation`: the paging stages of memsched.paging.STAGES, each adding one part to the one before
+# ("full memsched" adds the soft-term layer to "+ speaker focus").
 ABLATION = (
     "hybrid only",
     "+ bookmarks",
     "+ page expansion",
     "+ multi-hop",
+    "+ speaker focus",
     "full memsched",
     "+ feedback",
     "+ contextual vectors",
@@ -45,6 +47,7 @@ _ABLATION_STAGE = dict(
             "+bookmarks",
             "+expansion",
             "+multihop",
+            "+focus",
             "full",
             "+feedback",
             "+context",

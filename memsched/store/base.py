@@ -405,6 +405,25 @@ class CompanionStore(Protocol):
     def last_active(self, user_id: str) -> float | None: ...
 
 
+class TermVectorStore(Protocol):
+    """The embedded vocabulary (`memsched.vocab`): one vector per distinct term of a user's turns.
+    A row names the turn its term was found in (`turn_id`) and is forgotten with that turn."""
+
+    def put_term_vectors(
+        self, user_id: str, model_id: str, items: Sequence[tuple[str, int, np.ndarray]]
+    ) -> None:
+        """Store (term, source turn id, vector) rows, replacing the term's previous row."""
+        ...
+
+    def term_vectors(self, user_id: str, model_id: str) -> tuple[list[str], np.ndarray]:
+        """(terms, float32 matrix) of the user's embedded terms for `model_id`."""
+        ...
+
+    def term_vector_version(self, user_id: str, model_id: str) -> tuple[int, int]:
+        """A pair that changes whenever the user's term vectors for `model_id` are added or deleted."""
+        ...
+
+
 @runtime_checkable
 class Store(
     TransactionStore,
@@ -420,6 +439,7 @@ class Store(
     LeaseRecoveryStore,
     ProfileStore,
     CompanionStore,
+    TermVectorStore,
     Protocol,
 ):
     """Everything memsched asks of storage. Feature protocols join its bases."""

@@ -86,6 +86,7 @@ def _later() -> list[Migration]:
     from memsched.store.sqlite_keys import m007_api_keys
     from memsched.store.sqlite_profile import m008_profile_superseded_by
     from memsched.store.sqlite_state import m004_state
+    from memsched.store.sqlite_vocab import m010_term_vectors
 
     return [
         ("002_jobs", m002_jobs),
@@ -96,6 +97,7 @@ def _later() -> list[Migration]:
         ("007_api_keys", m007_api_keys),
         ("008_profile_superseded_by", m008_profile_superseded_by),
         ("009_companion", m009_companion),
+        ("010_term_vectors", m010_term_vectors),
     ]
 
 

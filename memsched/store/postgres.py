@@ -46,6 +46,7 @@ from memsched.store.postgres_keys import PgKeysMixin
 from memsched.store.postgres_migrations import MIGRATIONS
 from memsched.store.postgres_profile import PgProfileMixin
 from memsched.store.postgres_state import PgStateMixin
+from memsched.store.postgres_vocab import PgVocabMixin
 from memsched.text.timeexpr import searchable_text
 
 log = logging.getLogger("memsched.store")
@@ -61,7 +62,14 @@ def redact(url: str) -> str:
 
 
 class PostgresStore(
-    PgJobsMixin, PgBookmarksMixin, PgStateMixin, PgForgetMixin, PgKeysMixin, PgProfileMixin, PgCompanionMixin
+    PgJobsMixin,
+    PgBookmarksMixin,
+    PgStateMixin,
+    PgForgetMixin,
+    PgKeysMixin,
+    PgProfileMixin,
+    PgCompanionMixin,
+    PgVocabMixin,
 ):
     """A `Store` on PostgreSQL (>= 13) with the pgvector extension. Thread-safe (a pool of connections)."""
 

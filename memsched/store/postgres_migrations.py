@@ -10,6 +10,7 @@ from __future__ import annotations
 
 # Feature migrations may live beside the SQL they serve, as in SQLite's list.
 from memsched.store.postgres_companion import M009_COMPANION
+from memsched.store.postgres_vocab import M010_TERM_VECTORS
 
 M001_CORE = """
 CREATE EXTENSION IF NOT EXISTS vector;
@@ -245,4 +246,5 @@ MIGRATIONS: list[tuple[str, str]] = [
     ("007_api_keys", M007_API_KEYS),
     ("008_profile_superseded_by", M008_PROFILE_SUPERSEDED_BY),
     ("009_companion", M009_COMPANION),
+    ("010_term_vectors", M010_TERM_VECTORS),
 ]

@@ -27,12 +27,20 @@ from memsched.store.sqlite_jobs import JobsMixin
 from memsched.store.sqlite_keys import KeysMixin
 from memsched.store.sqlite_profile import ProfileMixin
 from memsched.store.sqlite_state import StateMixin
+from memsched.store.sqlite_vocab import VocabMixin
 from memsched.text.segment import index_text
 from memsched.text.timeexpr import searchable_text
 
 
 class SQLiteStore(
-    JobsMixin, BookmarksMixin, StateMixin, ForgetMixin, KeysMixin, ProfileMixin, CompanionMixin
+    JobsMixin,
+    BookmarksMixin,
+    StateMixin,
+    ForgetMixin,
+    KeysMixin,
+    ProfileMixin,
+    CompanionMixin,
+    VocabMixin,
 ):
     """A `Store` on one SQLite file. Safe to share between threads (a connection per thread)."""
 

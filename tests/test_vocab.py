@@ -1,0 +1,162 @@
+"""The embedded vocabulary (memsched.vocab): stored per user on both backends, forgotten with its
+source turns, and the soft-term layer that lets "what sports does Bob play" reach "tennis"."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from memsched.bookmarks import generate_bookmarks, maintain_bookmarks
+from memsched.config import Config
+from memsched.embed import base
+from memsched.embed.hashing import HashEmbedder
+from memsched.memory import Memory
+from memsched.model import Turn
+from memsched.paging import Pager, PagingOptions
+from memsched.store import Store
+from memsched.vocab import Vocabulary, embed_vocabulary, soft_hits
+
+T0 = datetime(2024, 5, 1, 9, 0, tzinfo=UTC)
+
+
+def _turns(user: str, rows: list[tuple[str, str]]) -> list[Turn]:
+    return [
+        Turn(user, "s1", "user", text, speaker=who, created_at=T0 + timedelta(minutes=i))
+        for i, (who, text) in enumerate(rows)
+    ]
+
+
+def test_term_vectors_round_trip_and_version(store: Store) -> None:
+    stored = store.add_turns(_turns("u", [("Ann", "tennis on Sunday"), ("Ann", "a quiet evening")]))
+    a, b = (t.id for t in stored)
+    assert a is not None and b is not None
+    assert store.term_vectors("u", "m") == ([], pytest.approx(np.zeros((0, 0))))
+    v0 = store.term_vector_version("u", "m")
+    vec = np.arange(4, dtype=np.float32)
+    store.put_term_vectors("u", "m", [("tennis", a, vec), ("evening", b, vec + 1)])
+    words, matrix = store.term_vectors("u", "m")
+    assert words == ["evening", "tennis"]
+    assert matrix.dtype == np.float32 and matrix.shape == (2, 4)
+    assert matrix[1].tolist() == vec.tolist()
+    v1 = store.term_vector_version("u", "m")
+    assert v1 != v0
+    store.put_term_vectors("u", "m", [("tennis", a, vec * 2)])  # replaced, not duplicated
+    words, matrix = store.term_vectors("u", "m")
+    assert words == ["evening", "tennis"] and matrix[1].tolist() == (vec * 2).tolist()
+    assert store.term_vector_version("u", "m") != v1
+    assert store.term_vectors("u", "other-model")[0] == []
+    assert store.term_vectors("v", "m")[0] == []  # per user
+
+
+def test_forgetting_the_source_turn_deletes_its_terms(store: Store) -> None:
+    stored = store.add_turns(_turns("u", [("Ann", "zephyrquill tennis"), ("Ann", "tennis again")]))
+    a, b = (t.id for t in stored)
+    assert a is not None and b is not None
+    vec = np.ones(3, dtype=np.float32)
+    store.put_term_vectors("u", "m", [("zephyrquill", a, vec), ("tennis", a, vec), ("again", b, vec)])
+    before = store.term_vector_version("u", "m")
+    store.forget_turns("u", [a])
+    assert store.term_vectors("u", "m")[0] == ["again"]
+    assert store.term_vector_version("u", "m") != before
+    store.forget_user("u")
+    assert store.term_vectors("u", "m")[0] == []
+
+
+def test_background_pass_embeds_new_terms_once_and_refills_after_a_forget(tmp_path: Path) -> None:
+    mem = Memory(home=tmp_path / "m", embedders={"hash": HashEmbedder()}, page_size=4)
+    try:
+        mem.add_many(_turns("u", [("Ann", "tennis on Sunday"), ("Ann", "tennis and swimming")]))
+        run = generate_bookmarks(mem, "u")  # the bookmark job embeds its pages' terms
+        assert run.trace["terms_embedded"] == 3  # tennis, sunday, swimming
+        model = mem.embedders["hash"].model_id
+        assert mem.store.term_vectors("u", model)[0] == ["sunday", "swimming", "tennis"]
+        assert embed_vocabulary(mem.store, mem.embedders, "u") == 0  # nothing new
+        first = next(mem.store.iter_turns("u")).id
+        assert first is not None
+        mem.store.forget_turns("u", [first])  # "tennis" was first seen there
+        assert mem.store.term_vectors("u", model)[0] == ["swimming"]
+        # The full pass (maintenance runs it) embeds "tennis" again: the second turn still uses it;
+        # "sunday" is gone for good.
+        assert embed_vocabulary(mem.store, mem.embedders, "u") == 1
+        assert mem.store.term_vectors("u", model)[0] == ["swimming", "tennis"]
+        assert maintain_bookmarks(mem, "u")["terms_embedded"] == 0
+    finally:
+        mem.close()
+
+
+def test_soft_hits_rank_turns_by_how_many_query_terms_they_instantiate(store: Store) -> None:
+    stored = store.add_turns(
+        _turns("u", [("Ann", "I love tennis and the beach"), ("Ann", "tennis today"), ("Ann", "a quiet day")])
+    )
+    both, one, _ = (t.id for t in stored)
+    # Hand-made unit vectors: "sport" is close to "tennis", "holiday" to "beach"; nothing else is.
+    space = {
+        "sport": [1.0, 0.0, 0.0],
+        "tennis": [0.8, 0.6, 0.0],
+        "holiday": [0.0, 0.0, 1.0],
+        "beach": [0.0, 0.6, 0.8],
+        "love": [0.0, 1.0, 0.0],
+        "today": [0.0, -1.0, 0.0],
+        "quiet": [0.0, -1.0, 0.0],
+        "day": [-1.0, 0.0, 0.0],
+        "like": [0.0, 0.0, -1.0],
+    }
+    words = sorted(w for w in space if w not in ("sport", "holiday"))
+    vocab = Vocabulary.of((1, 1), words, np.array([space[w] for w in words], dtype=np.float32))
+
+    def embed(texts: list[str]) -> np.ndarray:
+        return np.array([space[t] for t in texts], dtype=np.float32)
+
+    hits = soft_hits(
+        store, "u", "What sport and holiday does Ann like?", vocab, embed,
+        skip={"ann"}, threshold=0.7, k=10, exclude=set(),
+    )  # fmt: skip
+    assert [h.turn_id for h in hits] == [both, one]  # "a quiet day" instantiates nothing
+    assert hits[0].score == pytest.approx(0.8 + 0.8)
+    assert hits[1].score == pytest.approx(0.8)
+    # A higher threshold keeps only exact terms: nothing here says "sport" or "holiday".
+    assert (
+        soft_hits(store, "u", "sport holiday", vocab, embed, skip=set(), threshold=0.9, k=10, exclude=set())
+        == []
+    )
+    # Speaker names are not expanded, excluded turns are left out.
+    excluded = soft_hits(store, "u", "sport", vocab, embed, skip=set(), threshold=0.7, k=10, exclude={both})
+    assert [h.turn_id for h in excluded] == [one]
+
+
+def test_the_pager_layer_with_minilm_finds_instances_of_the_question_word(tmp_path: Path) -> None:
+    cfg = Config.load(home=tmp_path / "m", page_size=4)
+    mem = Memory(cfg, embedders={"minilm": base.create("minilm", cfg)})
+    try:
+        rows = [
+            ("Bob", "My knee hurts a bit today."),
+            ("Bob", "Yesterday I played tennis with my brother."),
+            ("Bob", "The weather was grey all week."),
+            ("Bob", "I finally fixed the leaking kitchen tap."),
+            ("Bob", "I joined a volleyball team at work."),
+            ("Bob", "We watched a documentary about whales."),
+        ]
+        mem.add_many(_turns("u", rows))
+        maintain_bookmarks(mem, "u")
+        query = "What sports does Bob play?"
+        assert PagingOptions().terms is True  # on by default (chosen leave-one-out)
+        on = Pager(mem, PagingOptions(cooperative=False)).retrieve("u", query)
+        off = Pager(mem, PagingOptions(cooperative=False, terms=False)).retrieve("u", query)
+        assert "terms" in on.layers and "terms" not in off.layers
+        text = {t.id: t.content for t in mem.store.iter_turns("u")}
+        found = {text[h.turn_id] for h in on.layers["terms"]}
+        assert found == {rows[1][1], rows[4][1]}  # tennis, volleyball: no word in common with "sports"
+        assert "terms" in on.timings_ms
+        # Fused in, the layer lifts the turn with no word in common with the question.
+        volleyball = next(t for t, c in text.items() if c == rows[4][1])
+
+        def rank(result: object) -> int:
+            order = [c.turn_id for c in result.candidates]  # type: ignore[attr-defined]
+            return order.index(volleyball) if volleyball in order else len(order)
+
+        assert rank(on) < rank(off)
+    finally:
+        mem.close()
