@@ -37,7 +37,7 @@ from memsched.cache import LRUCache
 from memsched.errors import LLMError
 from memsched.model import Candidate, Hit
 from memsched.text.segment import cjk_ratio, has_cjk, terms
-from memsched.vocab import Vocabulary, soft_hits
+from memsched.vocab import TermVectors, Vocabulary, query_terms, soft_hits
 
 if TYPE_CHECKING:
     from memsched.llm.client import ChatClient
@@ -489,22 +489,31 @@ class Pager:
             self._vocab.put(key, vocab)
         return vocab
 
-    def _soft_layer(self, user_id: str, query: str, exclude: set[int]) -> list[Hit]:
-        """The soft-term layer (memsched.vocab) over the first embedder's vocabulary."""
-        name, embedder = next(iter(self.retriever.embedders.items()), (None, None))
-        if name is None or embedder is None:
-            return []
+    def _term_skip(self, user_id: str) -> set[str]:
+        return {w for label in self._speaker_names(user_id) for w in terms(label)}
+
+    def _term_vectors(self, user_id: str, query: str) -> TermVectors | None:
+        """Start embedding the query's terms the vocabulary lacks (overlapping the SQL stages)."""
+        embedder = next(iter(self.retriever.embedders.values()), None)
+        if embedder is None:
+            return None
         vocab = self._vocabulary(user_id, embedder.model_id)
+        vectors = TermVectors(embedder)
+        vectors.start([t for t in query_terms(query, self._term_skip(user_id)) if t not in vocab.index])
+        return vectors
+
+    def _soft_layer(self, user_id: str, query: str, exclude: set[int], vectors: TermVectors) -> list[Hit]:
+        """The soft-term layer (memsched.vocab) over the first embedder's vocabulary."""
+        vocab = self._vocabulary(user_id, vectors.embedder.model_id)
         if not vocab.terms:
             return []
-        skip = {w for label in self._speaker_names(user_id) for w in terms(label)}
         return soft_hits(
             self.store,
             user_id,
             query,
             vocab,
-            embedder.embed,
-            skip=skip,
+            vectors,
+            skip=self._term_skip(user_id),
             threshold=self.options.terms_threshold,
             k=self.options.deep_k,
             exclude=exclude,
@@ -562,7 +571,8 @@ class Pager:
         use_bookmarks = (opts.bookmarks or opts.multihop) and self.store.bookmark_count(user_id) > 0
         index = self._name_index(user_id) if use_bookmarks else None
 
-        main = self._rank(user_id, query, qvecs, exclude, index)
+        term_vectors = self._term_vectors(user_id, query) if opts.terms else None
+        main = self._rank(user_id, query, qvecs, exclude, index, term_vectors)
         timings = dict(main.timings)
         layers = dict(main.layers)
         scores = main.scores
@@ -575,7 +585,7 @@ class Pager:
             subs, how = decompose(query, entities, llm, timeout=opts.rerank_timeout)
             info["decomposition"] = {"queries": subs, "how": how}
             for n, sub in enumerate(subs):
-                part = self._rank(user_id, sub, None, exclude, index)
+                part = self._rank(user_id, sub, None, exclude, index, term_vectors)
                 for name, hits in part.layers.items():
                     layers[f"sub{n + 1}:{name}"] = hits
                 # Each part's own best turns are lifted toward the top, so every part of the question
@@ -625,6 +635,7 @@ class Pager:
         qvecs: Mapping[str, np.ndarray] | None,
         exclude: set[int],
         index: _NameIndex | None,
+        term_vectors: TermVectors | None = None,
     ) -> _Ranked:
         opts = self.options
         timings: dict[str, float] = {}
@@ -642,9 +653,9 @@ class Pager:
             expand=False,
         )
         timings.update(wide.timings_ms)
-        if opts.terms:
+        if opts.terms and term_vectors is not None:
             t0 = time.perf_counter()
-            soft = self._soft_layer(user_id, query, exclude)
+            soft = self._soft_layer(user_id, query, exclude, term_vectors)
             timings["terms"] = _ms(t0)
             if soft:
                 wide = self.retriever.retrieve(

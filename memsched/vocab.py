@@ -22,6 +22,7 @@ gathers the turns about an entity's attribute: entity-centred aggregation withou
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
+from concurrent.futures import Future
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -84,6 +85,40 @@ def embed_vocabulary(
     return len(wanted)
 
 
+def query_terms(query: str, skip: set[str]) -> list[str]:
+    """The query's terms the soft layer expands: distinct, in order, without `skip` (speaker names)."""
+    return [t for t in dict.fromkeys(terms(query)) if t not in skip]
+
+
+class TermVectors:
+    """Vectors of query terms the vocabulary lacks, embedded once per query (and its sub-queries).
+
+    `start` submits them to a micro-batched embedder, so the model runs while the SQL stages do
+    (the vectors are read only when the soft layer needs them); others are embedded when asked."""
+
+    def __init__(self, embedder: Embedder) -> None:
+        self.embedder = embedder
+        self._known: dict[str, np.ndarray] = {}
+        self._pending: tuple[list[str], Future[np.ndarray]] | None = None
+
+    def start(self, words: list[str]) -> None:
+        from memsched.embed.base import background_pause
+        from memsched.embed.batch import MicroBatcher
+
+        if words and isinstance(self.embedder, MicroBatcher) and background_pause() is None:
+            self._pending = (words, self.embedder.submit(words, urgent=True))
+
+    def __call__(self, words: list[str]) -> np.ndarray:
+        if self._pending is not None:
+            started, future = self._pending
+            self._pending = None
+            self._known.update(zip(started, future.result(), strict=True))
+        todo = [w for w in words if w not in self._known]
+        if todo:
+            self._known.update(zip(todo, self.embedder.embed(todo), strict=True))
+        return np.stack([np.asarray(self._known[w], dtype=np.float32) for w in words])
+
+
 def soft_hits(
     store: Store,
     user_id: str,
@@ -101,7 +136,7 @@ def soft_hits(
 
     `skip` are terms not to expand (speaker names: the speaker focus handles those); `embed` gives
     vectors for query terms the vocabulary lacks. [] when the query has no other term."""
-    q_terms = [t for t in dict.fromkeys(terms(query)) if t not in skip]
+    q_terms = query_terms(query, skip)
     if not q_terms or len(vocab.terms) == 0:
         return []
     missing = [t for t in q_terms if t not in vocab.index]
@@ -112,7 +147,9 @@ def soft_hits(
             for t in q_terms
         ]
     )
-    sims = q_matrix @ vocab.matrix.T  # query terms x vocabulary
+    # einsum, not `@`: a product this small is ~1 ms in numpy's own loop, while BLAS threads on a
+    # busy machine made it 40-140 ms (measured under load, BENCHMARKS.md "Soft terms").
+    sims = np.einsum("qd,vd->qv", q_matrix, vocab.matrix)
     weight: list[dict[str, float]] = []
     expanded: set[str] = set()
     for i, t in enumerate(q_terms):
@@ -124,14 +161,16 @@ def soft_hits(
         w[t] = 1.0
         weight.append(w)
         expanded.update(w)
-    if not expanded:
-        return []
     found = store.search_bm25(user_id, " ".join(sorted(expanded)), pool)
     ids = [h.turn_id for h in found if h.turn_id not in exclude]
     scored: list[tuple[float, int]] = []
     for turn in store.get_turns(user_id, ids):
         have = set(terms(turn.content))
-        score = sum(max((v for w_t, v in w.items() if w_t in have), default=0.0) for w in weight)
+        score = 0.0
+        for w in weight:
+            common = have.intersection(w)
+            if common:
+                score += max(w[x] for x in common)
         if score > 0 and turn.id is not None:
             scored.append((score, turn.id))
     scored.sort(key=lambda sv: (-sv[0], sv[1]))

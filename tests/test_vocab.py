@@ -61,6 +61,9 @@ def test_forgetting_the_source_turn_deletes_its_terms(store: Store) -> None:
     store.forget_turns("u", [a])
     assert store.term_vectors("u", "m")[0] == ["again"]
     assert store.term_vector_version("u", "m") != before
+    # A background pass that read the turn before it was forgotten cannot write its terms after.
+    store.put_term_vectors("u", "m", [("zephyrquill", a, vec)])
+    assert store.term_vectors("u", "m")[0] == ["again"]
     store.forget_user("u")
     assert store.term_vectors("u", "m")[0] == []
 

@@ -32,13 +32,24 @@ class PgVocabMixin(PgMixin):
         if not items:
             return
         with self.transaction() as tx:
-            # A rewritten row gets a new id, so `term_vector_version` moves.
+            # A rewritten row gets a new id, so `term_vector_version` moves. A row whose source turn is
+            # already gone (forgotten while the background pass ran) is not written.
             tx.executemany(
                 "INSERT INTO term_vectors (user_id, model, term, turn_id, dim, vector)"
-                " VALUES (%s, %s, %s, %s, %s, %s) ON CONFLICT (user_id, model, term) DO UPDATE SET"
+                " SELECT %s, %s, %s, %s, %s, %s WHERE EXISTS (SELECT 1 FROM turns WHERE user_id = %s AND id = %s)"
+                " ON CONFLICT (user_id, model, term) DO UPDATE SET"
                 " turn_id = excluded.turn_id, dim = excluded.dim, vector = excluded.vector, id = DEFAULT",
                 [
-                    (user_id, model_id, term, int(tid), int(v.shape[-1]), np.asarray(v, np.float32).tobytes())
+                    (
+                        user_id,
+                        model_id,
+                        term,
+                        int(tid),
+                        int(v.shape[-1]),
+                        np.asarray(v, np.float32).tobytes(),
+                        user_id,
+                        int(tid),
+                    )
                     for term, tid, v in items
                 ],
             )

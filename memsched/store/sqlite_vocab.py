@@ -42,11 +42,22 @@ class VocabMixin(SQLiteMixin):
         if not items:
             return
         with self.transaction() as tx:
+            # A row whose source turn is already gone (forgotten while the background pass ran) is
+            # not written: it would outlive the forget.
             tx.executemany(
                 "INSERT OR REPLACE INTO term_vectors (user_id, model, term, turn_id, dim, vector)"
-                " VALUES (?, ?, ?, ?, ?, ?)",
+                " SELECT ?, ?, ?, ?, ?, ? WHERE EXISTS (SELECT 1 FROM turns WHERE user_id = ? AND id = ?)",
                 [
-                    (user_id, model_id, term, int(tid), int(v.shape[-1]), np.asarray(v, np.float32).tobytes())
+                    (
+                        user_id,
+                        model_id,
+                        term,
+                        int(tid),
+                        int(v.shape[-1]),
+                        np.asarray(v, np.float32).tobytes(),
+                        user_id,
+                        int(tid),
+                    )
                     for term, tid, v in items
                 ],
             )
