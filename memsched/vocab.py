@@ -164,14 +164,14 @@ def soft_hits(
     found = store.search_bm25(user_id, " ".join(sorted(expanded)), pool)
     ids = [h.turn_id for h in found if h.turn_id not in exclude]
     scored: list[tuple[float, int]] = []
-    for turn in store.get_turns(user_id, ids):
-        have = set(terms(turn.content))
+    for tid, content in store.turn_contents(user_id, ids).items():
+        have = set(terms(content))
         score = 0.0
         for w in weight:
             common = have.intersection(w)
             if common:
                 score += max(w[x] for x in common)
-        if score > 0 and turn.id is not None:
-            scored.append((score, turn.id))
+        if score > 0:
+            scored.append((score, tid))
     scored.sort(key=lambda sv: (-sv[0], sv[1]))
     return [Hit(turn_id=tid, score=s, rank=r + 1) for r, (s, tid) in enumerate(scored[:k])]

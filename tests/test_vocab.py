@@ -49,6 +49,8 @@ def test_term_vectors_round_trip_and_version(store: Store) -> None:
     assert store.term_vector_version("u", "m") != v1
     assert store.term_vectors("u", "other-model")[0] == []
     assert store.term_vectors("v", "m")[0] == []  # per user
+    assert store.turn_contents("u", [b, a, 10**9]) == {a: "tennis on Sunday", b: "a quiet evening"}
+    assert store.turn_contents("v", [a]) == {}  # another user's turn ids give nothing
 
 
 def test_forgetting_the_source_turn_deletes_its_terms(store: Store) -> None:

@@ -423,6 +423,10 @@ class TermVectorStore(Protocol):
         """A pair that changes whenever the user's term vectors for `model_id` are added or deleted."""
         ...
 
+    def turn_contents(self, user_id: str, turn_ids: Sequence[int]) -> dict[int, str]:
+        """turn id -> content of the user's given turns (the soft-term layer reads only the text)."""
+        ...
+
 
 @runtime_checkable
 class Store(

@@ -73,3 +73,12 @@ class PgVocabMixin(PgMixin):
         )
         assert row is not None
         return int(row[0]), int(row[1])
+
+    def turn_contents(self, user_id: str, turn_ids: Sequence[int]) -> dict[int, str]:
+        if not turn_ids:
+            return {}
+        rows = self._all(
+            "SELECT id, content FROM turns WHERE user_id = %s AND id = ANY(%s)",
+            (user_id, [int(i) for i in turn_ids]),
+        )
+        return {int(r[0]): str(r[1]) for r in rows}

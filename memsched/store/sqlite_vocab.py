@@ -78,3 +78,16 @@ class VocabMixin(SQLiteMixin):
             (user_id, model_id),
         ).fetchone()
         return int(row[0]), int(row[1])
+
+    def turn_contents(self, user_id: str, turn_ids: Sequence[int]) -> dict[int, str]:
+        out: dict[int, str] = {}
+        ids = [int(i) for i in turn_ids]
+        for start in range(0, len(ids), 500):
+            chunk = ids[start : start + 500]
+            marks = ",".join("?" * len(chunk))
+            out.update(
+                self.db.execute(
+                    f"SELECT id, content FROM turns WHERE user_id = ? AND id IN ({marks})", (user_id, *chunk)
+                ).fetchall()
+            )
+        return out
