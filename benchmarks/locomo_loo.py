@@ -69,11 +69,11 @@ def sweeps() -> dict[str, dict[str, Variant]]:
                     options={"terms_threshold": t}, weights=FusionWeights(terms=w)
                 )
                 for t in (0.5, 0.6, 0.7)
-                for w in (0.5, 1.0, 2.0)
-                if (t, w) != (0.5, 0.5)
+                for w in (0.5, 0.75, 1.0, 2.0)
+                if (t, w) != (0.5, 0.75)
             },
         },
-        "terms_weight": {f"terms w={w:g}": _weights(terms=w) for w in (0.25, 0.35, 0.75)},
+        "terms_weight": {f"terms w={w:g}": _weights(terms=w) for w in (0.25, 0.5, 1.0)},
     }
     for grid in out.values():
         grid.setdefault(DEFAULT, Variant())

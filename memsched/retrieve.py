@@ -43,9 +43,9 @@ class FusionWeights:
     # ranks evidence far better than plain vectors, but next to neighbour and page expansion it
     # did not hold up out of sample on the dev conversations (BENCHMARKS.md "Leave-one-out").
     context: float = 0.0
-    # The soft-term layer of the pager (memsched.vocab, PagingOptions.terms): half a BM25-free dense
-    # layer's weight, chosen leave-one-out on the dev conversations (0.5, 1 and 2 tried).
-    terms: float = 0.5
+    # The soft-term layer of the pager (memsched.vocab, PagingOptions.terms), relative to a dense
+    # layer's 1.0: chosen leave-one-out on the dev conversations (0.25 .. 2 tried; BENCHMARKS.md).
+    terms: float = 0.75
     neighbour_decay: float = 0.5  # a neighbour's priority relative to the hit that pulled it in
     neighbour_distance_decay: float = 0.8  # extra factor per step beyond the first
     neighbour_radius: int = 2
