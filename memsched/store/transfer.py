@@ -95,6 +95,13 @@ TABLES: tuple[Table, ...] = (
         identity=True,
         binary=("int8", "text", "text", "text", "int4", "vector"),
     ),
+    # The embedded vocabulary (memsched.vocab); the target numbers its rows itself (`id`, which only
+    # `term_vector_version` reads).
+    Table(
+        "term_vectors",
+        _cols("user_id, model, term, turn_id, dim, vector:bytes"),
+        {"user_id": "text", "model": "text", "term": "text"},
+    ),
     Table(
         "bookmarks",
         _cols(
