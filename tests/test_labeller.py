@@ -87,6 +87,8 @@ def test_the_prompt_carries_the_mark_the_fake_knows() -> None:
     assert LABEL_MARK in load("mood_label")
 
 
+# On SQLite and on PostgreSQL (conftest.py, `backend`): the correction goes through the store protocols.
+@pytest.mark.usefixtures("backend")
 @pytest.mark.parametrize("lang", ["zh", "en"])
 def test_a_llm_label_corrects_the_state_the_next_turn_carries(
     server: str, fake: FakeOpenAI, lang: str
