@@ -1,13 +1,13 @@
 """Mode router accuracy on the labelled set, and the router's own latency.
 
-`tests/data/mode_labelled.txt`: 624 hand-written messages (zh and en; casual, conflict, comfort,
+`tests/data/mode_labelled.txt`: 944 hand-written messages (zh and en; casual, conflict, comfort,
 intimacy; hard cases such as sarcasm, "算了吧", "whatever" marked #hard). The even lines tune: the
 learned classifier is fitted on them by benchmarks/train_mode_classifier.py (shipped as
 memsched/data/mode_classifier.npz), and the hand-set weights are re-tuned on them here (a small grid
 over `ModeWeights.prototype`, `casual_bias` and `cue`). The odd lines are reported: accuracy overall,
 per language, on hard cases, and a confusion matrix, for the cue lexicons alone, the hand-set router
 (cues + prototypes) and the default router of a turn (hand-set evidence + the classifier); also split
-into the first 304 messages (the set the earlier figures used) and the 320 added later.
+into the first 304 messages (the set the earlier figures used) and the 640 added later.
 
 Latency: per message, `Router.route` (cues, prototype similarity, carried state, signals) on the
 vectors the turn has already computed (the query embedding is not the router's cost), after warm-up.

@@ -427,9 +427,10 @@ class Router:
             # Casual is the absence of a mode, not evidence against one: the classifier reads "早安" or
             # "ok" as casual (and as not conflict) because nothing in it is emotional, which says
             # nothing against the upset mood carried from last night. With carried state, only the
-            # classifier's evidence FOR a mode counts ("被老板骂了好难过" -> comfort still wins).
+            # classifier's evidence for a mode over casual counts ("被老板骂了好难过" -> comfort still wins).
+            base = evidence["classifier"].get("casual", 0.0)
             evidence["classifier"] = {
-                m: max(0.0, v) if m != "casual" else 0.0 for m, v in evidence["classifier"].items()
+                m: max(0.0, v - base) if m != "casual" else 0.0 for m, v in evidence["classifier"].items()
             }
         scores = {m: sum(src.get(m, 0.0) for src in evidence.values()) for m in MODES}
         scores["casual"] += w.casual_bias
