@@ -58,6 +58,7 @@ from memsched.commands import (
     last_message_ids,
 )
 from memsched.companion import Before, Companion, Plan
+from memsched.embed.batch import after_reply
 from memsched.errors import ConfigError, InputError, LLMError, StoreError
 from memsched.jobs.queue import Job, JobQueue, Priority, SessionLock, default_owner, recover_dead_owners
 from memsched.jobs.worker import ForegroundGate
@@ -725,7 +726,8 @@ class Scheduler:
 
     def _post_turn(self, hold: _Hold, user_id: str) -> None:
         try:
-            self._index(user_id)
+            with after_reply():  # nobody waits on these vectors: they may share a later model call
+                self._index(user_id)
         except Exception:
             log.exception("embedding the reply of %s/%s failed; the next turn will", user_id, hold.session_id)
         finally:

@@ -159,3 +159,32 @@ def test_a_turns_message_goes_ahead_of_replies_waiting_to_be_indexed() -> None:
         f.result(5)
     batcher.close()
     assert seen.index("the next message 下一句") < seen.index("reply 2") < seen.index("reply 3")
+
+
+def test_post_reply_texts_wait_for_company_and_share_its_call() -> None:
+    from memsched.embed.batch import after_reply
+
+    slow = Slow()
+    slow.gate.set()
+    batcher = MicroBatcher(slow, threads=1, linger=60.0, linger_texts=3)
+    with after_reply():
+        reply = batcher.submit(["ok: the reply"])
+    assert not reply.done()  # alone and not waited for: it waits (here up to a minute) for company
+    message = batcher.submit(["the next message"], urgent=True)
+    assert message.result(5).shape == reply.result(5).shape == (1, 256)
+    assert slow.calls == [2]  # one model call for both
+    # Enough post-reply texts go at once, without company.
+    with after_reply():
+        replies = [batcher.submit([f"reply {i}"]) for i in range(3)]
+    for f in replies:
+        f.result(5)
+    assert slow.calls == [2, 3]
+    # Closing sends what still waits.
+    with after_reply():
+        last = batcher.submit(["the last reply"])
+    batcher.close()
+    assert last.result(5).shape == (1, 256)
+    # Outside post-reply work nothing waits: a lone text goes at once.
+    batcher = MicroBatcher(slow, threads=1, linger=60.0)
+    assert batcher.embed(["a search query"]).shape == (1, 256)
+    batcher.close()

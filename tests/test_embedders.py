@@ -133,3 +133,19 @@ def test_minilm_onnx_export_that_does_not_match_is_refused(
     with pytest.raises(EmbedderError, match="differs from PyTorch"):
         minilm_onnx.ensure_exported(tmp_path / "cache")
     assert not list((tmp_path / "cache").rglob("*.onnx*"))  # nothing half-made is left to be loaded
+
+
+def test_minilm_onnx_calls_are_cut_where_padding_costs_more_than_a_call() -> None:
+    from memsched.embed.minilm_onnx import plan_calls
+
+    assert plan_calls([]) == []
+    assert plan_calls([12] * 10, max_rows=16, call_tokens=20) == [10]  # no padding: one call
+    assert len(plan_calls([12] * 40, max_rows=16, call_tokens=20)) == 3  # as few calls as max_rows allows
+    # Short texts are not padded to a long one's length when a call costs less than that padding.
+    assert plan_calls([5, 5, 5, 5, 100, 100], max_rows=16, call_tokens=20) == [4, 6]
+    # ... and are when it does not: padding 4 texts by 2 tokens is cheaper than a second call.
+    assert plan_calls([10, 10, 10, 10, 12, 12], max_rows=16, call_tokens=20) == [6]
+    for lengths in ([3, 7, 7, 9, 30, 31, 64, 200], list(range(1, 50))):
+        ends = plan_calls(lengths, max_rows=16, call_tokens=20)
+        assert ends[-1] == len(lengths) and ends == sorted(set(ends))
+        assert all(b - a <= 16 for a, b in zip([0, *ends], ends, strict=False))

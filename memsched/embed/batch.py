@@ -3,10 +3,21 @@
 Under load, many turns want one short text embedded at the same moment (each message, each reply
 after it is sent). One model call on a batch costs less than the same texts one call each (fewer
 dispatches, one pass of the weights through the cache), so `MicroBatcher` queues the texts of
-concurrent callers and a few dispatcher threads each take everything queued (up to `max_batch`
-texts) as one call. Nothing waits for a batch to fill: a caller that arrives when a dispatcher is
-free is served at once, alone; batches form only while the model is busy ("natural batching"), so
-a lone turn pays only the hand-off (~0.1 ms) and a crowd shares calls.
+concurrent callers and a dispatcher thread takes everything queued (up to `max_batch` texts) as one
+call. Nothing a turn waits for waits for a batch to fill: a caller that arrives when the dispatcher
+is free is served at once, alone; batches form while the model is busy ("natural batching"), so a
+lone turn pays only the hand-off (~0.1 ms) and a crowd shares calls.
+
+One dispatcher by default, not one per core: a MiniLM call streams all the weights (~42 MB) through
+the cache whatever its size (a 1-token call costs ~3.5 ms of CPU on a loaded 2-core machine, a
+16 x 16-token call ~45 ms), so a second dispatcher that takes half of the queue doubles that fixed
+cost. Under the proxy benchmark's 50 clients one dispatcher made 154 calls for 808 texts where two
+made 274 for 818, and the server's CPU per turn fell ~10% (BENCHMARKS.md, "Proxy throughput").
+
+Post-reply work (`after_reply()`: a reply's vectors, computed after the client has the reply) is not
+waited for by anyone, so it may wait: up to `linger` seconds for company (a turn's message, other
+replies) unless `linger_texts` texts are queued. A model call costs a fixed part plus a part per
+token, so a reply that shares the next message's call costs about half of a call of its own.
 
 Background work (`embed.base.background`) bypasses the batcher: it runs in small chunks with pauses
 so turns go first, and must not join a turn's batch.
@@ -15,11 +26,13 @@ so turns go first, and must not join a turn's batch.
 from __future__ import annotations
 
 import logging
-import os
 import threading
+import time
 from collections import deque
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from concurrent.futures import Future
+from contextlib import contextmanager
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -29,29 +42,63 @@ from memsched.embed.base import Embedder, background_pause
 log = logging.getLogger(__name__)
 
 DEFAULT_MAX_BATCH = 32
+# How long post-reply texts may wait for company, and how many queued texts dispatch them at once.
+DEFAULT_LINGER = 0.050
+DEFAULT_LINGER_TEXTS = 8
+
+_thread = threading.local()
+
+
+@contextmanager
+def after_reply() -> Iterator[None]:
+    """Mark this thread's embedding calls as post-reply work, which the batcher may hold a moment."""
+    previous = getattr(_thread, "after_reply", False)
+    _thread.after_reply = True
+    try:
+        yield
+    finally:
+        _thread.after_reply = previous
+
+
+@dataclass
+class _Request:
+    texts: Sequence[str]
+    future: Future[np.ndarray]
+    lingers: bool
+    at: float = field(default_factory=time.monotonic)
 
 
 class MicroBatcher:
     """Wraps an `Embedder`; same protocol (`model_id`, `dim`, `batch_size`, `embed`), batched calls.
 
-    `threads` dispatchers (default: one per core, at most 2) run model calls in parallel; each
-    takes up to `max_batch` queued texts. Thread-safe. `close()` stops the dispatchers (calls made
+    `threads` dispatchers (default 1; see above) run model calls; each takes up to `max_batch`
+    queued texts. Thread-safe. `close()` stops the dispatchers (calls made
     after it run directly on the wrapped embedder).
     """
 
     def __init__(
-        self, inner: Embedder, *, max_batch: int = DEFAULT_MAX_BATCH, threads: int | None = None
+        self,
+        inner: Embedder,
+        *,
+        max_batch: int = DEFAULT_MAX_BATCH,
+        threads: int | None = None,
+        linger: float = DEFAULT_LINGER,
+        linger_texts: int = DEFAULT_LINGER_TEXTS,
     ) -> None:
         self.inner = inner
         self.model_id = inner.model_id
         self.batch_size = inner.batch_size
         self.max_batch = max(1, max_batch)
-        self._queue: deque[tuple[Sequence[str], Future[np.ndarray]]] = deque()
+        self.linger = max(0.0, linger)
+        self.linger_texts = max(1, linger_texts)
+        self._queue: deque[_Request] = deque()
+        self._queued_texts = 0
+        self._waited_for = 0  # queued requests that someone waits on (all but post-reply ones)
         self._cond = threading.Condition()
         self._closed = False
         self.calls = 0  # model calls made (a batch is one); with `texts`, the batching's effect
         self.texts = 0
-        n = threads if threads is not None else min(2, os.cpu_count() or 1)
+        n = threads if threads is not None else 1
         self._threads = [
             threading.Thread(target=self._dispatch, name=f"memsched-embed-{i}", daemon=True)
             for i in range(max(1, n))
@@ -85,12 +132,15 @@ class MicroBatcher:
         `urgent` texts (a turn's message, which the turn waits for) go to the front of the queue,
         ahead of replies being indexed after their turn."""
         future: Future[np.ndarray] = Future()
+        request = _Request(texts, future, lingers=not urgent and getattr(_thread, "after_reply", False))
         with self._cond:
             if not self._closed:
                 if urgent:
-                    self._queue.appendleft((texts, future))
+                    self._queue.appendleft(request)
                 else:
-                    self._queue.append((texts, future))
+                    self._queue.append(request)
+                self._queued_texts += len(texts)
+                self._waited_for += not request.lingers
                 self._cond.notify()
                 return future
         try:
@@ -106,35 +156,47 @@ class MicroBatcher:
         for t in self._threads:
             t.join(timeout=5)
 
-    def _take(self) -> list[tuple[Sequence[str], Future[np.ndarray]]] | None:
+    def _ready(self) -> bool:
+        """Whether the queued requests should go now (else they are all post-reply ones, few and
+        young enough to wait for company)."""
+        if self._closed or self._waited_for or self._queued_texts >= self.linger_texts:
+            return True
+        return time.monotonic() >= self._queue[0].at + self.linger
+
+    def _take(self) -> list[_Request] | None:
         with self._cond:
-            while not self._queue and not self._closed:
-                self._cond.wait()
-            if not self._queue:
-                return None  # closed and drained
+            while True:
+                while not self._queue and not self._closed:
+                    self._cond.wait()
+                if not self._queue:
+                    return None  # closed and drained
+                if self._ready():
+                    break
+                self._cond.wait(max(0.0, self._queue[0].at + self.linger - time.monotonic()))
             taken = [self._queue.popleft()]
-            size = len(taken[0][0])
-            while self._queue and size + len(self._queue[0][0]) <= self.max_batch:
-                item = self._queue.popleft()
-                taken.append(item)
-                size += len(item[0])
+            size = len(taken[0].texts)
+            while self._queue and size + len(self._queue[0].texts) <= self.max_batch:
+                taken.append(self._queue.popleft())
+                size += len(taken[-1].texts)
+            self._queued_texts -= size
+            self._waited_for -= sum(not r.lingers for r in taken)
             return taken
 
     def _dispatch(self) -> None:
         while (taken := self._take()) is not None:
-            texts = [text for request, _ in taken for text in request]
+            texts = [text for request in taken for text in request.texts]
             try:
                 matrix = self.inner.embed(texts)
             except BaseException as exc:  # every caller gets the error, the dispatcher lives on
-                for _, future in taken:
-                    future.set_exception(exc)
+                for request in taken:
+                    request.future.set_exception(exc)
                 continue
             self.calls += 1
             self.texts += len(texts)
             start = 0
-            for request, future in taken:
-                future.set_result(matrix[start : start + len(request)])
-                start += len(request)
+            for request in taken:
+                request.future.set_result(matrix[start : start + len(request.texts)])
+                start += len(request.texts)
 
 
 class PendingVectors(Mapping[str, np.ndarray]):

@@ -31,8 +31,13 @@ log = logging.getLogger(__name__)
 EXPORT_VERSION = 1
 OPSET = 17
 DIM = 384
-# Texts per model call within one `embed`: sorted by length, so each call pads little.
+# Texts per model call within one `embed` at most (bounds the attention's memory); the texts are
+# sorted by length and cut into calls where a new call costs less than the padding it saves.
 GROUP = 16
+# What one more model call costs, in tokens: MiniLM's CPU time per call is about a fixed part plus
+# a part per (padded) token, the fixed part as much as ~20 tokens (1x8 tokens 5.3 ms, 1x32 9.1 ms,
+# 1x64 15.1 ms, 16x16 47 ms of CPU on the same machine; benchmarks: BENCHMARKS.md "Proxy throughput").
+CALL_TOKENS = 20
 # Largest tolerated difference between the ONNX and the PyTorch vectors on the probe texts.
 TOLERANCE = 1e-4
 PROBES = (
@@ -187,6 +192,28 @@ def _pad(encodings: Sequence[Any]) -> dict[str, np.ndarray]:
     return {"input_ids": ids, "attention_mask": mask, "token_type_ids": np.zeros_like(ids)}
 
 
+def plan_calls(lengths: Sequence[int], max_rows: int = GROUP, call_tokens: int = CALL_TOKENS) -> list[int]:
+    """Where to cut texts sorted by token count (ascending) into model calls: the ends of the calls.
+
+    A call costs `call_tokens` plus its rows times its longest text (padding costs as much as a
+    real token); the cheapest cut is found by dynamic programming (n <= a few dozen texts).
+    """
+    n = len(lengths)
+    best = [0] + [0x7FFFFFFF] * n
+    cut = [0] * (n + 1)
+    for end in range(1, n + 1):
+        for start in range(max(0, end - max_rows), end):
+            cost = best[start] + call_tokens + lengths[end - 1] * (end - start)
+            if cost < best[end]:
+                best[end], cut[end] = cost, start
+    ends: list[int] = []
+    end = n
+    while end > 0:
+        ends.append(end)
+        end = cut[end]
+    return ends[::-1]
+
+
 def _pool(hidden: np.ndarray, mask: np.ndarray) -> np.ndarray:
     """Mean over the real tokens, then unit length: what the sentence-transformers model does."""
     weights = mask[..., None].astype(np.float32)
@@ -220,16 +247,18 @@ class OnnxMiniLM:
 
     def embed(self, texts: Sequence[str]) -> np.ndarray:
         """Unit vectors, one row per text. The texts are tokenised once, sorted by token count and run
-        in groups of `group` of similar length: a padded token costs as much as a real one, and one
+        in calls of similar length (`plan_calls`): a padded token costs as much as a real one, and one
         wide call pads every text to the longest (64 mixed chat turns: 4.9 ms of CPU per text in one
-        call, 2.4 in sorted groups of 16; BENCHMARKS.md)."""
+        call, 2.4 in sorted groups of 16; BENCHMARKS.md), while each call has a fixed cost too."""
         out = np.zeros((len(texts), DIM), dtype=np.float32)
         if not texts:
             return out
         encodings = self._tokenizer.encode_batch(list(texts))
         order = sorted(range(len(texts)), key=lambda i: len(encodings[i].ids))
-        for start in range(0, len(order), self.group):
-            rows = order[start : start + self.group]
+        start = 0
+        for end in plan_calls([len(encodings[i].ids) for i in order], self.group):
+            rows = order[start:end]
+            start = end
             enc = _pad([encodings[i] for i in rows])
             hidden = self._session.run(None, enc)[0]
             out[rows] = _pool(hidden, enc["attention_mask"])

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import threading
 import time
 from typing import Any
 
@@ -55,18 +56,23 @@ class Service:
     def warm_up(self) -> None:
         """Load the tokenizer, the embedders and dateparser's tables now, so the first requests do not
         pay for them."""
+        from memsched import keywords
         from memsched.text import timeexpr
 
         self.memory.counter.count("warm up")
         timeexpr.warm_up()
         self.memory.retriever.embed_query("warm up", only_weighted=False)
+        # The bookmark jobs' tables are not needed to answer: loaded beside the first requests.
+        threading.Thread(target=keywords.warm_up, name="memsched-warm-up", daemon=True).start()
 
     def close(self) -> None:
         self.scheduler.close()
         self.memory.close()
 
 
-def get_service(request: Request) -> Service:
-    """The app's `Service` (a FastAPI dependency: `svc: Service = Depends(get_service)`)."""
+async def get_service(request: Request) -> Service:
+    """The app's `Service` (a FastAPI dependency: `svc: Service = Depends(get_service)`). Async, so
+    that FastAPI calls it on the event loop: a plain function would cost every request a round trip
+    through the thread pool."""
     service: Service = request.app.state.service
     return service
