@@ -144,6 +144,10 @@ class Config:
             raise ConfigError(f"overflow_threshold must be between 0.1 and 1, got {self.overflow_threshold}")
         if self.minilm_backend not in ("onnx", "torch"):
             raise ConfigError(f"minilm_backend must be onnx or torch, got {self.minilm_backend!r}")
+        if self.workers < 0:
+            raise ConfigError(
+                f"workers must be >= 0 (0: no background jobs in `memsched serve`), got {self.workers}"
+            )
         if self.recall_rounds < 0:
             raise ConfigError(f"recall_rounds must be >= 0, got {self.recall_rounds}")
         if self.paging_mode not in ("retrieve", "tools", "both"):

@@ -220,7 +220,7 @@ class _TurnState:
     at: datetime
     entry: str
     sw: Stopwatch
-    hold: _Hold
+    hold: SessionHold
     persona: str = ""  # the system prompt: the client's own, or the configured default
     timezone: str | None = None  # the user's IANA timezone: sent with the turn, else their profile's
     captions: list[Caption] = field(default_factory=list)  # the message's images, described
@@ -246,15 +246,17 @@ class _TurnState:
     finished: tuple[int, int] | None = None  # a topic segment that this turn closed (first, last seq)
 
 
-@dataclass(slots=True)
-class _Hold:
-    """A session held by one turn: its in-process ticket and its store lease."""
+@dataclass(slots=True, eq=False)
+class SessionHold:
+    """A session held by one turn (or by `Scheduler.hold_session` across calls): its place in this
+    process's line and its lease in the store (`owner`; None without `cross_process_lock`)."""
 
     ticket: _Ticket
     user_id: str
     session_id: str
     owner: str | None
     wait_ms: float
+    handed_off: bool = False  # a post-reply thread releases it once the new turns' vectors are stored
 
 
 # -- the scheduler -----------------------------------------------------------------------------------
@@ -317,6 +319,11 @@ class Scheduler:
         # Long enough for the reply call with its retries; renewed after the call.
         self.lease_seconds = max(60.0, 4.0 * self.config.llm_timeout)
         self._gates = _Gates()
+        # Sessions held across calls (hold_session), whose leases a thread renews.
+        self._renewing: dict[int, SessionHold] = {}
+        self._renew_lock = threading.Lock()
+        self._renew_stop = threading.Event()
+        self._renewer: threading.Thread | None = None
         self.gate = ForegroundGate()  # P2 workers of this process wait while a turn is in flight
         self._post = ThreadPoolExecutor(max_workers=max(1, post_threads), thread_name_prefix="memsched-post")
         self._owner = default_owner("turn")
@@ -347,6 +354,7 @@ class Scheduler:
             return
         self._closed = True
         self._post.shutdown(wait=True)
+        self._renew_stop.set()
         if self.worker is not None:
             self.worker.stop()
 
@@ -402,14 +410,18 @@ class Scheduler:
         timezone: str | None = None,
         system_prompt: str | None = None,
         images: Sequence[Image] = (),
+        hold: SessionHold | None = None,
     ) -> TurnResult:
         """Everything `turn()` does except the LLM call: returns the messages to send and records `message`.
 
-        Record the reply the caller's own LLM produced with `record(..., "assistant", reply)`.
+        Record the reply the caller's own LLM produced with `record(..., "assistant", reply)`. With
+        `hold` (from `hold_session`), the session stays held after the call, so pass the same hold
+        to that `record` and no other turn of the session comes between the message and its reply.
         """
         _check(user_id, session_id, message or _image_only(images))
+        _check_hold(hold, user_id, session_id)
         return self._run(
-            self._gates.take((user_id, session_id)),
+            None if hold is not None else self._gates.take((user_id, session_id)),
             user_id,
             session_id,
             message,
@@ -418,6 +430,7 @@ class Scheduler:
             False,
             system_prompt,
             images,
+            hold,
         )
 
     async def aturn(
@@ -451,15 +464,17 @@ class Scheduler:
         timezone: str | None = None,
         system_prompt: str | None = None,
         images: Sequence[Image] = (),
+        hold: SessionHold | None = None,
     ) -> TurnResult:
         """`prepare()` in a worker thread, keeping the session's arrival order like `aturn`."""
         _check(user_id, session_id, message or _image_only(images))
-        ticket = self._gates.take((user_id, session_id))
+        _check_hold(hold, user_id, session_id)
+        ticket = None if hold is not None else self._gates.take((user_id, session_id))
         return await self._in_thread(
-            ticket, user_id, session_id, message, now, timezone, False, system_prompt, images
+            ticket, user_id, session_id, message, now, timezone, False, system_prompt, images, hold
         )
 
-    async def _in_thread(self, ticket: _Ticket, *args: Any) -> TurnResult:
+    async def _in_thread(self, ticket: _Ticket | None, *args: Any) -> TurnResult:
         started = threading.Event()
 
         def run() -> TurnResult:
@@ -469,7 +484,7 @@ class Scheduler:
         try:
             return await asyncio.to_thread(run)
         except BaseException:
-            if not started.is_set():  # the thread never ran: give the place in line back
+            if not started.is_set() and ticket is not None:  # the thread never ran: give the place back
                 self._gates.release(ticket)
             raise
 
@@ -484,6 +499,7 @@ class Scheduler:
         timezone: str | None = None,
         meta: dict[str, Any] | None = None,
         index_after: bool = False,
+        hold: SessionHold | None = None,
     ) -> RecordResult:
         """Record one turn outside `turn()` — e.g. the reply of a client that calls its own LLM.
 
@@ -493,12 +509,17 @@ class Scheduler:
 
         The turn's vectors are computed before returning, or with `index_after` after it (the proxy
         answers its client meanwhile): the turn is stored either way, and the session stays held
-        until its vectors are, so the session's next turn finds them.
+        until its vectors are, so the session's next turn finds them. With `hold` (from
+        `hold_session`) the session is already held; it stays held after the call, or with
+        `index_after` until the vectors are stored (then `release_session` leaves it to that).
         """
         _check(user_id, session_id, content)
+        _check_hold(hold, user_id, session_id)
         if role not in ("user", "assistant", "system"):
             raise InputError(f"role must be user, assistant or system, got {role!r}")
-        hold = self._acquire(self._gates.take((user_id, session_id)), user_id, session_id)
+        held = hold
+        if hold is None:
+            hold = self._acquire(self._gates.take((user_id, session_id)), user_id, session_id)
         handed_off = False
         try:
             at = as_utc(now) if now is not None else utcnow()
@@ -564,7 +585,7 @@ class Scheduler:
             )
             return RecordResult(turn=turn, jobs=job_ids, commands=[c.as_dict() for c in commands])
         finally:
-            if not handed_off:
+            if not handed_off and held is None:
                 self._release(hold)
 
     def _profile_section(self, user_id: str, share: float) -> str:
@@ -611,7 +632,68 @@ class Scheduler:
         finally:
             self._release(hold)
 
-    def _acquire(self, ticket: _Ticket, user_id: str, session_id: str) -> _Hold:
+    def hold_session(self, user_id: str, session_id: str) -> SessionHold:
+        """Take the session (in arrival order, across processes) until `release_session(hold)`.
+
+        For a turn made of several calls: pass the hold to `prepare`/`aprepare` and `record`, and no
+        other turn of the session, in this process or another, comes between them (the proxy holds
+        the session from preparing the context until the reply is recorded). The store lease is
+        renewed meanwhile; if this process dies, it runs out and the session is free again.
+        """
+        return self._renewed(self._acquire(self._gates.take((user_id, session_id)), user_id, session_id))
+
+    async def ahold_session(self, user_id: str, session_id: str) -> SessionHold:
+        """`hold_session` without blocking the event loop; the place in line is taken at the call."""
+        ticket = self._gates.take((user_id, session_id))
+        task = asyncio.ensure_future(asyncio.to_thread(self._acquire, ticket, user_id, session_id))
+        try:
+            # Shielded: a cancelled caller must not leave a thread that takes the session for no one.
+            hold = await asyncio.shield(task)
+        except asyncio.CancelledError:
+            task.add_done_callback(self._release_abandoned)
+            raise
+        return self._renewed(hold)
+
+    def release_session(self, hold: SessionHold) -> None:
+        """Give back a session taken with `hold_session` (idempotent). After `record(...,
+        index_after=True)` the session is released when the reply's vectors are stored instead."""
+        if not hold.handed_off:
+            self._unhold(hold)
+
+    def _unhold(self, hold: SessionHold) -> None:
+        with self._renew_lock:
+            self._renewing.pop(id(hold), None)
+        self._release(hold)
+
+    def _release_abandoned(self, task: asyncio.Future[SessionHold]) -> None:
+        if not task.cancelled() and task.exception() is None:
+            self._release(task.result())
+
+    def _renewed(self, hold: SessionHold) -> SessionHold:
+        if hold.owner is None:
+            return hold
+        with self._renew_lock:
+            self._renewing[id(hold)] = hold
+            if self._renewer is None:
+                self._renewer = threading.Thread(
+                    target=self._renew_leases, name="memsched-session-leases", daemon=True
+                )
+                self._renewer.start()
+        return hold
+
+    def _renew_leases(self) -> None:
+        """Renew the store leases of the sessions held across calls, every third of a lease."""
+        while not self._renew_stop.wait(self.lease_seconds / 3):
+            with self._renew_lock:
+                holds = list(self._renewing.values())
+            for hold in holds:
+                try:
+                    assert hold.owner is not None
+                    self.locks.renew(hold.user_id, hold.session_id, hold.owner, self.lease_seconds)
+                except Exception:
+                    log.exception("renewing the lease of %s/%s failed", hold.user_id, hold.session_id)
+
+    def _acquire(self, ticket: _Ticket, user_id: str, session_id: str) -> SessionHold:
         t0 = time.perf_counter()
         try:
             self._gates.wait(ticket)
@@ -628,9 +710,11 @@ class Scheduler:
         except BaseException:
             self._gates.release(ticket)
             raise
-        return _Hold(ticket, user_id, session_id, owner, (time.perf_counter() - t0) * 1000.0)
+        return SessionHold(ticket, user_id, session_id, owner, (time.perf_counter() - t0) * 1000.0)
 
-    def _release(self, hold: _Hold) -> None:
+    def _release(self, hold: SessionHold) -> None:
+        if hold.ticket.released:
+            return
         try:
             if hold.owner is not None:
                 self.locks.release(hold.user_id, hold.session_id, hold.owner)
@@ -643,7 +727,7 @@ class Scheduler:
 
     def _run(
         self,
-        ticket: _Ticket,
+        ticket: _Ticket | None,
         user_id: str,
         session_id: str,
         message: str,
@@ -652,15 +736,16 @@ class Scheduler:
         call_llm: bool,
         system_prompt: str | None = None,
         images: Sequence[Image] = (),
+        held: SessionHold | None = None,
     ) -> TurnResult:
         with self.gate.turn():  # background work in this process steps aside meanwhile
             return self._run_gated(
-                ticket, user_id, session_id, message, now, timezone, call_llm, system_prompt, images
+                ticket, user_id, session_id, message, now, timezone, call_llm, system_prompt, images, held
             )
 
     def _run_gated(
         self,
-        ticket: _Ticket,
+        ticket: _Ticket | None,
         user_id: str,
         session_id: str,
         message: str,
@@ -669,7 +754,9 @@ class Scheduler:
         call_llm: bool,
         system_prompt: str | None,
         images: Sequence[Image] = (),
+        held: SessionHold | None = None,
     ) -> TurnResult:
+        """One turn; with `held`, in a session the caller holds (and keeps holding), else `ticket`'s."""
         sw = Stopwatch()
         captions: list[Caption] = []
         if images:
@@ -682,9 +769,13 @@ class Scheduler:
         # The message's embedding starts now and runs (in the embedder's dispatcher) while this
         # thread waits for the session and runs the barrier, commands and overflow check.
         pending = self.memory.query_vectors(message)
-        hold = self._acquire(ticket, user_id, session_id)
+        if held is not None:
+            hold = held
+        else:
+            assert ticket is not None
+            hold = self._acquire(ticket, user_id, session_id)
         sw.add("lock_wait", hold.wait_ms)
-        handed_off = False
+        handed_off = held is not None  # the caller releases it
         try:
             result, post = self._turn_locked(
                 sw,
@@ -699,7 +790,7 @@ class Scheduler:
                 pending,
                 captions,
             )
-            if post:
+            if post and not handed_off:
                 # The reply's vectors are computed after the caller has the reply; the session stays
                 # held until they are stored, so the next turn of the session finds them.
                 handed_off = self._index_after(hold, user_id)
@@ -712,7 +803,7 @@ class Scheduler:
         """Embed the user's turns that lack vectors (cheap when none do: the retriever keeps a watermark)."""
         self.memory.retriever.index_user(user_id)
 
-    def _index_after(self, hold: _Hold, user_id: str) -> bool:
+    def _index_after(self, hold: SessionHold, user_id: str) -> bool:
         """Hand `hold` to a post-reply thread that embeds the user's new turns, then releases it.
         False when closing (the caller keeps the hold; the next turn's backfill embeds them)."""
         # Entered before the hand-off so background work gets no gap to start in.
@@ -722,22 +813,23 @@ class Scheduler:
         except RuntimeError:
             self.gate.leave()
             return False
+        hold.handed_off = True
         return True
 
-    def _post_turn(self, hold: _Hold, user_id: str) -> None:
+    def _post_turn(self, hold: SessionHold, user_id: str) -> None:
         try:
             with after_reply():  # nobody waits on these vectors: they may share a later model call
                 self._index(user_id)
         except Exception:
             log.exception("embedding the reply of %s/%s failed; the next turn will", user_id, hold.session_id)
         finally:
-            self._release(hold)
+            self._unhold(hold)
             self.gate.leave()
 
     def _turn_locked(
         self,
         sw: Stopwatch,
-        hold: _Hold,
+        hold: SessionHold,
         user_id: str,
         session_id: str,
         message: str,
@@ -1340,6 +1432,15 @@ def page_jobs(turns: list[Turn], page_size: int) -> list[Job]:
             )
         )
     return jobs
+
+
+def _check_hold(hold: SessionHold | None, user_id: str, session_id: str) -> None:
+    if hold is not None and (hold.user_id, hold.session_id) != (user_id, session_id):
+        raise InputError(
+            f"the hold is on session {hold.user_id}/{hold.session_id}, not {user_id}/{session_id}"
+        )
+    if hold is not None and hold.ticket.released:
+        raise InputError(f"the hold on session {user_id}/{session_id} was released: take a new one")
 
 
 def _image_only(images: Sequence[Image]) -> str:

@@ -28,6 +28,7 @@ def test_home_holds_the_database(tmp_path: Path) -> None:
         ("MEMSCHED_BUDGET", "lots", "MEMSCHED_BUDGET"),
         ("MEMSCHED_RECENT_SHARE", "2", "recent_share"),
         ("MEMSCHED_PAGING_MODE", "magic", "paging_mode"),
+        ("MEMSCHED_WORKERS", "-1", "workers must be >= 0"),
     ],
 )
 def test_bad_values_are_named(monkeypatch: pytest.MonkeyPatch, var: str, value: str, match: str) -> None:
@@ -40,3 +41,19 @@ def test_helper_llm_falls_back_to_upstream() -> None:
     assert Config.load().helper_llm() is None
     cfg = Config.load(upstream_base_url="http://127.0.0.1:1/v1", upstream_model="m", upstream_api_key="k")
     assert cfg.helper_llm() == ("http://127.0.0.1:1/v1", "k", "m")
+
+
+def test_an_api_replica_runs_no_jobs(tmp_path: Path) -> None:
+    """MEMSCHED_WORKERS=0: `memsched serve` leaves every job to `memsched worker` processes."""
+    from memsched.server.service import Service
+
+    service = Service(Config.load(home=tmp_path, embedders="hash", workers=0))
+    try:
+        assert service.scheduler.worker is None
+    finally:
+        service.close()
+    service = Service(Config.load(home=tmp_path, embedders="hash"))
+    try:
+        assert service.scheduler.worker is not None and service.scheduler.worker.running
+    finally:
+        service.close()

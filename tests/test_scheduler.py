@@ -18,6 +18,7 @@ from conftest import raw_sql
 
 from memsched import Config, LLMError, Memory
 from memsched.embed.hashing import HashEmbedder
+from memsched.errors import InputError
 from memsched.jobs.worker import Worker
 from memsched.llm.client import OpenAIChatClient, llm_calls
 from memsched.model import content_hash
@@ -430,6 +431,42 @@ def test_retry_does_not_apply_forget_twice(make: Factory, fake: FakeOpenAI) -> N
     sched.turn("u", "s", "forget that")
     contents = [t.content for t in memory.store.session_turns("u", "s")]
     assert contents == ["keep this one", "ok: keep this one", "forget that", "ok: forget that"]
+
+
+def test_a_held_session_keeps_another_process_out_until_the_reply_is_recorded(
+    make: Factory, fake: FakeOpenAI
+) -> None:
+    """The proxy's split turn (prepare, the caller's own LLM call, record) under one `hold_session`:
+    a turn of the same session from another process (here a second scheduler on the same store:
+    its own line, the same leases) waits for the reply and has it in its context."""
+    memory, a = make(recent_max_turns=50)
+    _, b = make(recent_max_turns=50)
+    hold = a.hold_session("u", "s")
+    a.prepare("u", "s", "first message", hold=hold)
+    result: dict[str, Any] = {}
+    other = threading.Thread(target=lambda: result.update(turn=b.turn("u", "s", "second message")))
+    other.start()
+    for _ in range(3000):  # b has taken its place in its own line and waits for the lease
+        if b.queued("u", "s"):
+            break
+        threading.Event().wait(0.01)
+    other.join(0.5)  # time for a wrong lock to let b through first (the outcome is checked below)
+    a.record("u", "s", "assistant", "first reply", hold=hold)
+    with pytest.raises(InputError, match="not u/other"):
+        a.record("u", "other", "assistant", "x", hold=hold)
+    a.release_session(hold)
+    other.join(60)
+    turns = memory.store.session_turns("u", "s")
+    assert [t.content for t in turns] == [
+        "first message",
+        "first reply",
+        "second message",
+        "ok: second message",
+    ]
+    sent = [m["content"] for m in fake.chat_requests[-1]["messages"]]
+    assert "first message" in sent and "first reply" in sent
+    with pytest.raises(InputError, match="released"):
+        a.prepare("u", "s", "third", hold=hold)
 
 
 def test_turn_needs_an_llm_and_valid_ids(tmp_path: Path) -> None:

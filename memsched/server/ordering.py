@@ -1,10 +1,10 @@
 """Proxied turns of one (user, session) run one at a time, in arrival order, within this process.
 
-The proxy calls the upstream outside the scheduler's session lock (a streamed reply may take a
-minute), so it keeps the scheduler's promise itself: a message of a session waits until the
-previous message's reply is recorded, and so sees it. `asyncio.Lock` wakes its waiters first come,
-first served. Sessions are independent; across processes the scheduler's lease orders the
-preparation of turns, not the whole exchange.
+A message of a session waits here until the previous message's reply is recorded, and so sees it;
+`asyncio.Lock` wakes its waiters first come, first served, and keeps them off threads while they
+wait. Sessions are independent. Across processes the scheduler's session lease orders the whole
+exchange: the proxy holds it (`Scheduler.ahold_session`) from preparing the context until the reply
+is recorded.
 """
 
 from __future__ import annotations

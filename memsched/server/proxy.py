@@ -36,7 +36,7 @@ from typing import Any
 from memsched.commands import UNRECORDED_KINDS
 from memsched.errors import InputError, LLMError
 from memsched.memory import Memory
-from memsched.scheduler import TurnResult
+from memsched.scheduler import SessionHold, TurnResult
 from memsched.server.service import Service
 from memsched.server.upstream import Upstream
 from memsched.tools import INDEX_HEADER, recall_tool, resolve_recall
@@ -118,6 +118,9 @@ class ProxyTurn:
     stream: bool
     include_usage: bool
     prepared: TurnResult | None = None
+    # The session, held from preparing the context until the reply is recorded (the route takes and
+    # releases it), so no other turn of the session, in any process, comes in between.
+    hold: SessionHold | None = None
     images: list[Image] = field(default_factory=list)  # the image parts of the last user message
     offer_recall: bool = False
     calls: list[dict[str, Any]] = field(default_factory=list)  # one entry per upstream call
@@ -166,6 +169,7 @@ class ProxyTurn:
             timezone=self.timezone,
             system_prompt=self.persona,
             images=self.images,
+            hold=self.hold,
         )
         messages = [dict(m) for m in self.prepared.messages]
         if (
@@ -327,6 +331,7 @@ class ProxyTurn:
                     timezone=self.timezone,
                     meta=meta,
                     index_after=True,  # the client gets the reply while its vectors are computed
+                    hold=self.hold,  # released by the route, or after the vectors with index_after
                 )
                 stored_id, jobs = rec.turn.id, rec.jobs
         trace["llm"] = {

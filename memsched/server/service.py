@@ -31,6 +31,8 @@ class Service:
             self.memory,
             llm=client_from_config(config, "upstream"),
             summary_llm=client_from_config(config, "helper"),
+            # MEMSCHED_WORKERS=0: an API replica that runs no jobs (`memsched worker` processes do).
+            start_workers=config.workers > 0,
             workers=max(1, config.workers),
         )
         self.started = time.time()

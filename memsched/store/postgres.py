@@ -462,13 +462,9 @@ class PostgresStore(
         lexes = query_lexemes(query)
         if not lexes:
             return []
-        stats = self._one("SELECT fts_docs, fts_len FROM users WHERE id = %s", (user_id,))
-        if stats is None or not stats[0]:
-            return []
-        n, total = int(stats[0]), int(stats[1])
         rows = self._all(
-            bm25_sql("turns"),
-            (user_id, tsquery_literal(user_id, lexes), lexes, n, max(total / n, 1.0), limit),
+            bm25_sql("turns", "SELECT fts_docs, fts_len FROM users WHERE id = %s"),
+            (user_id, user_id, tsquery_literal(user_id, lexes), lexes, limit),
         )
         return [Hit(turn_id=int(r[0]), score=float(r[1]), rank=i + 1) for i, r in enumerate(rows)]
 

@@ -190,20 +190,29 @@ def sources_gone(tx: PgTx, user_id: str, turn_ids: Sequence[int]) -> bool:
     return bool(n < len(ids))
 
 
-def bm25_sql(table: str, length_column: str = "fts_len") -> str:
-    """BM25 over `table`'s `fts` column for one user: parameters user, tsquery, lexemes, N, avgdl,
-    limit. Returns (id, score) best first."""
+def bm25_sql(table: str, stats: str, length_column: str = "fts_len") -> str:
+    """BM25 over `table`'s `fts` column for one user: parameters user (for `stats`), user, tsquery,
+    lexemes, limit. `stats` selects (documents, total length) of the user's collection. Returns
+    (id, score) best first; nothing when the user has no documents.
+
+    The statistics are read in the same statement as the matches, so both see one snapshot: read
+    apart, a document stored in between (by another process) could make a term's document
+    frequency exceed N, and the IDF's logarithm negative."""
     return f"""
-        WITH cand AS (
+        WITH st AS (
+            SELECT s.n::float8 AS n, greatest(s.total::float8 / greatest(s.n, 1), 1.0) AS avgdl
+            FROM ({stats}) AS s(n, total)
+        ), cand AS (
             SELECT d.id, d.{length_column} AS dl, u.lexeme,
                    coalesce(array_length(u.positions, 1), 1) AS tf
             FROM {table} d CROSS JOIN LATERAL unnest(d.fts) u
             WHERE d.user_id = %s AND d.fts @@ %s::tsquery AND u.lexeme = ANY(%s::text[])
         ), df AS (SELECT lexeme, count(*) AS n FROM cand GROUP BY lexeme)
         SELECT c.id,
-               sum(greatest(ln((%s - d.n + 0.5) / (d.n + 0.5)), 1e-6)
-                   * c.tf * {BM25_K1 + 1} / (c.tf + {BM25_K1} * ({1 - BM25_B} + {BM25_B} * c.dl / %s))) AS s
-        FROM cand c JOIN df d USING (lexeme)
+               sum(greatest(ln(greatest((st.n - d.n + 0.5) / (d.n + 0.5), 1.0)), 1e-6)
+                   * c.tf * {BM25_K1 + 1} / (c.tf + {BM25_K1} * ({1 - BM25_B} + {BM25_B} * c.dl / st.avgdl))) AS s
+        FROM cand c JOIN df d USING (lexeme) CROSS JOIN st
+        WHERE st.n > 0
         GROUP BY c.id ORDER BY s DESC, c.id LIMIT %s
     """
 

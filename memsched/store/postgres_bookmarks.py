@@ -227,15 +227,11 @@ class PgBookmarksMixin(PgMixin):
         lexes = query_lexemes(query)
         if not lexes:
             return []
-        stats = self._one(
-            "SELECT count(*), coalesce(sum(fts_len), 0) FROM bookmarks WHERE user_id = %s", (user_id,)
-        )
-        if stats is None or not stats[0]:
-            return []
-        n, total = int(stats[0]), int(stats[1])
         rows = self._all(
-            bm25_sql("bookmarks"),
-            (user_id, tsquery_literal(user_id, lexes), lexes, n, max(total / n, 1.0), limit),
+            bm25_sql(
+                "bookmarks", "SELECT count(*), coalesce(sum(fts_len), 0) FROM bookmarks WHERE user_id = %s"
+            ),
+            (user_id, user_id, tsquery_literal(user_id, lexes), lexes, limit),
         )
         return [Hit(turn_id=int(r[0]), score=float(r[1]), rank=i + 1) for i, r in enumerate(rows)]
 

@@ -92,18 +92,25 @@ async def chat(body: ChatRequest, request: Request, svc: Service = Depends(get_s
     key = (turn.user, turn.session_id)
     await svc.order.acquire(key)
     handed_off = False
+
+    def release() -> None:
+        if turn.hold is not None:
+            svc.scheduler.release_session(turn.hold)
+        svc.order.release(key)
+
     try:
+        # Held until the reply is recorded: the next message of the session, sent to this process
+        # or another, is prepared with this exchange in its context.
+        turn.hold = await svc.scheduler.ahold_session(turn.user, turn.session_id)
         upstream_messages = await turn.prepare()
         assert turn.prepared is not None
         headers = {TRACE_HEADER: turn.prepared.trace_id}
         if body.stream:
-            response = await relay.start(
-                turn, upstream_messages, headers, on_done=lambda: svc.order.release(key)
-            )
+            response = await relay.start(turn, upstream_messages, headers, on_done=release)
             handed_off = True  # the response releases the session once the reply is recorded
             return response
         data = await proxy.run_blocking(turn, upstream_messages)
         return JSONResponse(data, headers=headers)
     finally:
         if not handed_off:
-            svc.order.release(key)
+            release()
