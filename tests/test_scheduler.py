@@ -492,6 +492,8 @@ def test_turns_stored_outside_the_scheduler_are_embedded_before_retrieval(make: 
 
     memory, sched = make()
     sched.turn("u", "s", "hello")
+    with sched.holding("u", "s"):
+        pass  # the reply's embedding (after the return) is done: it would embed the import too
     memory.add_many(
         [Turn(user_id="u", session_id="import", role="user", content="I grew up in Lanzhou")], index=False
     )
