@@ -150,6 +150,12 @@ class Retriever:
         key = (user_id, embedder.model_id)
         kwargs = {} if self._ann_threshold is None else {"ann_threshold": self._ann_threshold}
         index = self._indexes.setdefault(key, lambda: VectorIndex(**kwargs))
+        if not len(index) and index.version == (0, 0):
+            # A user not in memory (first query, or evicted): one read of their packed vectors.
+            ids, matrix, loaded = self.store.load_vectors(user_id, embedder.model_id)
+            index.add(ids, matrix)
+            index.version = loaded
+            self._indexes.trim()
         version = self.store.vector_version(user_id, embedder.model_id)
         if version != index.version:
             ids, matrix = self.store.vectors_since(user_id, embedder.model_id, *index.version)
@@ -199,10 +205,16 @@ class Retriever:
         return self.store.search_bm25(user_id, query, limit=k)
 
     def dense(self, user_id: str, name: str, query_vector: np.ndarray, k: int = 50) -> list[Hit]:
+        if self.store.serves_vector_search:  # PostgreSQL: the database's index, no matrix here
+            return self.store.search_vectors(user_id, self.embedders[name].model_id, query_vector, k)
         return self._index(user_id, name).search(query_vector, k)
 
     def vectors_for(self, user_id: str, name: str, turn_ids: Sequence[int]) -> np.ndarray:
         """The stored vectors of these turns for one embedder (rows in index order; missing ones left out)."""
+        if self.store.serves_vector_search:
+            found = self.store.turn_vectors(user_id, self.embedders[name].model_id, turn_ids)
+            rows = [found[i] for i in sorted(found)]
+            return np.vstack(rows).astype(np.float32) if rows else np.zeros((0, 0), dtype=np.float32)
         index = self._index(user_id, name)
         return index.matrix[np.isin(index.ids, list(turn_ids))]
 

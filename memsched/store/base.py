@@ -188,6 +188,22 @@ class VectorStore(Protocol):
         self, tx: Tx, user_id: str, model_id: str, items: Sequence[tuple[str, np.ndarray]]
     ) -> None: ...
     def vector_count(self, user_id: str, model_id: str) -> int: ...
+    def load_vectors(self, user_id: str, model_id: str) -> tuple[np.ndarray, np.ndarray, tuple[int, int]]:
+        """(turn ids, float32 matrix, the `vector_version` they are complete up to) of all the user's
+        turn vectors for `model_id`, read as cheaply as the store can (ids may repeat)."""
+        ...
+
+    # True when `search_vectors` is served by the database's own index (the retriever then keeps no
+    # matrices in memory); False when it would only load the vectors and search them in Python.
+    serves_vector_search: bool
+
+    def search_vectors(
+        self, user_id: str, model_id: str, query: np.ndarray, k: int, *, exact: bool = False
+    ) -> list[Hit]:
+        """The user's k nearest turns to the unit vector `query` by cosine similarity, best first;
+        `exact` skips any approximate index."""
+        ...
+
     def turn_vectors(self, user_id: str, model_id: str, turn_ids: Sequence[int]) -> dict[int, np.ndarray]:
         """Stored vectors of the given turns for `model_id` (turns without one are left out)."""
         ...

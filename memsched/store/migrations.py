@@ -87,6 +87,7 @@ def _later() -> list[Migration]:
     from memsched.store.sqlite_profile import m008_profile_superseded_by
     from memsched.store.sqlite_state import m004_state
     from memsched.store.sqlite_vocab import m010_term_vectors
+    from memsched.store.sqlite_vectors import m011_vector_packs
 
     return [
         ("002_jobs", m002_jobs),
@@ -98,6 +99,7 @@ def _later() -> list[Migration]:
         ("008_profile_superseded_by", m008_profile_superseded_by),
         ("009_companion", m009_companion),
         ("010_term_vectors", m010_term_vectors),
+        ("011_vector_packs", m011_vector_packs),
     ]
 
 

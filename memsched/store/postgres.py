@@ -47,6 +47,7 @@ from memsched.store.postgres_migrations import MIGRATIONS
 from memsched.store.postgres_profile import PgProfileMixin
 from memsched.store.postgres_state import PgStateMixin
 from memsched.store.postgres_vocab import PgVocabMixin
+from memsched.store.postgres_vectors import PgVectorSearchMixin
 from memsched.text.timeexpr import searchable_text
 
 log = logging.getLogger("memsched.store")
@@ -70,6 +71,7 @@ class PostgresStore(
     PgProfileMixin,
     PgCompanionMixin,
     PgVocabMixin,
+    PgVectorSearchMixin,
 ):
     """A `Store` on PostgreSQL (>= 13) with the pgvector extension. Thread-safe (a pool of connections)."""
 

@@ -28,6 +28,7 @@ from memsched.store.sqlite_keys import KeysMixin
 from memsched.store.sqlite_profile import ProfileMixin
 from memsched.store.sqlite_state import StateMixin
 from memsched.store.sqlite_vocab import VocabMixin
+from memsched.store.sqlite_vectors import VectorPackMixin, join_rows
 from memsched.text.segment import index_text
 from memsched.text.timeexpr import searchable_text
 
@@ -41,6 +42,7 @@ class SQLiteStore(
     ProfileMixin,
     CompanionMixin,
     VocabMixin,
+    VectorPackMixin,
 ):
     """A `Store` on one SQLite file. Safe to share between threads (a connection per thread)."""
 
@@ -386,7 +388,7 @@ class SQLiteStore(
             " WHERE t.user_id = ? AND t.id > ? ORDER BY t.id",
             (model_id, user_id, after_id),
         ).fetchall()
-        return _matrix(rows)
+        return join_rows(rows)
 
     def vector_version(self, user_id: str, model_id: str) -> tuple[int, int]:
         """(newest vector row, newest turn id) of the user: when it changes, an index is stale."""
@@ -405,7 +407,12 @@ class SQLiteStore(
         The first catches vectors embedded late (a backfill, another process); the second catches new
         turns whose text already had a vector. Either may repeat turns the caller holds already.
         """
-        rows = self.db.execute(
+        return self._vectors_since(self.db, user_id, model_id, after_vector, after_turn)
+
+    def _vectors_since(
+        self, db: Any, user_id: str, model_id: str, after_vector: int, after_turn: int
+    ) -> tuple[np.ndarray, np.ndarray]:
+        rows = db.execute(
             "SELECT t.id, e.dim, e.vector FROM embeddings e JOIN turns t"
             " ON t.user_id = e.user_id AND t.content_hash = e.content_hash"
             " WHERE e.user_id = ? AND e.model = ? AND e.rowid > ?"
@@ -415,7 +422,7 @@ class SQLiteStore(
             " WHERE t.user_id = ? AND t.id > ?",
             (user_id, model_id, after_vector, model_id, user_id, after_turn),
         ).fetchall()
-        return _matrix(rows)
+        return join_rows(rows)
 
     def turns_missing_vectors(
         self, user_id: str, model_id: str, limit: int = 1000, after_id: int = 0
@@ -437,6 +444,8 @@ class SQLiteStore(
                     for h, v in items
                 ],
             )
+            # The embedding worker's writes keep each user's vectors packed (sqlite_vectors.py).
+            self._repack(tx, user_id, model_id)
 
     def vector_count(self, user_id: str, model_id: str) -> int:
         return int(
@@ -444,11 +453,3 @@ class SQLiteStore(
                 "SELECT count(*) FROM embeddings WHERE user_id = ? AND model = ?", (user_id, model_id)
             ).fetchone()[0]
         )
-
-
-def _matrix(rows: list[Any]) -> tuple[np.ndarray, np.ndarray]:
-    if not rows:
-        return np.zeros(0, dtype=np.int64), np.zeros((0, 0), dtype=np.float32)
-    ids = np.fromiter((r[0] for r in rows), dtype=np.int64, count=len(rows))
-    matrix = np.frombuffer(b"".join(r[2] for r in rows), dtype=np.float32).reshape(len(rows), rows[0][1])
-    return ids, matrix

@@ -1,0 +1,202 @@
+"""Each user's turn vectors packed contiguously, so loading them is a few sequential reads.
+
+Vectors are stored once per (user, model, content hash) in `embeddings`; a turn finds its vector by
+its text's hash. Loading a user's vectors that way is one indexed join per turn (~15 ms per 1,000
+turns, BENCHMARKS.md "Scale"), paid every time a user's in-memory index was evicted. A *pack* is a
+copy of the result of that join, kept in `vector_packs` as chunks of up to `CHUNK_ROWS` rows (turn
+ids and a float32 matrix, each one BLOB): a load reads the user's chunks in key order and joins only
+the vectors added since the pack was written (its `vector_version`).
+
+The pack is derived data, rebuilt on demand, and never the only copy:
+* `put_vectors` (the embedding worker; the turn path's `put_vectors_tx` does not) brings the pack
+  up to date once `REPACK_MIN` rows are missing from it: it rewrites the last, partial chunk and
+  appends new ones, so each row is rewritten a few times at most while its chunk fills.
+* Deleting a turn, or a vector, drops the user's packs (triggers), so forgotten vectors never
+  survive in a pack; `secure_delete` zeroes the freed pages as it does for every other row, and
+  forgetting a user empties the table like any other with a `user_id` column. The next load joins
+  (as before packs existed) and the next `put_vectors` packs again.
+* A vector rewritten in place (same text, same model) keeps its old copy in the pack until the next
+  delete, as the in-memory index keeps it: both key vectors by turn and never replace one.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from memsched.model import Hit
+from memsched.store.sqlite_base import SQLiteMixin, run_script
+
+CHUNK_ROWS = 1024  # rows per chunk: 1.5 MB of MiniLM vectors, one chunk for a 1,000-turn user
+REPACK_MIN = 64  # rows missing from the pack before put_vectors rewrites its tail
+
+EMPTY_IDS = np.zeros(0, dtype=np.int64)
+
+
+def m011_vector_packs(db: sqlite3.Connection) -> None:
+    run_script(
+        db,
+        """
+        CREATE TABLE vector_packs (
+            user_id TEXT NOT NULL,
+            model TEXT NOT NULL,
+            chunk INTEGER NOT NULL,
+            dim INTEGER NOT NULL,
+            n INTEGER NOT NULL,
+            ids BLOB NOT NULL,
+            vectors BLOB NOT NULL,
+            version_vector INTEGER NOT NULL,
+            version_turn INTEGER NOT NULL,
+            PRIMARY KEY (user_id, model, chunk)
+        );
+        CREATE TRIGGER vector_packs_turn_deleted AFTER DELETE ON turns BEGIN
+            DELETE FROM vector_packs WHERE user_id = OLD.user_id;
+        END;
+        CREATE TRIGGER vector_packs_vector_deleted AFTER DELETE ON embeddings BEGIN
+            DELETE FROM vector_packs WHERE user_id = OLD.user_id AND model = OLD.model;
+        END;
+        """,
+    )
+
+
+def join_rows(rows: list[Any]) -> tuple[np.ndarray, np.ndarray]:
+    """(ids, matrix) from (turn id, dim, vector bytes) rows."""
+    if not rows:
+        return EMPTY_IDS, np.zeros((0, 0), dtype=np.float32)
+    ids = np.fromiter((r[0] for r in rows), dtype=np.int64, count=len(rows))
+    matrix = np.frombuffer(b"".join(r[2] for r in rows), dtype=np.float32).reshape(len(rows), rows[0][1])
+    return ids, matrix
+
+
+def _concat(parts: list[tuple[np.ndarray, np.ndarray]]) -> tuple[np.ndarray, np.ndarray]:
+    parts = [p for p in parts if len(p[0])]
+    if not parts:
+        return EMPTY_IDS, np.zeros((0, 0), dtype=np.float32)
+    if len(parts) == 1:
+        return parts[0]
+    dim = parts[-1][1].shape[1]
+    parts = [p for p in parts if p[1].shape[1] == dim]  # a model never changes width; be safe
+    return np.concatenate([p[0] for p in parts]), np.concatenate([p[1] for p in parts])
+
+
+class VectorPackMixin(SQLiteMixin):
+    """Pack reads and writes, and dense search, for `SQLiteStore`."""
+
+    # Dense search is the retriever's, over vectors it keeps in memory (loaded with `load_vectors`).
+    serves_vector_search = False
+
+    if TYPE_CHECKING:  # provided by SQLiteStore
+
+        def vector_version(self, user_id: str, model_id: str) -> tuple[int, int]: ...
+        def _vectors_since(
+            self, db: Any, user_id: str, model_id: str, after_vector: int, after_turn: int
+        ) -> tuple[np.ndarray, np.ndarray]: ...
+
+    def _pack(self, db: Any, user_id: str, model_id: str) -> tuple[list[Any], tuple[int, int] | None]:
+        """The user's chunk rows in order and the version the pack is complete up to (None: no pack)."""
+        rows = db.execute(
+            "SELECT chunk, dim, n, ids, vectors, version_vector, version_turn FROM vector_packs"
+            " WHERE user_id = ? AND model = ? ORDER BY chunk",
+            (user_id, model_id),
+        ).fetchall()
+        if not rows:
+            return [], None
+        return rows, (int(rows[-1][5]), int(rows[-1][6]))
+
+    def load_vectors(self, user_id: str, model_id: str) -> tuple[np.ndarray, np.ndarray, tuple[int, int]]:
+        """All of the user's turn vectors (the pack, plus what was added since it was written) and the
+        `vector_version` they are complete up to. Ids may repeat (a turn embedded again)."""
+        db = self.db
+        db.execute("BEGIN")  # one snapshot: the version, the pack and the rows added since agree
+        try:
+            version = self.vector_version(user_id, model_id)
+            rows, packed = self._pack(db, user_id, model_id)
+            parts = [
+                (
+                    np.frombuffer(r[3], dtype=np.int64),
+                    np.frombuffer(r[4], dtype=np.float32).reshape(r[2], r[1]),
+                )
+                for r in rows
+            ]
+            parts.append(self._vectors_since(db, user_id, model_id, *(packed or (0, 0))))
+        finally:
+            db.execute("COMMIT")
+        ids, matrix = _concat(parts)
+        return ids, matrix, version
+
+    def search_vectors(
+        self, user_id: str, model_id: str, query: np.ndarray, k: int, *, exact: bool = False
+    ) -> list[Hit]:
+        """The user's k nearest turns to `query` by cosine similarity, best first (always exact here)."""
+        q = np.asarray(query, dtype=np.float32).reshape(-1)
+        ids, matrix, _ = self.load_vectors(user_id, model_id)
+        if k <= 0 or not len(ids):
+            return []
+        ids, first = np.unique(ids, return_index=True)
+        sims = matrix[first] @ q
+        order = np.lexsort((ids, -sims))[:k]
+        return [Hit(turn_id=int(ids[i]), score=float(sims[i]), rank=r + 1) for r, i in enumerate(order)]
+
+    def _repack(self, tx: Any, user_id: str, model_id: str) -> None:
+        """Inside a write transaction: bring the pack up to date when enough rows are missing."""
+        rows, packed = self._pack(tx, user_id, model_id)
+        after_vector, after_turn = packed or (0, 0)
+        missing = tx.execute(
+            "SELECT (SELECT count(*) FROM embeddings WHERE user_id = ? AND model = ? AND rowid > ?)"
+            " + (SELECT count(*) FROM turns WHERE user_id = ? AND id > ?)",
+            (user_id, model_id, after_vector, user_id, after_turn),
+        ).fetchone()[0]
+        if missing < REPACK_MIN:
+            return
+        version = self.vector_version(user_id, model_id)
+        new_ids, new_matrix = self._vectors_since(tx, user_id, model_id, after_vector, after_turn)
+        if rows and len(new_ids):
+            held = np.concatenate([np.frombuffer(r[3], dtype=np.int64) for r in rows])
+            fresh = ~np.isin(new_ids, held)
+            new_ids, new_matrix = new_ids[fresh], new_matrix[fresh]
+        if len(new_ids):
+            new_ids, first = np.unique(new_ids, return_index=True)
+            new_matrix = new_matrix[first]
+        # Rewrite the last chunk with the new rows appended, spilling into new chunks when full.
+        start = 0
+        if rows and rows[-1][2] < CHUNK_ROWS and (not len(new_ids) or rows[-1][1] == new_matrix.shape[1]):
+            last = rows[-1]
+            start = int(last[0])
+            ids = np.concatenate([np.frombuffer(last[3], dtype=np.int64), new_ids])
+            matrix = np.concatenate(
+                [np.frombuffer(last[4], dtype=np.float32).reshape(last[2], last[1]), new_matrix]
+                if len(new_ids)
+                else [np.frombuffer(last[4], dtype=np.float32).reshape(last[2], last[1])]
+            )
+        else:
+            start = int(rows[-1][0]) + 1 if rows else 0
+            ids, matrix = new_ids, new_matrix
+        if not len(ids):
+            if rows:  # nothing new for the pack: only its version moves on
+                tx.execute(
+                    "UPDATE vector_packs SET version_vector = ?, version_turn = ?"
+                    " WHERE user_id = ? AND model = ? AND chunk = ?",
+                    (*version, user_id, model_id, int(rows[-1][0])),
+                )
+            return
+        matrix = np.ascontiguousarray(matrix, dtype=np.float32)
+        tx.executemany(
+            "INSERT OR REPLACE INTO vector_packs"
+            " (user_id, model, chunk, dim, n, ids, vectors, version_vector, version_turn)"
+            " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            [
+                (
+                    user_id,
+                    model_id,
+                    start + i // CHUNK_ROWS,
+                    int(matrix.shape[1]),
+                    len(ids[i : i + CHUNK_ROWS]),
+                    ids[i : i + CHUNK_ROWS].tobytes(),
+                    matrix[i : i + CHUNK_ROWS].tobytes(),
+                    *version,
+                )
+                for i in range(0, len(ids), CHUNK_ROWS)
+            ],
+        )

@@ -1,0 +1,169 @@
+"""Dense search and vector loading on both stores: the same answers as the exact in-memory path,
+deletes that remove vectors physically (SQLite's packs too), and a retriever whose memory stays
+under its cap (SQLite) or holds no matrices at all (PostgreSQL serves the search)."""
+
+from __future__ import annotations
+
+import itertools
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from memsched.embed.hashing import HashEmbedder
+from memsched.model import Turn, content_hash
+from memsched.retrieve import Retriever
+from memsched.store import Store, postgres_vectors, sqlite_vectors
+from memsched.vectors import VectorIndex
+from tests.conftest import raw_sql
+
+MODEL = "test-model"
+DIM = 32
+
+
+def _unit(rng: np.random.Generator, n: int) -> np.ndarray:
+    m = rng.standard_normal((n, DIM)).astype(np.float32)
+    return m / np.linalg.norm(m, axis=1, keepdims=True)
+
+
+def _fill(store: Store, user: str, n: int, seed: int = 0, batch: int = 100) -> dict[int, np.ndarray]:
+    """n turns of `user` with random unit vectors, stored `batch` at a time; turn id -> vector."""
+    rng = np.random.default_rng(seed)
+    turns = store.add_turns(
+        [Turn(user, f"s{i // 50}", "user", f"{user} message number {i}") for i in range(n)]
+    )
+    vectors = _unit(rng, n)
+    for start in range(0, n, batch):
+        part = turns[start : start + batch]
+        store.put_vectors(
+            user, MODEL, [(content_hash(t.text), v) for t, v in zip(part, vectors[start:], strict=False)]
+        )
+    return {int(t.id): vectors[i] for i, t in enumerate(turns) if t.id is not None}
+
+
+def _exact(held: dict[int, np.ndarray], query: np.ndarray, k: int) -> list[int]:
+    index = VectorIndex()
+    ids = np.array(sorted(held), dtype=np.int64)
+    index.add(ids, np.stack([held[i] for i in ids]))
+    return [h.turn_id for h in index.search(query, k)]
+
+
+def test_load_vectors_returns_every_turn_vector_packed_or_not(store: Store) -> None:
+    held = _fill(store, "u", 300)
+    _fill(store, "v", 120, seed=1)  # another user's vectors never show up
+    ids, matrix, version = store.load_vectors("u", MODEL)
+    assert sorted(set(ids.tolist())) == sorted(held)
+    got = {int(i): matrix[n] for n, i in enumerate(ids)}
+    assert all(np.allclose(got[i], held[i], atol=1e-6) for i in held)
+    assert version == store.vector_version("u", MODEL)
+    if not store.serves_vector_search:
+        # SQLite: the rows sit in packs (one chunk here), and a few new ones come from the join
+        packed = raw_sql(
+            store, "SELECT sum(n) FROM vector_packs WHERE user_id = ? AND model = ?", ("u", MODEL)
+        )
+        assert packed[0][0] == 300
+        # one new vector is below REPACK_MIN: the pack stays, the load joins the new row
+        (t,) = store.add_turns([Turn("u", "s9", "user", "one more")])
+        store.put_vectors("u", MODEL, [(content_hash(t.text), held[min(held)])])
+        ids, _, _ = store.load_vectors("u", MODEL)
+        assert t.id in set(ids.tolist())
+        packed = raw_sql(
+            store, "SELECT sum(n) FROM vector_packs WHERE user_id = ? AND model = ?", ("u", MODEL)
+        )
+        assert packed[0][0] == 300
+
+
+def test_packs_spill_into_chunks_and_stay_complete(store: Store, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(sqlite_vectors, "CHUNK_ROWS", 64)
+    monkeypatch.setattr(sqlite_vectors, "REPACK_MIN", 10)
+    held = _fill(store, "u", 250, batch=30)
+    ids, _, _ = store.load_vectors("u", MODEL)
+    assert sorted(set(ids.tolist())) == sorted(held)
+    if not store.serves_vector_search:
+        chunks = raw_sql(store, "SELECT chunk, n FROM vector_packs WHERE user_id = ? ORDER BY chunk", ("u",))
+        assert [c for c, _ in chunks] == list(range(len(chunks))) and len(chunks) >= 4
+        assert all(n == 64 for _, n in chunks[:-1]) and sum(n for _, n in chunks) == 250
+
+
+@pytest.mark.parametrize("graph", [False, True])
+def test_search_vectors_equals_the_exact_in_memory_search(
+    store: Store, monkeypatch: pytest.MonkeyPatch, graph: bool
+) -> None:
+    if graph:
+        if not store.serves_vector_search:
+            pytest.skip("SQLite has no graph path; the exact run covers it")
+        monkeypatch.setattr(postgres_vectors, "HNSW_MIN_VECTORS", 1)  # through the HNSW index
+    held = _fill(store, "u", 400)
+    _fill(store, "v", 400, seed=7)
+    rng = np.random.default_rng(42)
+    for query in _unit(rng, 5):
+        want = _exact(held, query, 10)
+        hits = store.search_vectors("u", MODEL, query, 10)
+        got = [h.turn_id for h in hits]
+        assert all(h.turn_id in held for h in hits)
+        assert [h.rank for h in hits] == list(range(1, len(hits) + 1))
+        assert all(a.score >= b.score - 1e-6 for a, b in itertools.pairwise(hits))
+        if graph:  # approximate: nearly all of the true ten
+            assert len(set(got) & set(want)) >= 8, (got, want)
+        else:
+            assert got == want
+            assert np.isclose(hits[0].score, float(held[got[0]] @ query), atol=1e-5)
+        exact = [h.turn_id for h in store.search_vectors("u", MODEL, query, 10, exact=True)]
+        assert exact == want
+
+
+def test_a_vector_shared_by_two_turns_finds_both(store: Store) -> None:
+    a, b = store.add_turns([Turn("u", "s1", "user", "same words"), Turn("u", "s2", "user", "same words")])
+    (c,) = store.add_turns([Turn("u", "s1", "user", "other words")])
+    vec = _unit(np.random.default_rng(3), 2)
+    store.put_vectors("u", MODEL, [(content_hash(a.text), vec[0]), (content_hash(c.text), vec[1])])
+    store.put_vectors("u", MODEL, [(content_hash("a bookmark's text"), vec[0])])  # no turn: never a hit
+    hits = store.search_vectors("u", MODEL, vec[0], 5)
+    assert [h.turn_id for h in hits][:2] == sorted([a.id or 0, b.id or 0]) and hits[2].turn_id == c.id
+    assert len(hits) == 3
+
+
+def test_forgetting_turns_removes_their_vectors_and_packs(store: Store, tmp_path: Path) -> None:
+    held = _fill(store, "u", 200)
+    gone = sorted(held)[:50]
+    probe = held[gone[0]]
+    store.forget_turns("u", gone)
+    ids, _, _ = store.load_vectors("u", MODEL)
+    assert not set(gone) & set(ids.tolist()) and len(set(ids.tolist())) == 150
+    assert not set(gone) & {h.turn_id for h in store.search_vectors("u", MODEL, probe, 200)}
+    if not store.serves_vector_search:
+        assert raw_sql(store, "SELECT count(*) FROM vector_packs WHERE user_id = ?", ("u",)) == [(0,)]
+        # nothing of the forgotten vector is left in the file (secure_delete zeroes freed pages)
+        raw_sql(store, "PRAGMA wal_checkpoint(TRUNCATE)")
+        raw = b"".join(p.read_bytes() for p in tmp_path.glob("test.db*"))
+        assert probe.tobytes() not in raw
+        assert held[sorted(held)[-1]].tobytes() in raw  # a kept one is (the check can fail)
+    store.forget_user("u")
+    ids, _, _ = store.load_vectors("u", MODEL)
+    assert len(ids) == 0
+    if not store.serves_vector_search:
+        assert raw_sql(store, "SELECT count(*) FROM vector_packs WHERE user_id = ?", ("u",)) == [(0,)]
+
+
+def test_retriever_memory_is_capped_or_unused(store: Store) -> None:
+    emb = HashEmbedder(dim=DIM)
+    r = Retriever(store, {"hash": emb}, cache_mb=1, cache_users=3)
+    for u in range(6):
+        store.add_turns(
+            [Turn(f"u{u}", "s", "user", f"user {u} talks about topic {i} and more") for i in range(300)]
+        )
+        r.index_user(f"u{u}")
+    for u in range(6):
+        hits = r.dense(f"u{u}", "hash", emb.embed([f"user {u} talks about topic 7"])[0], 10)
+        assert hits and len({h.turn_id for h in hits}) == 10
+        found = store.get_turns(f"u{u}", [h.turn_id for h in hits])
+        assert len(found) == 10 and all(t.user_id == f"u{u}" for t in found)
+    indexes = r._indexes
+    if store.serves_vector_search:
+        assert len(indexes) == 0  # PostgreSQL answered; no matrix held here
+    else:
+        assert len(indexes) <= 3 and (indexes.weight() <= 1024 * 1024 / 2 or len(indexes) == 1)
+    # the same answers either way (hashed texts tie often, so compare the scores, in order)
+    q = emb.embed(["user 2 talks about topic 7"])[0]
+    mine = [round(h.score, 4) for h in r.dense("u2", "hash", q, 10)]
+    assert mine == [round(h.score, 4) for h in store.search_vectors("u2", emb.model_id, q, 10, exact=True)]
