@@ -183,6 +183,7 @@ def main() -> None:
         if args.postgres and not args.database_url:
             from memsched.testing.postgres import PostgresServer
 
+            home.mkdir(parents=True, exist_ok=True)
             server = stack.enter_context(PostgresServer(datadir=home / "pgdata"))
             args.database_url = server.database()
             one_url = server.database()  # the one user gets a database of their own, as on SQLite
