@@ -145,6 +145,25 @@ def test_forgetting_turns_removes_their_vectors_and_packs(store: Store, tmp_path
         assert raw_sql(store, "SELECT count(*) FROM vector_packs WHERE user_id = ?", ("u",)) == [(0,)]
 
 
+def test_only_a_vector_some_turn_uses_costs_the_user_their_packs(store: Store) -> None:
+    if store.serves_vector_search:
+        pytest.skip("packs are SQLite's")
+    held = _fill(store, "u", 100)
+    other = _unit(np.random.default_rng(5), 1)[0]
+    store.put_vectors("u", MODEL, [(content_hash("a bookmark's text"), other)])
+    packed = "SELECT count(*) FROM vector_packs WHERE user_id = ?"
+    assert raw_sql(store, packed, ("u",)) == [(1,)]
+    raw_sql(store, "DELETE FROM embeddings WHERE content_hash = ?", (content_hash("a bookmark's text"),))
+    assert raw_sql(store, packed, ("u",)) == [(1,)]  # no turn used it: the pack stays
+    (turn,) = store.get_turns("u", [min(held)])
+    raw_sql(
+        store, "DELETE FROM embeddings WHERE user_id = ? AND content_hash = ?", ("u", content_hash(turn.text))
+    )
+    assert raw_sql(store, packed, ("u",)) == [(0,)]
+    ids, _, _ = store.load_vectors("u", MODEL)
+    assert min(held) not in set(ids.tolist()) and len(ids) == 99
+
+
 def test_retriever_memory_is_capped_or_unused(store: Store) -> None:
     emb = HashEmbedder(dim=DIM)
     r = Retriever(store, {"hash": emb}, cache_mb=1, cache_users=3)

@@ -11,7 +11,7 @@ The pack is derived data, rebuilt on demand, and never the only copy:
 * `put_vectors` (the embedding worker; the turn path's `put_vectors_tx` does not) brings the pack
   up to date once `REPACK_MIN` rows are missing from it: it rewrites the last, partial chunk and
   appends new ones, so each row is rewritten a few times at most while its chunk fills.
-* Deleting a turn, or a vector, drops the user's packs (triggers), so forgotten vectors never
+* Deleting a turn, or a vector a turn uses, drops the user's packs (triggers), so forgotten vectors never
   survive in a pack; `secure_delete` zeroes the freed pages as it does for every other row, and
   forgetting a user empties the table like any other with a `user_id` column. The next load joins
   (as before packs existed) and the next `put_vectors` packs again.
@@ -54,7 +54,11 @@ def m011_vector_packs(db: sqlite3.Connection) -> None:
         CREATE TRIGGER vector_packs_turn_deleted AFTER DELETE ON turns BEGIN
             DELETE FROM vector_packs WHERE user_id = OLD.user_id;
         END;
-        CREATE TRIGGER vector_packs_vector_deleted AFTER DELETE ON embeddings BEGIN
+        -- Only a vector some turn still uses can be in a pack (a bookmark's vector, dropped with
+        -- its bookmark, is not, and must not cost the user their packs).
+        CREATE TRIGGER vector_packs_vector_deleted AFTER DELETE ON embeddings
+        WHEN EXISTS (SELECT 1 FROM turns WHERE user_id = OLD.user_id AND content_hash = OLD.content_hash)
+        BEGIN
             DELETE FROM vector_packs WHERE user_id = OLD.user_id AND model = OLD.model;
         END;
         """,
@@ -109,7 +113,9 @@ class VectorPackMixin(SQLiteMixin):
         """All of the user's turn vectors (the pack, plus what was added since it was written) and the
         `vector_version` they are complete up to. Ids may repeat (a turn embedded again)."""
         db = self.db
-        db.execute("BEGIN")  # one snapshot: the version, the pack and the rows added since agree
+        own = not db.in_transaction
+        if own:
+            db.execute("BEGIN")  # one snapshot: the version, the pack and the rows added since agree
         try:
             version = self.vector_version(user_id, model_id)
             rows, packed = self._pack(db, user_id, model_id)
@@ -122,7 +128,8 @@ class VectorPackMixin(SQLiteMixin):
             ]
             parts.append(self._vectors_since(db, user_id, model_id, *(packed or (0, 0))))
         finally:
-            db.execute("COMMIT")
+            if own:
+                db.execute("COMMIT")
         ids, matrix = _concat(parts)
         return ids, matrix, version
 
