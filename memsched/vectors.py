@@ -115,5 +115,8 @@ class VectorIndex:
             sims = self.matrix @ query
         k = min(k, len(sims))
         top = np.argpartition(-sims, k - 1)[:k]
-        top = top[np.argsort(-sims[top], kind="stable")]
+        # Ties (one text stored for several turns, a coarse embedder) go to the older turn, as in
+        # the stores' own search (`ORDER BY distance, turn id`), whichever tied rows argpartition took.
+        near = np.flatnonzero(sims >= sims[top].min())
+        top = near[np.lexsort((self.ids[near], -sims[near]))][:k]
         return [Hit(turn_id=int(self.ids[i]), score=float(sims[i]), rank=r + 1) for r, i in enumerate(top)]

@@ -8,7 +8,8 @@ SQLite does not is rebuilt: the tsvector of each turn and bookmark (from the sam
 FTS5 indexes), the per-user BM25 statistics, and an HNSW index per embedder model.
 
 Not copied: `migrations` (the target has its own), `session_locks` (leases of processes that are
-gone) and the FTS5 shadow tables (rebuilt as above). A job that was running in the source is copied
+gone), `vector_packs` (SQLite's packed copy of each user's vectors, derived from `embeddings`;
+PostgreSQL searches the vectors in place) and the FTS5 shadow tables (rebuilt as above). A job that was running in the source is copied
 as queued with no lease: its worker is gone, and a PostgreSQL worker runs it again.
 
 * Idempotent: a row whose key the target already holds is compared with the source's and skipped
@@ -171,7 +172,7 @@ TABLES: tuple[Table, ...] = (
 )
 
 # SQLite tables deliberately not copied (see the module docstring), besides FTS5 tables and their shadows.
-SKIPPED = frozenset({"migrations", "session_locks", "sqlite_sequence"})
+SKIPPED = frozenset({"migrations", "session_locks", "sqlite_sequence", "vector_packs"})
 
 
 @dataclass(slots=True)
