@@ -79,25 +79,6 @@ def rss_mb() -> tuple[float, float]:
     return int(fields["VmRSS"].split()[0]) / 1024, int(fields["VmHWM"].split()[0]) / 1024
 
 
-def server_cpu_s(postmaster: int | None) -> float:
-    """CPU seconds used so far by a local PostgreSQL's backends (children of `postmaster`)."""
-    if postmaster is None:
-        return 0.0
-    tick = os.sysconf("SC_CLK_TCK")
-    total = 0
-    for stat in Path("/proc").glob("[0-9]*/stat"):
-        try:
-            fields = stat.read_text().rsplit(")", 1)[1].split()
-        except OSError:
-            continue
-        if int(fields[1]) == postmaster:  # ppid
-            total += int(fields[11]) + int(fields[12])  # utime + stime
-    return total / tick
-
-
-POSTMASTER: int | None = None  # set when the benchmark runs its own PostgreSQL
-
-
 def pct(values: list[float], q: float) -> float:
     ordered = sorted(values)
     return round(ordered[max(0, min(len(ordered) - 1, round(q * (len(ordered) - 1))))], 2)
@@ -129,7 +110,6 @@ def measure(memory: Memory, users: Sequence[str], queries: int, budget: int, see
     for name in ("first", "again"):
         ms: list[float] = []
         cpu: list[float] = []
-        db0 = server_cpu_s(POSTMASTER)
         for i, user in enumerate(picks):
             t0, c0 = time.perf_counter(), time.process_time()
             memory.context(user, QUESTIONS[i % len(QUESTIONS)], budget=budget)
@@ -145,8 +125,6 @@ def measure(memory: Memory, users: Sequence[str], queries: int, budget: int, see
             "cpu_p50_ms": pct(cpu, 0.5),
             "cpu_p99_ms": pct(cpu, 0.99),
         }
-        if POSTMASTER is not None:  # the database server's CPU per context (a mean: backends are shared)
-            out[name]["db_cpu_mean_ms"] = round((server_cpu_s(POSTMASTER) - db0) * 1000 / queries, 2)
     gc.collect()
     rss, peak = rss_mb()
     out.update(rss_mb=round(rss), peak_rss_mb=round(peak), load_avg=round(os.getloadavg()[0], 2))
@@ -209,8 +187,6 @@ def main() -> None:
             server = stack.enter_context(PostgresServer(datadir=home / "pgdata"))
             args.database_url = server.database()
             one_url = server.database()  # the one user gets a database of their own, as on SQLite
-            global POSTMASTER
-            POSTMASTER = int((home / "pgdata" / "postmaster.pid").read_text().split()[0])
         else:
             one_url = args.database_url
         result: dict[str, Any] = {
