@@ -86,8 +86,8 @@ def _later() -> list[Migration]:
     from memsched.store.sqlite_keys import m007_api_keys
     from memsched.store.sqlite_profile import m008_profile_superseded_by
     from memsched.store.sqlite_state import m004_state
-    from memsched.store.sqlite_vocab import m010_term_vectors
     from memsched.store.sqlite_vectors import m011_vector_packs
+    from memsched.store.sqlite_vocab import m010_term_vectors
 
     return [
         ("002_jobs", m002_jobs),

@@ -46,8 +46,8 @@ from memsched.store.postgres_keys import PgKeysMixin
 from memsched.store.postgres_migrations import MIGRATIONS
 from memsched.store.postgres_profile import PgProfileMixin
 from memsched.store.postgres_state import PgStateMixin
-from memsched.store.postgres_vocab import PgVocabMixin
 from memsched.store.postgres_vectors import PgVectorSearchMixin
+from memsched.store.postgres_vocab import PgVocabMixin
 from memsched.text.timeexpr import searchable_text
 
 log = logging.getLogger("memsched.store")

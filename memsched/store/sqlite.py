@@ -27,8 +27,8 @@ from memsched.store.sqlite_jobs import JobsMixin
 from memsched.store.sqlite_keys import KeysMixin
 from memsched.store.sqlite_profile import ProfileMixin
 from memsched.store.sqlite_state import StateMixin
-from memsched.store.sqlite_vocab import VocabMixin
 from memsched.store.sqlite_vectors import VectorPackMixin, join_rows
+from memsched.store.sqlite_vocab import VocabMixin
 from memsched.text.segment import index_text
 from memsched.text.timeexpr import searchable_text
 
