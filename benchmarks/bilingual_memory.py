@@ -14,6 +14,7 @@ from __future__ import annotations
 import argparse
 import json
 import tempfile
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -26,6 +27,7 @@ from memsched.model import Turn
 from memsched.retrieve import FusionWeights
 
 DATA = Path(__file__).parent / "data" / "bilingual_memory.json"
+OFFLINE = "minilm,wordllama,gloss"  # the embedders that ship with memsched
 
 
 @dataclass
@@ -36,10 +38,18 @@ class Setup:
     expand: bool = True
 
 
-def setups(extra: list[str] | None = None) -> list[Setup]:
+def with_gloss(weight: float) -> FusionWeights:
+    """The default fusion with the gloss layer at `weight` for Chinese queries (0: without it)."""
+    w = FusionWeights()
+    w.dense_cjk = {**w.dense_cjk, "gloss": weight}
+    return w
+
+
+def setups(extra: list[str] | None = None, gloss_weights: Sequence[float] = ()) -> list[Setup]:
     """The offline setups, plus for each `extra` embedder (e.g. "openai" with bge-m3 behind it) that
-    model alone, with BM25, and added to the default fusion."""
-    only = {"minilm": 0.0, "wordllama": 0.0}
+    model alone, with BM25, and added to the default fusion; plus the default with the gloss layer
+    at each of `gloss_weights` (the grid its weight was chosen on)."""
+    only = {"minilm": 0.0, "wordllama": 0.0, "gloss": 0.0}
     more: list[Setup] = []
     for name in extra or []:
         zero = {**only, name: 0.0}
@@ -74,23 +84,37 @@ def setups(extra: list[str] | None = None) -> list[Setup]:
                 dense={"minilm": 1.0, "wordllama": 1.0}, dense_cjk={"minilm": 1.0, "wordllama": 1.0}
             ),
         ),
-        Setup("memsched default (by script)", ["bm25", "minilm", "wordllama"], FusionWeights()),
+        Setup("gloss (MiniLM over CC-CEDICT glosses)", ["gloss"], expand=False),
+        Setup(
+            "bm25+gloss",
+            ["bm25", "gloss"],
+            FusionWeights(dense={**only, "gloss": 1.0}, dense_cjk={**only, "gloss": 1.0}),
+        ),
+        Setup("default without gloss (before)", ["bm25", "minilm", "wordllama"], with_gloss(0.0)),
+        *(
+            Setup(f"default, gloss weight {w:g}", ["bm25", "minilm", "wordllama", "gloss"], with_gloss(w))
+            for w in gloss_weights
+        ),
+        Setup("memsched default (by script)", ["bm25", "minilm", "wordllama", "gloss"], FusionWeights()),
     ]
 
 
 def run(
     budget: int,
-    embedders: str = "minilm,wordllama",
+    embedders: str = OFFLINE,
     ranks: dict[str, dict[str, dict[str, float]]] | None = None,
+    gloss_weights: Sequence[float] = (),
 ) -> dict[str, dict[str, float]]:
+    """Recall per setup and language; for Chinese also per half of the questions ("zh even", "zh
+    odd"): a weight chosen on one half is checked on the other."""
     data = json.loads(DATA.read_text(encoding="utf-8"))
     out: dict[str, dict[str, float]] = {}
     names = [n.strip() for n in embedders.split(",") if n.strip()]
-    extra = [n for n in names if n not in ("minilm", "wordllama")]
+    extra = [n for n in names if n not in OFFLINE.split(",")]
     with tempfile.TemporaryDirectory() as tmp:
         # The MEMSCHED_EMBED_* settings (base URL, model, key) apply to an extra `openai` embedder.
         mem = Memory(
-            Config.load(home=Path(tmp), embedders=",".join(dict.fromkeys(["minilm", "wordllama", *names])))
+            Config.load(home=Path(tmp), embedders=",".join(dict.fromkeys([*OFFLINE.split(","), *names])))
         )
         for lang, block in data["languages"].items():
             turns = [
@@ -106,23 +130,23 @@ def run(
             stored = mem.add_many(turns, index=False)
             mem.index(lang)
             if ranks is not None:  # where the fact ranks in each setup's list, budget aside
-                for setup in setups(extra):
+                for setup in setups(extra, gloss_weights):
                     mem.retriever.weights = setup.weights
-                    found = []
+                    positions = []
                     for q in block["questions"]:
                         fact = stored[q["fact_turn_index"]]
                         r = mem.retriever.retrieve(
                             lang, q["question"], k=200, layers=setup.layers, expand=False
                         )
                         order = [c.turn_id for c in r.candidates]
-                        found.append(order.index(fact.id) + 1 if fact.id in order else 10**6)
+                        positions.append(order.index(fact.id) + 1 if fact.id in order else 10**6)
                     ranks.setdefault(setup.name, {})[lang] = {
-                        f"top{n}": round(sum(1 for f in found if f <= n) / len(found), 3)
+                        f"top{n}": round(sum(1 for p in positions if p <= n) / len(positions), 3)
                         for n in (5, 10, 20, 50, 200)
                     }
-            for setup in setups(extra):
+            for setup in setups(extra, gloss_weights):
                 mem.retriever.weights = setup.weights
-                hits = 0
+                found = []
                 for q in block["questions"]:
                     fact = stored[q["fact_turn_index"]]
                     retrieval = mem.retriever.retrieve(
@@ -139,20 +163,28 @@ def run(
                         recent_share=0.0,
                         recent_max_turns=0,
                     )
-                    hits += any(t.id == fact.id for t in result.recalled)
-                out.setdefault(setup.name, {})[lang] = round(hits / len(block["questions"]), 3)
+                    found.append(any(t.id == fact.id for t in result.recalled))
+                out.setdefault(setup.name, {}).update(shares(lang, found))
             # What a user gets: Memory.context with the pager (bookmarks as the background job makes
             # them, page priors, decomposition, feedback), asked in a new session.
             mem.retriever.weights = FusionWeights()
             generate_bookmarks(mem, lang)
-            hits = 0
+            found = []
             for q in block["questions"]:
                 fact = stored[q["fact_turn_index"]]
                 ctx = mem.context(lang, q["question"], session_id="question", budget=budget, backfill=False)
                 assert ctx.assembly is not None
-                hits += any(t.id == fact.id for t in ctx.assembly.recalled)
-            out.setdefault("memsched context (pager)", {})[lang] = round(hits / len(block["questions"]), 3)
+                found.append(any(t.id == fact.id for t in ctx.assembly.recalled))
+            out.setdefault("memsched context (pager)", {}).update(shares(lang, found))
         mem.close()
+    return out
+
+
+def shares(lang: str, found: list[bool]) -> dict[str, float]:
+    out = {lang: round(sum(found) / len(found), 3)}
+    if lang == "zh":
+        out["zh even"] = round(sum(found[0::2]) / len(found[0::2]), 3)
+        out["zh odd"] = round(sum(found[1::2]) / len(found[1::2]), 3)
     return out
 
 
@@ -160,8 +192,13 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--budget", type=int, default=1000)
     ap.add_argument(
+        "--gloss-weights",
+        default="",
+        help="also the default fusion with the gloss layer at each of these weights, e.g. 1,1.5,2,3",
+    )
+    ap.add_argument(
         "--embedders",
-        default="minilm,wordllama",
+        default=OFFLINE,
         help="add e.g. openai (MEMSCHED_EMBED_BASE_URL / _MODEL: a multilingual model such as bge-m3)",
     )
     ap.add_argument(
@@ -169,7 +206,8 @@ def main() -> None:
     )
     args = ap.parse_args()
     ranks: dict[str, dict[str, dict[str, float]]] | None = {} if args.ranks else None
-    result = run(args.budget, args.embedders, ranks)
+    grid = [float(w) for w in args.gloss_weights.split(",") if w.strip()]
+    result = run(args.budget, args.embedders, ranks, grid)
     if ranks:
         print(json.dumps({"ranks": ranks}, ensure_ascii=False))
     print(
@@ -179,7 +217,10 @@ def main() -> None:
     )
     width = max(len(n) for n in result)
     for name, per in result.items():
-        print(f"{name:<{width}}  zh {per.get('zh', 0):.3f}  en {per.get('en', 0):.3f}")
+        print(
+            f"{name:<{width}}  zh {per.get('zh', 0):.3f} (even {per.get('zh even', 0):.3f},"
+            f" odd {per.get('zh odd', 0):.3f})  en {per.get('en', 0):.3f}"
+        )
 
 
 if __name__ == "__main__":

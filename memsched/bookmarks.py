@@ -29,6 +29,7 @@ from memsched import keywords as kw
 from memsched.cache import LRUCache
 from memsched.errors import LLMError
 from memsched.model import Bookmark, Page, Turn, content_hash
+from memsched.text.gloss import has_han
 from memsched.vocab import embed_vocabulary
 
 if TYPE_CHECKING:
@@ -354,6 +355,8 @@ def embed_bookmarks(memory: Memory, user_id: str) -> int:
     done = 0
     for embedder in memory.embedders.values():
         missing = memory.store.bookmarks_missing_vectors(user_id, embedder.model_id)
+        if getattr(embedder, "han_only", False):  # embed.gloss: only Chinese text has a vector
+            missing = [b for b in missing if has_han(b.text)]
         for start in range(0, len(missing), embedder.batch_size):
             chunk = missing[start : start + embedder.batch_size]
             texts = [b.text for b in chunk]

@@ -20,7 +20,7 @@ DEFAULT_PAGE_SIZE = 20
 DEFAULT_TOKENIZER = "o200k_base"
 # Chosen by measurement (BENCHMARKS.md, "Which embedder"): English queries use MiniLM + BM25; Chinese
 # queries fuse WordLlama, MiniLM (half weight) and jieba-segmented BM25 (weights in retrieve.FusionWeights).
-DEFAULT_EMBEDDERS = "minilm,wordllama"
+DEFAULT_EMBEDDERS = "minilm,wordllama,gloss"
 DEFAULT_BUDGET = 2000
 DEFAULT_RECENT_SHARE = 0.3
 DEFAULT_RECENT_MAX_TURNS = 12

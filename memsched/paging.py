@@ -817,7 +817,7 @@ class Pager:
         top = [c.turn_id for c in sorted(scores.values(), key=lambda c: -c.fused)[: opts.feedback_docs]]
         for name, qvec in qvecs.items():
             weight = opts.feedback * w.dense_weight(name, cjk)
-            if weight <= 0:
+            if weight <= 0 or not np.any(qvec):
                 continue
             rows = self.retriever.vectors_for(user_id, name, top)
             if len(rows) == 0:
@@ -870,7 +870,7 @@ class Pager:
         k = self.options.bookmark_k
         out: dict[str, list[Hit]] = {"bookmarks:bm25": self.store.search_bookmarks_bm25(user_id, query, k)}
         for name, embedder in self.retriever.embedders.items():
-            if name not in qvecs:
+            if name not in qvecs or not np.any(qvecs[name]):
                 continue
             ids, matrix = self._bookmark_matrix(user_id, embedder.model_id)
             if len(ids) == 0:

@@ -22,6 +22,9 @@ from memsched.text.segment import cjk_ratio
 from memsched.vectors import VectorIndex
 
 RRF_K = 60  # the constant of plain reciprocal-rank fusion (Cormack et al.)
+# The gloss layer's weight for Chinese queries: chosen on half the bilingual test's questions and
+# checked on the other half (BENCHMARKS.md, "Chinese recall").
+GLOSS_WEIGHT = 2.0
 
 
 @dataclass(slots=True)
@@ -34,10 +37,13 @@ class FusionWeights:
     bm25: float = 1.4
     # On English (LoCoMo) WordLlama only adds noise next to MiniLM, so it gets no weight there; a
     # layer with weight 0 is not even computed.
-    dense: dict[str, float] = field(default_factory=lambda: {"minilm": 1.0, "wordllama": 0.0})
-    # For Chinese queries the English-only MiniLM counts half and WordLlama fully: on the bilingual
-    # memory test fusing both beat either alone (BENCHMARKS.md, "Which embedder").
-    dense_cjk: dict[str, float] = field(default_factory=lambda: {"minilm": 0.5, "wordllama": 1.0})
+    dense: dict[str, float] = field(default_factory=lambda: {"minilm": 1.0, "wordllama": 0.0, "gloss": 0.0})
+    # For Chinese queries the English-only MiniLM counts half, WordLlama fully, and MiniLM over the
+    # CC-CEDICT English glosses (embed.gloss) most: on the bilingual memory test it finds twice the
+    # paraphrased facts either model finds (BENCHMARKS.md, "Chinese recall").
+    dense_cjk: dict[str, float] = field(
+        default_factory=lambda: {"minilm": 0.5, "wordllama": 1.0, "gloss": GLOSS_WEIGHT}
+    )
     # Contextual vectors (memsched.contextual): each dense layer gets a twin over turn vectors
     # averaged with their session neighbours', counting this much of the plain layer. Off: alone it
     # ranks evidence far better than plain vectors, but next to neighbour and page expansion it
@@ -116,6 +122,7 @@ class Retriever:
         top = self.store.max_turn_id(user_id)
         for embedder in self.embedders.values():
             key = (user_id, embedder.model_id)
+            han_only = bool(getattr(embedder, "han_only", False))  # embed.gloss: Chinese turns only
             after = self._checked.get(key) or 0
             if after >= top:
                 continue
@@ -123,7 +130,11 @@ class Retriever:
                 if pause is not None:
                     pause()
                 missing = self.store.turns_missing_vectors(
-                    user_id, embedder.model_id, limit=chunk or embedder.batch_size * 8, after_id=after
+                    user_id,
+                    embedder.model_id,
+                    limit=chunk or embedder.batch_size * 8,
+                    after_id=after,
+                    han_only=han_only,
                 )
                 if not missing:
                     break
@@ -264,6 +275,8 @@ class Retriever:
                     t0 = time.perf_counter()
                     vectors[name] = self.embedders[name].embed([query])[0]
                     timings[f"embed:{name}"] = _ms(t0)
+                if not np.any(vectors[name]):
+                    continue  # a zero vector matches nothing (embed.gloss on a text with no Chinese)
                 t0 = time.perf_counter()
                 hits[name] = self.dense(user_id, name, vectors[name], k)
                 timings[f"dense:{name}"] = _ms(t0)

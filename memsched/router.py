@@ -157,8 +157,10 @@ class Carried:
     previous_age_s: float | None = None
 
 
-# Embedders whose similarity says nothing about a mode: hashed bags of words only match shared words.
-NO_PROTOTYPES = frozenset({"hash"})
+# Embedders whose similarity says nothing about a mode: hashed bags of words only match shared words;
+# the gloss layer (MiniLM over English glosses of Chinese, embed.gloss) is a retrieval layer whose
+# use for modes has not been measured (text.gloss.gloss is there for that).
+NO_PROTOTYPES = frozenset({"hash", "gloss"})
 
 
 class Prototypes:

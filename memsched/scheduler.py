@@ -1123,6 +1123,8 @@ class Scheduler:
                 assert user_turn.id is not None and user_turn.seq is not None
                 key = content_hash(user_turn.text)
                 for name, vec in t.qvecs.items():
+                    if not np.any(vec):
+                        continue  # nothing to store (embed.gloss on a message with no Chinese)
                     model_id = self.memory.embedders[name].model_id
                     self.store.put_vectors_tx(tx, t.user_id, model_id, [(key, vec)])
                 for done in t.applied:

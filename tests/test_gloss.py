@@ -2,6 +2,15 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
+import numpy as np
+
+from memsched import Memory
+from memsched.embed.gloss import GlossEmbedder
+from memsched.embed.hashing import HashEmbedder
+from memsched.model import Turn, utcnow
+from memsched.store import Store
 from memsched.text.gloss import gloss, has_han, lookup
 
 
@@ -38,3 +47,38 @@ def test_traditional_characters_and_variants() -> None:
 
 def test_has_han() -> None:
     assert has_han("user: 你好") and not has_han("hello") and not has_han("こんにちは")
+
+
+def test_only_turns_with_han_characters_are_selected_for_gloss_vectors(store: Store) -> None:
+    now = utcnow()
+    texts = ["我男朋友叫陈浩", "my boyfriend is Chen Hao", "こんにちは", "안녕하세요", "I live in 臺灣"]
+    store.add_turns([Turn("u", "s", "user", t, created_at=now) for t in texts])
+    every = store.turns_missing_vectors("u", "m")
+    chinese = store.turns_missing_vectors("u", "m", han_only=True)
+    assert len(every) == 5
+    assert [text for _, text in chinese] == ["user: 我男朋友叫陈浩", "user: I live in 臺灣"]
+
+
+def test_gloss_layer_finds_a_synonym_and_its_vectors_go_with_the_turn(backend: str, tmp_path: Path) -> None:
+    gloss_embedder = GlossEmbedder(HashEmbedder())
+    mem = Memory(home=tmp_path / "m", embedders={"hash": HashEmbedder(), "gloss": gloss_embedder})
+    try:
+        fact = mem.add("u", "s", "user", "我很喜欢吃西红柿")
+        for i in range(12):
+            mem.add("u", "s", "user", f"今天天气不错，我们去公园散步吧 {i}")
+            mem.add("u", "s", "user", f"I had a quiet lunch with my sister, day {i}")
+        # one gloss vector per distinct Chinese text, none for the English ones
+        assert mem.store.vector_count("u", gloss_embedder.model_id) == 13
+        result = mem.retriever.retrieve("u", "我爱吃番茄吗？", expand=False)  # 番茄 = 西红柿 = tomato
+        assert result.layers["gloss"][0].turn_id == fact.id
+        assert "gloss" not in mem.retriever.retrieve("u", "what do I like to eat?").layers
+        assert fact.id is not None
+        mem.delete_turns("u", [fact.id])
+        assert mem.store.vector_count("u", gloss_embedder.model_id) == 12
+    finally:
+        mem.close()
+
+
+def test_gloss_embedder_gives_zero_rows_for_text_without_han() -> None:
+    rows = GlossEmbedder(HashEmbedder()).embed(["hello there", "我很喜欢吃西红柿"])
+    assert not np.any(rows[0]) and np.isclose(np.linalg.norm(rows[1]), 1.0)

@@ -89,6 +89,7 @@ def normalize(matrix: np.ndarray) -> np.ndarray:
 # The in-tree implementations. They register themselves the way a third party would (`register` at
 # import); this module names them instead of importing them, so the protocol does not depend on them.
 BUILTIN_MODULES = (
+    "memsched.embed.gloss",
     "memsched.embed.hashing",
     "memsched.embed.minilm",
     "memsched.embed.openai",

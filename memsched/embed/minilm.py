@@ -12,12 +12,15 @@ import os
 import threading
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from memsched.embed.base import background_pause, normalize, register
 from memsched.errors import ConfigError, EmbedderError
+
+if TYPE_CHECKING:
+    from memsched.config import Config
 
 # Texts per model call in background work: a turn that arrives waits for at most one such call.
 BACKGROUND_CHUNK = 2
@@ -131,9 +134,23 @@ def _quantized(model: Any) -> Any:
         return torch.ao.quantization.quantize_dynamic(model, {torch.nn.Linear}, dtype=torch.qint8)
 
 
-register(
-    "minilm",
-    lambda cfg: MiniLMEmbedder(
-        threads=cfg.torch_threads, quantize=cfg.minilm_int8, backend=cfg.minilm_backend, cache=cfg.model_cache
-    ),
-)
+_shared: dict[tuple[Any, ...], MiniLMEmbedder] = {}
+_shared_lock = threading.Lock()
+
+
+def shared_minilm(cfg: Config) -> MiniLMEmbedder:
+    """One MiniLM per process and settings: the `minilm` layer and the `gloss` layer (MiniLM over
+    English glosses) use the same loaded model instead of two copies. Calls are thread-safe."""
+    key = (cfg.torch_threads, cfg.minilm_int8, cfg.minilm_backend, cfg.model_cache)
+    with _shared_lock:
+        if key not in _shared:
+            _shared[key] = MiniLMEmbedder(
+                threads=cfg.torch_threads,
+                quantize=cfg.minilm_int8,
+                backend=cfg.minilm_backend,
+                cache=cfg.model_cache,
+            )
+        return _shared[key]
+
+
+register("minilm", shared_minilm)

@@ -165,9 +165,11 @@ class VectorStore(Protocol):
         ...
 
     def turns_missing_vectors(
-        self, user_id: str, model_id: str, limit: int = 1000, after_id: int = 0
+        self, user_id: str, model_id: str, limit: int = 1000, after_id: int = 0, han_only: bool = False
     ) -> list[tuple[int, str]]:
-        """(turn id, text to embed) of turns after `after_id` with no vector for `model_id` yet."""
+        """(turn id, text to embed) of turns after `after_id` with no vector for `model_id` yet;
+        with `han_only`, only turns whose content holds a Chinese (Han) character (an embedder
+        that serves Chinese only, `embed.gloss`, stores nothing for the others)."""
         ...
 
     def vector_version(self, user_id: str, model_id: str) -> tuple[int, int]:

