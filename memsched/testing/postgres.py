@@ -119,6 +119,12 @@ class PostgresServer:
                 conn.execute("SET LOCAL session_replication_role = replica")
                 for table in tables:
                     conn.execute(f"DELETE FROM {table}")
+                # the vector indexes a store made for its models go too, as in a new database
+                for (index,) in conn.execute(
+                    "SELECT indexname FROM pg_indexes WHERE schemaname = 'public'"
+                    " AND starts_with(indexname, 'embeddings_hnsw_')"
+                ).fetchall():
+                    conn.execute(f'DROP INDEX IF EXISTS "{index}"')
                 # ids start at 1 again, as in a new database
                 conn.execute(
                     "SELECT setval(s.seq, 1, false) FROM (SELECT pg_get_serial_sequence(c.table_name, c.column_name)"
