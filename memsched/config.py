@@ -88,9 +88,10 @@ class Config:
     # The cooperative layer (LLM rerank, LLM decomposition of compound questions) runs on the P0
     # path, so it is opt-in: by default a turn makes no LLM call but the reply.
     rerank: bool = False
-    # With a helper LLM configured, a P2 job labels each routed user message (mode, mood, intensity,
-    # cause) and corrects the carried state for the next turn (`labeller.py`). Off: rules only.
-    mood_labeller: bool = True
+    # On (and with a helper LLM configured), a P2 job labels each routed user message (mode, mood,
+    # intensity, cause) and corrects the carried state for the next turn (`labeller.py`). Off by
+    # default: it is one LLM call per user message, the write cost memsched exists to avoid.
+    mood_labeller: bool = False
     # One thread per MiniLM call: a single query takes ~9 ms on one core but 50+ ms with two when
     # background jobs hold the other core (BENCHMARKS.md). Raise it for bulk imports on idle machines.
     torch_threads: int = 1

@@ -37,7 +37,7 @@ def _server(tmp_path: Path, fake: FakeOpenAI, **overrides: Any) -> LiveServer:
         upstream_base_url=fake.base_url,
         upstream_model="fake-model",
         llm_timeout=5.0,
-        **overrides,
+        **{"mood_labeller": True, **overrides},
     )
     return LiveServer(create_app(cfg))
 
@@ -163,7 +163,9 @@ def test_a_stale_label_changes_nothing(tmp_path: Path, fake: FakeOpenAI) -> None
     fake.script_labels(CONFLICT, CONFLICT)
     with (
         OpenAIChatClient(fake.base_url, "k", "m", retries=0) as llm,
-        Scheduler(Memory(home=tmp_path, embedders="hash"), llm=llm, start_workers=False) as sched,
+        Scheduler(
+            Memory(home=tmp_path, embedders="hash", mood_labeller=True), llm=llm, start_workers=False
+        ) as sched,
     ):
         first = sched.prepare("bo", "s", "Fine. Do what you want.", now=NIGHT)
         sched.prepare("bo", "s", "Good morning.", now=MORNING)  # written before the first label ran
