@@ -66,6 +66,10 @@ class LRUCache(Generic[K, V]):
         with self._lock:
             return self._data.pop(key, None)
 
+    def clear(self) -> None:
+        with self._lock:
+            self._data.clear()
+
     def __iter__(self) -> Iterator[K]:
         """Iterates over a snapshot of the keys (safe while others insert or evict)."""
         with self._lock:

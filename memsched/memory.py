@@ -200,7 +200,8 @@ class Memory:
 
     def forget_caches(self, user_id: str) -> None:
         """Drop what in-process caches hold of the user's text (after a hard delete): the pager's
-        per-user caches and the text-keyed token-count and segmentation caches."""
+        per-user caches and the text-keyed token-count, segmentation and word-vector caches."""
+        from memsched import vocab
         from memsched.text import gloss
         from memsched.text.segment import clear_caches
 
@@ -210,6 +211,7 @@ class Memory:
             self._counter.count.cache_clear()
         clear_caches()
         gloss.clear_caches()
+        vocab.clear_caches()
 
     # -- reading -------------------------------------------------------------------------------------
 

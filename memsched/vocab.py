@@ -28,6 +28,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from memsched.cache import LRUCache
 from memsched.model import Hit
 from memsched.text.segment import terms
 
@@ -39,6 +40,31 @@ if TYPE_CHECKING:
 # cannot pull in half the vocabulary.
 MAX_EXPANSIONS = 24
 BATCH = 256  # terms embedded per model call in the background
+# A word's vector depends on the word alone, so one process-wide cache serves every user's queries
+# and background passes: common words are embedded once per process, not once per user and query
+# (20,000 words x 384 floats = 31 MB). A user's vocabulary is still stored per user, with the turn
+# it came from, so forgetting removes it; `clear_caches` (after a forget) empties this one.
+WORD_CACHE_SIZE = 20_000
+_WORDS: LRUCache[tuple[str, str], np.ndarray] = LRUCache(WORD_CACHE_SIZE)
+
+
+def clear_caches() -> None:
+    """Drop every cached word vector (after a hard delete: the keys are the users' words)."""
+    _WORDS.clear()
+
+
+def embed_words(embedder: Embedder, words: Sequence[str]) -> np.ndarray:
+    """The vectors of `words` (float32, one row each), from the word cache where it has them."""
+    model = embedder.model_id
+    found = {w: v for w in dict.fromkeys(words) if (v := _WORDS.get((model, w))) is not None}
+    todo = [w for w in dict.fromkeys(words) if w not in found]
+    if todo:
+        for w, v in zip(todo, embedder.embed(todo), strict=True):
+            found[w] = vec = np.asarray(v, dtype=np.float32)
+            _WORDS.put((model, w), vec)
+    if not words:
+        return np.zeros((0, 0), dtype=np.float32)
+    return np.stack([found[w] for w in words])
 
 
 @dataclass(slots=True)
@@ -78,7 +104,7 @@ def embed_vocabulary(
     wanted = sorted(source)
     for start in range(0, len(wanted), BATCH):
         chunk = wanted[start : start + BATCH]
-        vectors = embedder.embed(chunk)
+        vectors = embed_words(embedder, chunk)
         store.put_term_vectors(
             user_id, embedder.model_id, [(t, source[t], v) for t, v in zip(chunk, vectors, strict=True)]
         )
@@ -105,6 +131,8 @@ class TermVectors:
         from memsched.embed.base import background_pause
         from memsched.embed.batch import MicroBatcher
 
+        model = self.embedder.model_id
+        words = [w for w in words if _WORDS.get((model, w)) is None]
         if words and isinstance(self.embedder, MicroBatcher) and background_pause() is None:
             self._pending = (words, self.embedder.submit(words, urgent=True))
 
@@ -112,10 +140,12 @@ class TermVectors:
         if self._pending is not None:
             started, future = self._pending
             self._pending = None
-            self._known.update(zip(started, future.result(), strict=True))
+            for w, v in zip(started, future.result(), strict=True):
+                self._known[w] = vec = np.asarray(v, dtype=np.float32)
+                _WORDS.put((self.embedder.model_id, w), vec)
         todo = [w for w in words if w not in self._known]
         if todo:
-            self._known.update(zip(todo, self.embedder.embed(todo), strict=True))
+            self._known.update(zip(todo, embed_words(self.embedder, todo), strict=True))
         return np.stack([np.asarray(self._known[w], dtype=np.float32) for w in words])
 
 

@@ -165,3 +165,31 @@ def test_the_pager_layer_with_minilm_finds_instances_of_the_question_word(tmp_pa
         assert rank(on) < rank(off)
     finally:
         mem.close()
+
+
+class _Counting(HashEmbedder):
+    """A hash embedder that records every text it is asked to embed."""
+
+    def __init__(self) -> None:
+        super().__init__(dim=32)
+        self.model_id = "counting-32"
+        self.seen: list[str] = []
+
+    def embed(self, texts: list[str]) -> np.ndarray:
+        self.seen.extend(texts)
+        return super().embed(texts)
+
+
+def test_word_vectors_are_embedded_once_per_process_and_dropped_after_a_forget(tmp_path: Path) -> None:
+    from memsched import vocab
+
+    vocab.clear_caches()
+    emb = _Counting()
+    first = vocab.embed_words(emb, ["tennis", "yoga", "tennis"])
+    again = vocab.embed_words(emb, ["yoga", "tennis"])  # another user's query: nothing new to embed
+    assert emb.seen == ["tennis", "yoga"]
+    assert np.allclose(first[0], first[2]) and np.allclose(again[1], first[0])
+    mem = Memory(home=tmp_path, embedders="hash")
+    mem.forget_caches("u")  # after a hard delete the cached words (users' text) are gone too
+    vocab.embed_words(emb, ["tennis"])
+    assert emb.seen == ["tennis", "yoga", "tennis"]
