@@ -12,25 +12,16 @@ from typing import Any
 import httpx
 import pytest
 
-from memsched.config import Config
-from memsched.server.app import create_app
 from memsched.testing import Fail, FakeOpenAI, LiveServer
 from memsched.testing.fake_openai import CAPTION_MARK
+from memsched.testing.service import proxy_server
 from memsched.vision import NO_VISION_MODEL, Image
 
 PNG = "data:image/png;base64," + base64.b64encode(b"\x89PNG\r\n\x1a\n" + b"\x00" * 32).decode()
 
 
 def _start(tmp_path: Path, fake: FakeOpenAI, **overrides: Any) -> LiveServer:
-    cfg = Config.load(
-        home=tmp_path / "srv",
-        embedders="hash",
-        upstream_base_url=fake.base_url,
-        upstream_model="fake-model",
-        llm_timeout=5.0,
-        **overrides,
-    )
-    return LiveServer(create_app(cfg))
+    return proxy_server(tmp_path / "srv", fake, **overrides)
 
 
 @pytest.fixture

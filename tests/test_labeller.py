@@ -17,10 +17,11 @@ import pytest
 from memsched.config import Config
 from memsched.labeller import Label
 from memsched.llm.prompts import load
-from memsched.server.app import TRACE_HEADER, create_app
+from memsched.server.app import TRACE_HEADER
 from memsched.store import open_store
 from memsched.testing import FakeOpenAI, LiveServer
 from memsched.testing.fake_openai import LABEL_MARK
+from memsched.testing.service import proxy_server
 
 SH = ZoneInfo("Asia/Shanghai")
 NIGHT = datetime(2024, 10, 14, 22, 30, tzinfo=SH)
@@ -31,15 +32,7 @@ CONFLICT = '{"mode": "conflict", "mood": "upset", "intensity": 0.8, "cause": "fe
 
 
 def _server(tmp_path: Path, fake: FakeOpenAI, **overrides: Any) -> LiveServer:
-    cfg = Config.load(
-        home=tmp_path / "srv",
-        embedders="hash",
-        upstream_base_url=fake.base_url,
-        upstream_model="fake-model",
-        llm_timeout=5.0,
-        **{"mood_labeller": True, **overrides},
-    )
-    return LiveServer(create_app(cfg))
+    return proxy_server(tmp_path / "srv", fake, **{"mood_labeller": True, **overrides})
 
 
 @pytest.fixture

@@ -10,9 +10,9 @@ from typing import Any
 import httpx
 import pytest
 
-from memsched.config import Config
-from memsched.server.app import TRACE_HEADER, create_app
-from memsched.testing import FakeOpenAI, LiveServer
+from memsched.server.app import TRACE_HEADER
+from memsched.testing import FakeOpenAI
+from memsched.testing.service import proxy_server
 
 # Runs on SQLite and on PostgreSQL (conftest.py, `backend`).
 pytestmark = pytest.mark.usefixtures("backend")
@@ -20,14 +20,7 @@ pytestmark = pytest.mark.usefixtures("backend")
 
 @pytest.fixture
 def server(tmp_path: Path, fake: FakeOpenAI) -> Iterator[str]:
-    cfg = Config.load(
-        home=tmp_path / "srv",
-        embedders="hash",
-        upstream_base_url=fake.base_url,
-        upstream_model="fake-model",
-        llm_timeout=5.0,
-    )
-    with LiveServer(create_app(cfg)) as base:
+    with proxy_server(tmp_path / "srv", fake) as base:
         yield base
 
 
