@@ -82,3 +82,10 @@ def test_gloss_layer_finds_a_synonym_and_its_vectors_go_with_the_turn(backend: s
 def test_gloss_embedder_gives_zero_rows_for_text_without_han() -> None:
     rows = GlossEmbedder(HashEmbedder()).embed(["hello there", "我很喜欢吃西红柿"])
     assert not np.any(rows[0]) and np.isclose(np.linalg.norm(rows[1]), 1.0)
+
+
+def test_warm_up_loads_the_dictionary() -> None:
+    from memsched.text import gloss as module
+
+    module.warm_up()
+    assert module._table is not None and "男朋友" in module._table

@@ -59,13 +59,16 @@ class Service:
         """Load the tokenizer, the embedders and dateparser's tables now, so the first requests do not
         pay for them."""
         from memsched import keywords
-        from memsched.text import timeexpr
+        from memsched.text import gloss, timeexpr
 
         self.memory.counter.count("warm up")
         timeexpr.warm_up()
         self.memory.retriever.embed_query("warm up", only_weighted=False)
-        # The bookmark jobs' tables are not needed to answer: loaded beside the first requests.
+        # The bookmark jobs' tables are not needed to answer: loaded beside the first requests; so is
+        # the gloss layer's dictionary, which the first Chinese message would otherwise wait for.
         threading.Thread(target=keywords.warm_up, name="memsched-warm-up", daemon=True).start()
+        if "gloss" in self.memory.embedders:
+            threading.Thread(target=gloss.warm_up, name="memsched-warm-up-gloss", daemon=True).start()
 
     def close(self) -> None:
         self.scheduler.close()
