@@ -17,6 +17,7 @@ from memsched.errors import ConfigError
 ENV_PREFIX = "MEMSCHED_"
 
 DEFAULT_PAGE_SIZE = 20
+DEFAULT_PG_LOCK_CONNECTIONS = 20
 DEFAULT_TOKENIZER = "o200k_base"
 # Chosen by measurement (BENCHMARKS.md, "Which embedder"): English queries use MiniLM + BM25; Chinese
 # queries fuse WordLlama, MiniLM (half weight) and jieba-segmented BM25 (weights in retrieve.FusionWeights).
@@ -53,6 +54,9 @@ class Config:
     db: Path | None = None  # default: <home>/memsched.db
     # postgresql://user:pass@host/db: a shared PostgreSQL (with pgvector) instead of the SQLite file.
     database_url: str | None = field(default=None, repr=False)  # may hold a password
+    # PostgreSQL: connections per process pinned by session locks, one per session in flight (a turn
+    # holds its session through the upstream call); a hold that finds them all pinned waits for one.
+    pg_lock_connections: int = DEFAULT_PG_LOCK_CONNECTIONS
     page_size: int = DEFAULT_PAGE_SIZE
     tokenizer: str = DEFAULT_TOKENIZER
     embedders: str = DEFAULT_EMBEDDERS  # comma-separated names: minilm, wordllama, openai, hash
@@ -137,6 +141,8 @@ class Config:
     def validate(self) -> None:
         if self.page_size < 1:
             raise ConfigError(f"page_size must be >= 1, got {self.page_size}")
+        if self.pg_lock_connections < 1:
+            raise ConfigError(f"pg_lock_connections must be >= 1, got {self.pg_lock_connections}")
         if self.budget < 1:
             raise ConfigError(f"budget must be >= 1, got {self.budget}")
         if not 0.0 <= self.recent_share <= 1.0:

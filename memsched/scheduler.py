@@ -3,7 +3,7 @@ assemble, call the LLM, record — and queue the background work.
 
 P0 path of `Scheduler.turn` (one session at a time, in arrival order; sessions run in parallel):
 
-1. take a FIFO ticket for (user, session) and wait for it; take the session's lease in the store
+1. take a FIFO ticket for (user, session) and wait for it; take the session's lock in the store
    (so other processes queue too);
 2. barrier: wait for the session's queued P1 jobs ("call me 大王" recorded through `record()`);
 3. detect commands (regex, no LLM) and apply them inline — consistency blocking;
@@ -59,7 +59,7 @@ from memsched.commands import (
 )
 from memsched.companion import Before, Companion, Plan
 from memsched.embed.batch import after_reply
-from memsched.errors import ConfigError, InputError, LLMError, StoreError
+from memsched.errors import ConfigError, InputError, LLMError
 from memsched.jobs.queue import Job, JobQueue, Priority, SessionLock, default_owner, recover_dead_owners
 from memsched.jobs.worker import ForegroundGate
 from memsched.memory import UNSET, ContextResult, Memory
@@ -68,6 +68,7 @@ from memsched.profile import DEFAULT_PROFILE_SHARE, PREFERRED_NAME, TIMEZONE, Pr
 from memsched.profile_extract import apply as apply_facts
 from memsched.profile_extract import extract as extract_facts
 from memsched.router import Prototypes, Route, Router, topic_similarity
+from memsched.store.base import SessionLease
 from memsched.strategy import StrategyTable
 from memsched.summarize import compress, covered_seq, create_summary, default_max_tokens, render
 from memsched.text.segment import cjk_ratio, terms
@@ -92,7 +93,7 @@ log = logging.getLogger("memsched.scheduler")
 # Bookmark maintenance (merging, alias updates) waits for a quiet moment after a page fills.
 MAINTENANCE_DELAY = timedelta(minutes=10)
 DEFAULT_BARRIER_TIMEOUT = 10.0  # seconds a turn waits for the session's P1 jobs before going on
-DEFAULT_LOCK_TIMEOUT = 120.0  # seconds a turn waits for another process's lease on the session
+DEFAULT_LOCK_TIMEOUT = 120.0  # seconds a turn waits for another process's hold on the session
 TOPIC_WINDOW = 6  # turns of the current segment the new message is compared with
 # Word overlap is judged against a longer stretch of the segment, once it is a topic of its own: turns
 # about one topic often share no word with the last few, but rarely with the last thirty.
@@ -249,14 +250,19 @@ class _TurnState:
 @dataclass(slots=True, eq=False)
 class SessionHold:
     """A session held by one turn (or by `Scheduler.hold_session` across calls): its place in this
-    process's line and its lease in the store (`owner`; None without `cross_process_lock`)."""
+    process's line and its lock in the store (`lease`; None without `cross_process_lock`)."""
 
     ticket: _Ticket
     user_id: str
     session_id: str
-    owner: str | None
+    lease: SessionLease | None
     wait_ms: float
     handed_off: bool = False  # a post-reply thread releases it once the new turns' vectors are stored
+
+    @property
+    def owner(self) -> str | None:
+        """The store lock's owner id (diagnostics), or None without `cross_process_lock`."""
+        return self.lease.owner if self.lease is not None else None
 
 
 # -- the scheduler -----------------------------------------------------------------------------------
@@ -269,7 +275,7 @@ class Scheduler:
     summaries, on overflow and in the in-process workers (default: `llm`; None for the offline
     extractive summary; pass `client_from_config(config)` for memsched's helper LLM). With
     `start_workers`, `workers` threads run queued jobs in this process; otherwise run
-    `memsched worker` beside it. `cross_process_lock` also takes the session's lease in the store,
+    `memsched worker` beside it. `cross_process_lock` also takes the session's lock in the store,
     so turns of one session are serialised across processes (FIFO order is kept within a process).
     """
 
@@ -319,7 +325,7 @@ class Scheduler:
         # Long enough for the reply call with its retries; renewed after the call.
         self.lease_seconds = max(60.0, 4.0 * self.config.llm_timeout)
         self._gates = _Gates()
-        # Sessions held across calls (hold_session), whose leases a thread renews.
+        # Sessions held across calls (hold_session), whose store locks a thread renews.
         self._renewing: dict[int, SessionHold] = {}
         self._renew_lock = threading.Lock()
         self._renew_stop = threading.Event()
@@ -637,8 +643,9 @@ class Scheduler:
 
         For a turn made of several calls: pass the hold to `prepare`/`aprepare` and `record`, and no
         other turn of the session, in this process or another, comes between them (the proxy holds
-        the session from preparing the context until the reply is recorded). The store lease is
-        renewed meanwhile; if this process dies, it runs out and the session is free again.
+        the session from preparing the context until the reply is recorded). The store lock is
+        renewed meanwhile; if this process dies, the session is free again (at once on PostgreSQL,
+        when its lease runs out on SQLite).
         """
         return self._renewed(self._acquire(self._gates.take((user_id, session_id)), user_id, session_id))
 
@@ -670,7 +677,7 @@ class Scheduler:
             self._release(task.result())
 
     def _renewed(self, hold: SessionHold) -> SessionHold:
-        if hold.owner is None:
+        if hold.lease is None:
             return hold
         with self._renew_lock:
             self._renewing[id(hold)] = hold
@@ -682,44 +689,44 @@ class Scheduler:
         return hold
 
     def _renew_leases(self) -> None:
-        """Renew the store leases of the sessions held across calls, every third of a lease."""
+        """Renew the store locks of the sessions held across calls, every third of a lease."""
         while not self._renew_stop.wait(self.lease_seconds / 3):
             with self._renew_lock:
                 holds = list(self._renewing.values())
             for hold in holds:
                 try:
-                    assert hold.owner is not None
-                    self.locks.renew(hold.user_id, hold.session_id, hold.owner, self.lease_seconds)
+                    assert hold.lease is not None
+                    if not hold.lease.renew(self.lease_seconds):
+                        log.warning("the lock of session %s/%s was lost", hold.user_id, hold.session_id)
                 except Exception:
-                    log.exception("renewing the lease of %s/%s failed", hold.user_id, hold.session_id)
+                    log.exception("renewing the lock of %s/%s failed", hold.user_id, hold.session_id)
 
     def _acquire(self, ticket: _Ticket, user_id: str, session_id: str) -> SessionHold:
         t0 = time.perf_counter()
         try:
             self._gates.wait(ticket)
-            owner: str | None = None
+            lease: SessionLease | None = None
             if self.cross_process_lock:
-                owner = f"{self._owner}:{uuid.uuid4().hex[:8]}"
-                if not self.locks.acquire(
-                    user_id, session_id, owner, lease_seconds=self.lease_seconds, timeout=self.lock_timeout
-                ):
-                    raise StoreError(
-                        f"session {user_id}/{session_id} is held by another process for over"
-                        f" {self.lock_timeout:g}s; retry later"
-                    )
+                lease = self.locks.take(
+                    user_id,
+                    session_id,
+                    f"{self._owner}:{uuid.uuid4().hex[:8]}",
+                    lease_seconds=self.lease_seconds,
+                    timeout=self.lock_timeout,
+                )
         except BaseException:
             self._gates.release(ticket)
             raise
-        return SessionHold(ticket, user_id, session_id, owner, (time.perf_counter() - t0) * 1000.0)
+        return SessionHold(ticket, user_id, session_id, lease, (time.perf_counter() - t0) * 1000.0)
 
     def _release(self, hold: SessionHold) -> None:
         if hold.ticket.released:
             return
         try:
-            if hold.owner is not None:
-                self.locks.release(hold.user_id, hold.session_id, hold.owner)
+            if hold.lease is not None:
+                hold.lease.release()
         except Exception:
-            log.exception("releasing the lease of %s/%s failed", hold.user_id, hold.session_id)
+            log.exception("releasing the lock of %s/%s failed", hold.user_id, hold.session_id)
         finally:
             self._gates.release(hold.ticket)
 
@@ -889,8 +896,8 @@ class Scheduler:
                 trace["error"] = f"{type(exc).__name__}: {exc}"
             t.llm_ms = (time.perf_counter() - t0) * 1000.0
             sw.add("llm", t.llm_ms)
-            if hold.owner is not None:
-                self.locks.renew(user_id, session_id, hold.owner, self.lease_seconds)
+            if hold.lease is not None:
+                hold.lease.renew(self.lease_seconds)
 
         user_turn: Turn | None = None
         if keeps_turn(t.applied):

@@ -167,7 +167,7 @@ def test_a_restart_takes_back_what_a_dead_process_of_this_host_held(tmp_path: Pa
     queue = JobQueue(store)
     (jid,) = queue.enqueue([Job(kind="embed", user_id="u", session_id="s", payload={})])
     now = time.time()
-    assert store.lock_acquire("u", "s", dead, now=now, lease_until=now + 3600)
+    store.session_hold("u", "s", dead, timeout=0, lease_seconds=3600)  # never released: it "died"
     assert store.jobs_claim(dead, now=now, lease_until=now + 3600) is not None
     sched = Scheduler(memory, start_workers=False)
     try:

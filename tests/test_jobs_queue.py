@@ -1,19 +1,19 @@
-"""The durable job queue and session locks, on SQLite and PostgreSQL, with a fake clock (no sleeping)."""
+"""The durable job queue, on SQLite and PostgreSQL, with a fake clock (no sleeping). Session locks:
+test_session_locks.py."""
 
 from __future__ import annotations
 
-import threading
-import time
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, datetime
 
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from memsched.errors import InputError, StoreError
+from memsched.errors import InputError
 from memsched.jobs.queue import Job, JobQueue, Priority, SessionLock
 from memsched.model import Turn
 from memsched.store import Store
+from tests.conftest import raw_sql
 
 # Runs on SQLite and on PostgreSQL (conftest.py, `backend`).
 pytestmark = pytest.mark.usefixtures("backend")
@@ -354,80 +354,13 @@ def test_purge_deletes_old_done_jobs_only(queue: JobQueue, clock: FakeClock) -> 
     assert sorted(j.status for j in queue.list()) == ["dead", "queued"]
 
 
-def test_forgetting_a_user_deletes_their_jobs_and_locks(queue: JobQueue, store: Store) -> None:
+def test_forgetting_a_user_deletes_their_jobs_and_locks(queue: JobQueue, store: Store, backend: str) -> None:
     queue.enqueue([job(user="u"), job(user="v")])
-    SessionLock(store).acquire("u", "s", "owner", timeout=0)
+    lease = SessionLock(store).take("u", "s", "owner", timeout=0)
     with store.transaction() as tx:
         assert store.jobs_delete_user(tx, "u") == 1
     assert [j.user_id for j in queue.list()] == ["v"]
+    if backend == "sqlite":  # the lease row named the user; PostgreSQL's advisory lock stores nothing
+        assert raw_sql(store, "SELECT count(*) FROM session_locks WHERE user_id = ?", ("u",)) == [(0,)]
+    lease.release()
     assert store.lock_holder("u", "s") is None
-
-
-# -- session locks -----------------------------------------------------------------------------------
-
-
-def test_session_lock_is_exclusive_between_threads(store: Store) -> None:
-    lock = SessionLock(store)
-    events: list[str] = []
-    errors: list[BaseException] = []
-
-    def turn_loop(name: str) -> None:
-        try:
-            for _ in range(15):
-                assert lock.acquire("u", "s", name, timeout=60)
-                events.append(f"enter {name}")
-                time.sleep(0.001)  # widen the window in which a broken lock would let the other in
-                events.append(f"exit {name}")
-                assert lock.release("u", "s", name)
-        except BaseException as exc:
-            errors.append(exc)
-
-    threads = [threading.Thread(target=turn_loop, args=(n,)) for n in ("a", "b")]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
-    assert errors == []
-    assert len(events) == 60
-    for enter, leave in zip(events[::2], events[1::2], strict=True):
-        assert enter.startswith("enter") and leave == enter.replace("enter", "exit")
-
-
-def test_session_lock_expired_lease_is_taken_over(store: Store, clock: FakeClock) -> None:
-    lock = SessionLock(store, clock=clock)
-    assert lock.acquire("u", "s", "a", lease_seconds=30, timeout=0)
-    assert lock.acquire("u", "s", "a", lease_seconds=30, timeout=0)  # the holder re-acquires (renews)
-    assert lock.acquire("u", "s", "b", timeout=0) is False
-    assert lock.acquire("u", "other", "b", timeout=0) is True  # other sessions are independent
-    assert lock.holder("u", "s") == "a"
-    clock.advance(31)  # "a" died without releasing
-    assert lock.holder("u", "s") is None
-    assert lock.acquire("u", "s", "b", lease_seconds=30, timeout=0)
-    assert lock.holder("u", "s") == "b"
-    assert lock.renew("u", "s", "a") is False
-    assert lock.release("u", "s", "a") is False
-    assert lock.renew("u", "s", "b") is True
-    assert lock.release("u", "s", "b") is True
-    assert lock.holder("u", "s") is None
-
-
-def test_session_lock_held_context(store: Store) -> None:
-    lock = SessionLock(store)
-    with lock.held("u", "s", lease_seconds=30) as owner:
-        assert lock.holder("u", "s") == owner
-        with pytest.raises(StoreError, match="busy"), lock.held("u", "s", timeout=0):
-            pass
-    assert lock.holder("u", "s") is None
-
-
-def test_job_timestamps_are_aware_utc(queue: JobQueue, clock: FakeClock) -> None:
-    (jid,) = queue.enqueue([job()])
-    j = queue.get(jid)
-    assert j is not None and j.created_at is not None
-    assert j.created_at.tzinfo is not None
-    assert j.created_at == datetime.fromtimestamp(clock.now, UTC)
-    assert j.run_after == j.created_at
-    past = datetime.fromtimestamp(clock.now, UTC) - timedelta(hours=1)
-    (old,) = queue.enqueue([job(run_after=past)])
-    o = queue.get(old)
-    assert o is not None and o.run_after == j.created_at  # never before its creation

@@ -22,9 +22,9 @@ from datetime import UTC, datetime
 from enum import IntEnum
 from typing import Any, Protocol
 
-from memsched.errors import InputError, StoreError
+from memsched.errors import InputError
 from memsched.store import base
-from memsched.store.base import LockStore, TransactionStore
+from memsched.store.base import LockStore, SessionLease, TransactionStore
 
 STATUSES = ("queued", "running", "done", "dead")
 DEFAULT_MAX_ATTEMPTS = 5
@@ -134,8 +134,9 @@ def owner_is_dead(owner: str) -> bool:
 
 
 def recover_dead_owners(store: Any, now: float | None = None) -> int:
-    """Re-queue the running jobs and release the session locks of this host's dead processes (a
-    server or worker killed with SIGKILL), so a restart does not wait for their leases to expire."""
+    """Re-queue the running jobs and release the session leases of this host's dead processes (a
+    server or worker killed with SIGKILL), so a restart does not wait for their leases to expire.
+    (Where session locks are not leases, a dead holder's were released when it died.)"""
     n = 0
     for owner in store.lease_owners():
         if owner_is_dead(owner):
@@ -351,49 +352,40 @@ class JobQueue:
 
 
 class SessionLock:
-    """A per-(user, session) lock in the store, so turns of one session are handled one at a time
-    across threads and processes. Held with a lease: a holder that dies releases it when the lease
-    runs out, and the next `acquire` takes it over.
+    """A per-(user, session) lock, so turns of one session are handled one at a time across threads
+    and processes: the store's session lock (`LockStore.session_hold`). How a dead holder lets go and
+    in what order waiters are served depends on the store (docs/design.md, "What a turn promises").
     """
 
     def __init__(self, store: JobStore, *, clock: Callable[[], float] = time.time) -> None:
         self.store = store
         self.clock = clock
 
-    def acquire(
+    def take(
         self,
         user_id: str,
         session_id: str,
-        owner: str,
+        owner: str | None = None,
+        *,
         lease_seconds: float = 30,
         timeout: float = 10.0,
-        poll: float = 0.01,
-    ) -> bool:
-        """Take the lock for `owner`, waiting up to `timeout` seconds; True when held.
+    ) -> SessionLease:
+        """Hold the lock until the returned lease's `release()` (or the end of a `with` block on it),
+        waiting up to `timeout` seconds (0: one try). Raises StoreError when the session stays busy.
 
-        Succeeds when the lock is free, its lease has expired, or `owner` already holds it (which
-        renews the lease). `timeout=0` tries once.
+        Where the lock is a lease, a holder that stops calling `renew` loses it after `lease_seconds`.
         """
-        deadline = time.monotonic() + timeout
-        while True:
-            now = self.clock()
-            if self.store.lock_acquire(user_id, session_id, owner, now=now, lease_until=now + lease_seconds):
-                return True
-            left = deadline - time.monotonic()
-            if left <= 0:
-                return False
-            time.sleep(min(poll, left))
-
-    def renew(self, user_id: str, session_id: str, owner: str, lease_seconds: float = 30) -> bool:
-        """Extend `owner`'s lease; False when `owner` lost the lock (it expired and was taken over)."""
-        return self.store.lock_renew(user_id, session_id, owner, lease_until=self.clock() + lease_seconds)
-
-    def release(self, user_id: str, session_id: str, owner: str) -> bool:
-        """Release the lock if `owner` holds it; False when it did not (any more)."""
-        return self.store.lock_release(user_id, session_id, owner)
+        return self.store.session_hold(
+            user_id,
+            session_id,
+            owner or default_owner("lock"),
+            timeout=timeout,
+            lease_seconds=lease_seconds,
+            clock=self.clock,
+        )
 
     def holder(self, user_id: str, session_id: str) -> str | None:
-        """The owner holding an unexpired lease, or None."""
+        """The owner holding the lock (an unexpired lease), or None."""
         found = self.store.lock_holder(user_id, session_id)
         if found is None or found[1] < self.clock():
             return None
@@ -411,27 +403,22 @@ class SessionLock:
     ) -> Iterator[str]:
         """Hold the lock for the `with` block; yields the owner id. Raises StoreError on timeout.
 
-        A background thread renews the lease every third of `lease_seconds`, so a live holder keeps
-        the lock however long it works, and only a dead one loses it.
+        A background thread renews the lock every third of `lease_seconds`, so a live holder keeps
+        it however long it works, and only a dead one loses it.
         """
-        owner = owner or default_owner("lock")
-        if not self.acquire(user_id, session_id, owner, lease_seconds=lease_seconds, timeout=timeout):
-            raise StoreError(
-                f"session {user_id}/{session_id} is busy: another turn held its lock for over {timeout:g}s;"
-                " retry, or wait for the holder's lease to expire"
-            )
+        lease = self.take(user_id, session_id, owner, lease_seconds=lease_seconds, timeout=timeout)
         stop = threading.Event()
 
         def heartbeat() -> None:
             while not stop.wait(lease_seconds / 3):
-                if not self.renew(user_id, session_id, owner, lease_seconds):
+                if not lease.renew(lease_seconds):
                     return
 
-        beat = threading.Thread(target=heartbeat, name=f"memsched-lock-{owner}", daemon=True)
+        beat = threading.Thread(target=heartbeat, name=f"memsched-lock-{lease.owner}", daemon=True)
         beat.start()
         try:
-            yield owner
+            yield lease.owner
         finally:
             stop.set()
             beat.join()
-            self.release(user_id, session_id, owner)
+            lease.release()

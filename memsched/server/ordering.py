@@ -2,7 +2,7 @@
 
 A message of a session waits here until the previous message's reply is recorded, and so sees it;
 `asyncio.Lock` wakes its waiters first come, first served, and keeps them off threads while they
-wait. Sessions are independent. Across processes the scheduler's session lease orders the whole
+wait. Sessions are independent. Across processes the scheduler's session lock orders the whole
 exchange: the proxy holds it (`Scheduler.ahold_session`) from preparing the context until the reply
 is recorded.
 """

@@ -27,13 +27,15 @@ def open_store(target: Config | str | Path, page_size: int | None = None) -> Sto
     A `Config` picks `database_url` (MEMSCHED_DATABASE_URL) when set, else its SQLite file; a string
     starting with `postgresql://` opens PostgreSQL; anything else is a SQLite path (`:memory:` too).
     """
+    lock_connections: int | None = None
     if not isinstance(target, str | Path):
         page_size = page_size or target.page_size
+        lock_connections = target.pg_lock_connections
         target = target.database_url or target.db_path
     if is_database_url(target):
         from memsched.store.postgres import PostgresStore
 
-        return PostgresStore(str(target), page_size=page_size)
+        return PostgresStore(str(target), page_size=page_size, lock_connections=lock_connections)
     from memsched.store.sqlite import SQLiteStore
 
     return SQLiteStore(target, page_size=page_size)

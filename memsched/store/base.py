@@ -19,6 +19,7 @@ bases, implement it in `sqlite_<feature>.py` (a mixin of `SQLiteStore`) and `pos
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import AbstractContextManager
 from datetime import datetime
@@ -26,7 +27,7 @@ from typing import Any, Protocol, runtime_checkable
 
 import numpy as np
 
-from memsched.errors import InputError
+from memsched.errors import InputError, StoreError
 from memsched.model import ROLES, Bookmark, Forgotten, Hit, Page, Session, Turn
 
 # The keys of a job row, as `JobStore` methods take and return it.
@@ -332,15 +333,75 @@ class JobStore(Protocol):
         ...
 
 
-class LockStore(Protocol):
-    """Per-(user, session) leases: one turn of a session at a time, across processes."""
+class SessionLease:
+    """A (user, session) lock held by `owner` until `release()`; as a context manager it releases
+    when the block ends. Made by `LockStore.session_hold`; each backend subclasses it.
 
-    def lock_acquire(
-        self, user_id: str, session_id: str, owner: str, *, now: float, lease_until: float
-    ) -> bool: ...
-    def lock_renew(self, user_id: str, session_id: str, owner: str, *, lease_until: float) -> bool: ...
-    def lock_release(self, user_id: str, session_id: str, owner: str) -> bool: ...
-    def lock_holder(self, user_id: str, session_id: str) -> tuple[str, float] | None: ...
+    Thread-safe: one thread may take it and another release it (the scheduler's post-reply thread
+    releases what the turn's thread took). Releasing twice is harmless.
+    """
+
+    __slots__ = ("owner", "session_id", "user_id")
+
+    def __init__(self, user_id: str, session_id: str, owner: str) -> None:
+        self.user_id = user_id
+        self.session_id = session_id
+        self.owner = owner
+
+    def renew(self, lease_seconds: float) -> bool:
+        """Keep holding for at least `lease_seconds` more; False when the lock was lost meanwhile."""
+        raise NotImplementedError
+
+    def release(self) -> bool:
+        """Give the lock back; False when it was no longer held (lost, or released before)."""
+        raise NotImplementedError
+
+    def __enter__(self) -> SessionLease:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.release()
+
+
+def session_busy(user_id: str, session_id: str, timeout: float) -> StoreError:
+    """The error of a `session_hold` that waited `timeout` seconds in vain (one message, every backend)."""
+    return StoreError(
+        f"session {user_id}/{session_id} is busy: another turn held its lock for over {timeout:g}s;"
+        " retry later"
+    )
+
+
+class LockStore(Protocol):
+    """Per-(user, session) locks: one turn of a session at a time, across threads and processes.
+
+    How a dead holder lets go, and in what order waiters get the lock, is the backend's: SQLite keeps
+    a lease row that a live holder renews (a dead one's runs out; waiters poll, in no set order);
+    PostgreSQL takes an advisory lock on a connection pinned for the hold (a dead holder's connection
+    closes and the lock goes with it at once; waiters queue in PostgreSQL's lock queue, first come,
+    first served)."""
+
+    def session_hold(
+        self,
+        user_id: str,
+        session_id: str,
+        owner: str,
+        *,
+        timeout: float,
+        lease_seconds: float = 30.0,
+        clock: Callable[[], float] = time.time,
+    ) -> SessionLease:
+        """Take the session's lock for `owner`, waiting up to `timeout` seconds (0: one try).
+
+        Raises the `session_busy` StoreError when it is still held by then. Not re-entrant: a second
+        hold of the same session waits for the first, whoever takes it. `lease_seconds` and `clock`
+        matter only where the lock is a lease (a holder that stops renewing loses it after that).
+        """
+        ...
+
+    def lock_holder(self, user_id: str, session_id: str) -> tuple[str, float] | None:
+        """(owner, held until) of the session's lock, or None when nobody holds it. For diagnostics;
+        a lease may have run out already (compare with the clock); `inf` where there is no lease."""
+        ...
 
 
 # -- feature protocols: append yours here, above `Store`, and add it to `Store`'s bases -------------------

@@ -19,7 +19,7 @@ from typing import Any
 
 import numpy as np
 
-from memsched.config import DEFAULT_PAGE_SIZE
+from memsched.config import DEFAULT_PAGE_SIZE, DEFAULT_PG_LOCK_CONNECTIONS
 from memsched.errors import StoreError
 from memsched.model import Hit, Page, Session, Turn, utcnow
 from memsched.store.base import Tx, validate_turn
@@ -43,6 +43,7 @@ from memsched.store.postgres_companion import PgCompanionMixin
 from memsched.store.postgres_forget import PgForgetMixin
 from memsched.store.postgres_jobs import PgJobsMixin
 from memsched.store.postgres_keys import PgKeysMixin
+from memsched.store.postgres_locks import PgLocksMixin
 from memsched.store.postgres_migrations import MIGRATIONS
 from memsched.store.postgres_profile import PgProfileMixin
 from memsched.store.postgres_state import PgStateMixin
@@ -65,6 +66,7 @@ def redact(url: str) -> str:
 
 class PostgresStore(
     PgJobsMixin,
+    PgLocksMixin,
     PgBookmarksMixin,
     PgStateMixin,
     PgForgetMixin,
@@ -76,7 +78,16 @@ class PostgresStore(
 ):
     """A `Store` on PostgreSQL (>= 13) with the pgvector extension. Thread-safe (a pool of connections)."""
 
-    def __init__(self, url: str, page_size: int | None = None, *, pool_size: int | None = None) -> None:
+    def __init__(
+        self,
+        url: str,
+        page_size: int | None = None,
+        *,
+        pool_size: int | None = None,
+        lock_connections: int | None = None,
+    ) -> None:
+        """`pool_size`: connections for queries; `lock_connections`: connections pinned by session
+        locks, one per session in flight (`postgres_locks`). Both are per process."""
         import psycopg
         from psycopg_pool import ConnectionPool
 
@@ -97,6 +108,18 @@ class PostgresStore(
             open=True,
             name="memsched",
         )
+        # Opened on demand: a process that takes no session lock (a worker) opens none.
+        self._lock_pool_size = lock_connections or DEFAULT_PG_LOCK_CONNECTIONS
+        self._lock_pool = ConnectionPool(
+            url,
+            min_size=0,
+            max_size=self._lock_pool_size,
+            kwargs={"autocommit": True},
+            open=True,
+            name="memsched-locks",
+        )
+        self._lock_owners = {}
+        self._lock_owners_mutex = threading.Lock()
         self._listener: Any = None
         self._jobs_cond = threading.Condition()
         self.page_size = self._init_page_size(page_size)
@@ -145,6 +168,7 @@ class PostgresStore(
 
     def close(self) -> None:
         self._stop_listener()
+        self._lock_pool.close()  # closing a pinned connection releases its lock
         self._pool.close()
 
     # -- schema --------------------------------------------------------------------------------------

@@ -1,12 +1,11 @@
-"""PostgreSQL part of the durable job queue and session leases (the SQLite twin is `sqlite_jobs.py`).
+"""PostgreSQL part of the durable job queue (the SQLite twin is `sqlite_jobs.py`).
 
 Many workers in many processes claim jobs at once: the claim is `SELECT … FOR UPDATE SKIP LOCKED`
 in priority order, so two workers never take the same row and neither waits for the other. An
 `ordered` job is claimable only when no earlier job of its (user, session) chain is unfinished, which
 keeps a session's jobs in order across workers. Enqueueing sends `NOTIFY memsched_jobs` (delivered at
 commit); idle workers wait for it on one listening connection per process instead of polling.
-Session leases are rows (`session_locks`), as in SQLite: they survive a crashed server (the lease
-runs out) and need no connection held for the length of a turn.
+Session locks are advisory locks, not rows (`postgres_locks.py`).
 """
 
 from __future__ import annotations
@@ -214,7 +213,6 @@ class PgJobsMixin(PgMixin):
 
     def jobs_delete_user(self, tx: Tx, user_id: str) -> int:
         tx = pg_tx(tx)
-        tx.execute("DELETE FROM session_locks WHERE user_id = %s", (user_id,))
         return int(tx.execute("DELETE FROM jobs WHERE user_id = %s", (user_id,)).rowcount)
 
     # -- jobs: reading -------------------------------------------------------------------------------
@@ -265,15 +263,15 @@ class PgJobsMixin(PgMixin):
         return None if row is None or row[0] is None else float(row[0])
 
     def lease_owners(self) -> list[str]:
-        """Every owner holding a running job's lease or a session lock (operator view, all users)."""
+        """Every owner holding a running job's lease (operator view, all users). Session locks are not
+        leases here: a dead process's went with its connections."""
         rows = self._all(
-            "SELECT lease_owner FROM jobs WHERE status = 'running' AND lease_owner IS NOT NULL"
-            " UNION SELECT owner FROM session_locks"
+            "SELECT DISTINCT lease_owner FROM jobs WHERE status = 'running' AND lease_owner IS NOT NULL"
         )
         return sorted({str(r[0]) for r in rows})
 
     def release_owner(self, owner: str, *, now: float) -> int:
-        """Give back what a dead `owner` held (see the SQLite twin)."""
+        """Give back the running jobs of a dead `owner` (see the SQLite twin)."""
         with self.transaction() as tx:
             n = tx.execute(
                 "UPDATE jobs SET"
@@ -285,7 +283,6 @@ class PgJobsMixin(PgMixin):
                 " WHERE status = 'running' AND lease_owner = %s",
                 (now, now, owner),
             ).rowcount
-            n += tx.execute("DELETE FROM session_locks WHERE owner = %s", (owner,)).rowcount
             if n:
                 tx.execute("SELECT pg_notify(%s, '')", (CHANNEL,))
             return int(n)
@@ -321,45 +318,6 @@ class PgJobsMixin(PgMixin):
             listener, self._listener = self._listener, None
         if listener is not None:
             listener.stop()
-
-    # -- session locks -------------------------------------------------------------------------------
-
-    def lock_acquire(
-        self, user_id: str, session_id: str, owner: str, *, now: float, lease_until: float
-    ) -> bool:
-        with self.transaction() as tx:
-            row = tx.execute(
-                "INSERT INTO session_locks (user_id, session_id, owner, lease_until) VALUES (%s, %s, %s, %s)"
-                " ON CONFLICT (user_id, session_id) DO UPDATE SET owner = excluded.owner,"
-                " lease_until = excluded.lease_until"
-                " WHERE session_locks.lease_until < %s OR session_locks.owner = excluded.owner"
-                " RETURNING owner",
-                (user_id, session_id, owner, lease_until, now),
-            ).fetchone()
-            return row is not None
-
-    def lock_renew(self, user_id: str, session_id: str, owner: str, *, lease_until: float) -> bool:
-        with self.transaction() as tx:
-            cur = tx.execute(
-                "UPDATE session_locks SET lease_until = %s WHERE user_id = %s AND session_id = %s AND owner = %s",
-                (lease_until, user_id, session_id, owner),
-            )
-            return cur.rowcount == 1
-
-    def lock_release(self, user_id: str, session_id: str, owner: str) -> bool:
-        with self.transaction() as tx:
-            cur = tx.execute(
-                "DELETE FROM session_locks WHERE user_id = %s AND session_id = %s AND owner = %s",
-                (user_id, session_id, owner),
-            )
-            return cur.rowcount == 1
-
-    def lock_holder(self, user_id: str, session_id: str) -> tuple[str, float] | None:
-        row = self._one(
-            "SELECT owner, lease_until FROM session_locks WHERE user_id = %s AND session_id = %s",
-            (user_id, session_id),
-        )
-        return None if row is None else (str(row[0]), float(row[1]))
 
 
 class _Listener:

@@ -235,6 +235,9 @@ CREATE INDEX api_keys_tenant ON api_keys(tenant);
 
 M008_PROFILE_SUPERSEDED_BY = "ALTER TABLE profile_facts ADD COLUMN superseded_by bigint;"
 
+# Session locks are advisory locks now (`postgres_locks.py`): the lease rows are gone.
+M011_ADVISORY_SESSION_LOCKS = "DROP TABLE IF EXISTS session_locks;"
+
 
 # Names follow SQLite's where a migration has a twin there (005 and 006 had nothing to do here:
 # identities are never reused, and the full-text index is per-user from the start).
@@ -247,4 +250,5 @@ MIGRATIONS: list[tuple[str, str]] = [
     ("008_profile_superseded_by", M008_PROFILE_SUPERSEDED_BY),
     ("009_companion", M009_COMPANION),
     ("010_term_vectors", M010_TERM_VECTORS),
+    ("011_advisory_session_locks", M011_ADVISORY_SESSION_LOCKS),
 ]

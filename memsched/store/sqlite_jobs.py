@@ -11,13 +11,15 @@ from __future__ import annotations
 import json
 import sqlite3
 import threading
+import time
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from memsched.store.base import JOB_COLUMNS, Tx
+from memsched.store.base import JOB_COLUMNS, SessionLease, Tx, session_busy
 from memsched.store.sqlite_base import SQLiteMixin, SQLiteTx, run_script, sqlite_tx
 
 _SELECT = ", ".join(JOB_COLUMNS)
+_LOCK_POLL = 0.01  # seconds between tries of a busy session lease
 
 # The jobs that hold up later `ordered` jobs of their (user, session): those not yet finished. A dead
 # job does not block its chain (it would stall the session forever); `jobs retry` re-queues it.
@@ -372,22 +374,49 @@ class JobsMixin(SQLiteMixin):
 
     # -- session locks -------------------------------------------------------------------------------
 
-    def lock_acquire(
+    def session_hold(
+        self,
+        user_id: str,
+        session_id: str,
+        owner: str,
+        *,
+        timeout: float,
+        lease_seconds: float = 30.0,
+        clock: Callable[[], float] = time.time,
+    ) -> SessionLease:
+        """Take the session's lease row for `owner`, polling every 10 ms for up to `timeout` seconds.
+
+        A lease row, not a lock held by a connection: SQLite has no lock a waiter could queue on, and
+        a server's threads share one file, so a row that a live holder renews and a dead one's runs out
+        (or `release_owner` takes back at restart) is what survives a killed process. Waiters are not
+        ordered here; the scheduler orders a process's own turns before they get this far.
+        """
+        deadline = time.monotonic() + timeout
+        while True:
+            now = clock()
+            if self._lock_take(user_id, session_id, owner, now=now, lease_until=now + lease_seconds):
+                return _LeaseRow(self, user_id, session_id, owner, clock)
+            left = deadline - time.monotonic()
+            if left <= 0:
+                raise session_busy(user_id, session_id, timeout)
+            time.sleep(min(_LOCK_POLL, left))
+
+    def _lock_take(
         self, user_id: str, session_id: str, owner: str, *, now: float, lease_until: float
     ) -> bool:
-        """Take the (user, session) lock for `owner` if it is free, expired, or already `owner`'s."""
+        """Take the (user, session) lease row for `owner` if there is none or it has expired."""
         with self.transaction() as tx:
             row = tx.execute(
                 "INSERT INTO session_locks (user_id, session_id, owner, lease_until) VALUES (?, ?, ?, ?)"
                 " ON CONFLICT (user_id, session_id) DO UPDATE SET owner = excluded.owner,"
                 " lease_until = excluded.lease_until"
-                " WHERE session_locks.lease_until < ? OR session_locks.owner = excluded.owner"
+                " WHERE session_locks.lease_until < ?"
                 " RETURNING owner",
                 (user_id, session_id, owner, lease_until, now),
             ).fetchone()
             return row is not None
 
-    def lock_renew(self, user_id: str, session_id: str, owner: str, *, lease_until: float) -> bool:
+    def _lock_renew(self, user_id: str, session_id: str, owner: str, *, lease_until: float) -> bool:
         """Extend `owner`'s lease; False when `owner` does not hold the lock (any more)."""
         with self.transaction() as tx:
             cur = tx.execute(
@@ -396,7 +425,7 @@ class JobsMixin(SQLiteMixin):
             )
             return cur.rowcount == 1
 
-    def lock_release(self, user_id: str, session_id: str, owner: str) -> bool:
+    def _lock_release(self, user_id: str, session_id: str, owner: str) -> bool:
         """Release `owner`'s lock; False when it was not `owner`'s (expired and taken over)."""
         with self.transaction() as tx:
             cur = tx.execute(
@@ -412,3 +441,30 @@ class JobsMixin(SQLiteMixin):
             (user_id, session_id),
         ).fetchone()
         return None if row is None else (str(row[0]), float(row[1]))
+
+
+class _LeaseRow(SessionLease):
+    """A held `session_locks` row: `renew` moves its expiry, `release` deletes it."""
+
+    __slots__ = ("_clock", "_released", "_store")
+
+    def __init__(
+        self, store: JobsMixin, user_id: str, session_id: str, owner: str, clock: Callable[[], float]
+    ) -> None:
+        super().__init__(user_id, session_id, owner)
+        self._store = store
+        self._clock = clock
+        self._released = False
+
+    def renew(self, lease_seconds: float) -> bool:
+        if self._released:
+            return False
+        return self._store._lock_renew(
+            self.user_id, self.session_id, self.owner, lease_until=self._clock() + lease_seconds
+        )
+
+    def release(self) -> bool:
+        if self._released:
+            return False
+        self._released = True
+        return self._store._lock_release(self.user_id, self.session_id, self.owner)
