@@ -8,6 +8,10 @@ processes started through the CLI) share a database and are driven concurrently 
   is claimed once and done once, with no failed attempt.
 * Nothing is lost when a worker is SIGKILLed mid-job: the jobs it held come back when their lease
   expires, and the other worker runs them (and everything else) to the end.
+* Waiters are served in arrival order across servers: messages queued behind a held session, one on
+  each server, are answered in the order they reached PostgreSQL's lock queue.
+* A server SIGKILLed while it holds a session (its upstream call hanging) frees the session at once:
+  the other server's message of that session, queued in PostgreSQL's lock queue, goes ahead.
 
 The servers run no background jobs themselves (MEMSCHED_WORKERS=0: API replicas), so every job is
 run by one of the two worker processes. Each process has a fake LLM of its own; the workers' fakes
@@ -37,6 +41,8 @@ import httpx
 import psycopg
 import pytest
 
+from memsched.jobs.queue import SessionLock
+from memsched.store import open_store
 from memsched.testing import Delay, FakeOpenAI, Reply, echo_responder, free_port
 
 USER = "alice"
@@ -110,7 +116,8 @@ class Cluster:
     def serve(self, name: str, fake: FakeOpenAI) -> Proc:
         """Start a `memsched serve` that runs no background jobs (see `ready`)."""
         port = free_port()
-        env = self._env(name, fake, MEMSCHED_WORKERS="0")
+        # A long LLM timeout: a session lease (4 x it) would outlast the lock timeout (see part 5).
+        env = self._env(name, fake, MEMSCHED_WORKERS="0", MEMSCHED_LLM_TIMEOUT=str(WAIT))
         proc = self._start(name, ["serve", "--port", str(port)], env)
         proc.url = f"http://127.0.0.1:{port}"
         return proc
@@ -188,6 +195,16 @@ class JobRow:
     attempts: int
     last_error: str | None
     run_after: float
+
+
+def lock_waiters(url: str) -> int:
+    """Advisory lock requests of the database waiting in PostgreSQL's lock queue."""
+    rows = sql(
+        url,
+        "SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND NOT granted"
+        " AND database = (SELECT oid FROM pg_database WHERE datname = current_database())",
+    )
+    return int(rows[0][0])
 
 
 def jobs(url: str) -> dict[int, JobRow]:
@@ -347,3 +364,75 @@ def test_two_servers_and_two_workers_share_one_postgres(cluster: Cluster) -> Non
         assert Counter(claimed) == Counter([*final, *lost])
         assert sorted(set(doomed.claims()) - set(doomed.done())) == lost
         assert Counter(doomed.done() + survivor.done()) == Counter(list(final))
+
+        outcome: dict[str, Any] = {}  # message -> its reply, or what the client got instead
+
+        def send(server: Proc, text: str) -> None:
+            try:
+                outcome[text] = chat(server.url, text, stream=False)
+            except BaseException as exc:
+                outcome[text] = exc
+
+        # 4. Arrival order across servers: while this test holds the session, a message to serve-b
+        # and then one to serve-a queue in PostgreSQL's lock queue; they are answered in that order
+        # (polling for a lease would answer them in either).
+        store = open_store(url)
+        try:
+            holder = SessionLock(store).take(USER, SESSION, "test-holder", timeout=0)
+            queued = []
+            for n, server in enumerate([servers[1], servers[0]], start=1):
+                t = threading.Thread(target=send, args=(server, f"queued {n} on {server.name}"))
+                t.start()
+                queued.append(t)
+                wait_until(lambda n=n: lock_waiters(url) == n, f"message {n} to queue", *servers)
+            holder.release()
+            for t in queued:
+                t.join(timeout=WAIT)
+        finally:
+            store.close()
+        for text in ("queued 1 on serve-b", "queued 2 on serve-a"):
+            assert isinstance(outcome[text], str), outcome[text]
+            replies[text] = outcome[text]
+        order = sql(
+            url,
+            "SELECT content FROM turns WHERE user_id = %s AND session_id = %s AND role = 'user'"
+            " AND content LIKE 'queued %%' ORDER BY seq",
+            (USER, SESSION),
+        )
+        assert [r[0] for r in order] == ["queued 1 on serve-b", "queued 2 on serve-a"]
+        check_session_order(url, replies, [fake_a, fake_b])
+
+        # 5. serve-a dies mid-exchange, holding the session while its upstream call hangs; serve-b's
+        # message of the session waits in PostgreSQL's lock queue and goes ahead when serve-a's
+        # connections close. (A lease would keep the session 4 x the LLM timeout = 12 minutes here,
+        # past the lock timeout: the message would fail.)
+        asked = threading.Event()
+
+        def hang_and_tell(body: dict[str, Any]) -> Reply:
+            asked.set()
+            return Delay(WAIT, then=echo_responder(body))
+
+        fake_a.responder = hang_and_tell
+        # serve-a's client loses its connection: whatever it gets is not checked.
+        lost_turn = threading.Thread(target=send, args=(servers[0], "cut off by the crash"))
+        lost_turn.start()
+        wait_until(asked.is_set, "serve-a to call its upstream", servers[0])
+        waiter = threading.Thread(target=send, args=(servers[1], "after the crash"))
+        waiter.start()
+        wait_until(lambda: lock_waiters(url) == 1, "serve-b to queue for the session", servers[1])
+        servers[0].popen.send_signal(signal.SIGKILL)
+        servers[0].popen.wait(timeout=60)
+        waiter.join(timeout=WAIT)
+        lost_turn.join(timeout=WAIT)
+        assert outcome["after the crash"] == "ok: after the crash", outcome["after the crash"]
+        last = sql(
+            url,
+            "SELECT role, content FROM turns WHERE user_id = %s AND session_id = %s ORDER BY seq DESC LIMIT 3",
+            (USER, SESSION),
+        )
+        # serve-a had recorded its message before calling upstream; serve-b's exchange comes after it.
+        assert last[::-1] == [
+            ("user", "cut off by the crash"),
+            ("user", "after the crash"),
+            ("assistant", "ok: after the crash"),
+        ]
