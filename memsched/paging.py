@@ -493,11 +493,15 @@ class Pager:
         return {w for label in self._speaker_names(user_id) for w in terms(label)}
 
     def _term_vectors(self, user_id: str, query: str) -> TermVectors | None:
-        """Start embedding the query's terms the vocabulary lacks (overlapping the SQL stages)."""
+        """Start embedding the query's terms the vocabulary lacks (overlapping the SQL stages).
+        None without a vocabulary (a new user's, before a page is bookmarked): the layer has nothing
+        to expand into, so nothing is embedded for it."""
         embedder = next(iter(self.retriever.embedders.values()), None)
         if embedder is None:
             return None
         vocab = self._vocabulary(user_id, embedder.model_id)
+        if not vocab.terms:
+            return None
         vectors = TermVectors(embedder)
         vectors.start([t for t in query_terms(query, self._term_skip(user_id)) if t not in vocab.index])
         return vectors

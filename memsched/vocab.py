@@ -21,6 +21,8 @@ gathers the turns about an entity's attribute: entity-centred aggregation withou
 
 from __future__ import annotations
 
+import logging
+import threading
 from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import Future
 from dataclasses import dataclass
@@ -36,6 +38,8 @@ if TYPE_CHECKING:
     from memsched.embed.base import Embedder
     from memsched.store import Store
 
+log = logging.getLogger(__name__)
+
 # At most this many expansions per query term (the closest ones), so that a vague term ("things")
 # cannot pull in half the vocabulary.
 MAX_EXPANSIONS = 24
@@ -46,11 +50,19 @@ BATCH = 256  # terms embedded per model call in the background
 # it came from, so forgetting removes it; `clear_caches` (after a forget) empties this one.
 WORD_CACHE_SIZE = 20_000
 _WORDS: LRUCache[tuple[str, str], np.ndarray] = LRUCache(WORD_CACHE_SIZE)
+# Query terms being embedded now, by (model, word): (the batch's future, the word's row in it).
+_INFLIGHT: dict[tuple[str, str], tuple[Future[np.ndarray], int]] = {}
+_INFLIGHT_LOCK = threading.Lock()
+# Bumped by `clear_caches`: an embedding started before a forget does not refill the cache after it.
+_generation = 0
 
 
 def clear_caches() -> None:
     """Drop every cached word vector (after a hard delete: the keys are the users' words)."""
-    _WORDS.clear()
+    global _generation
+    with _INFLIGHT_LOCK:
+        _generation += 1
+        _WORDS.clear()
 
 
 def embed_words(embedder: Embedder, words: Sequence[str]) -> np.ndarray:
@@ -120,29 +132,56 @@ class TermVectors:
     """Vectors of query terms the vocabulary lacks, embedded once per query (and its sub-queries).
 
     `start` submits them to a micro-batched embedder, so the model runs while the SQL stages do
-    (the vectors are read only when the soft layer needs them); others are embedded when asked."""
+    (the vectors are read only when the soft layer needs them); others are embedded when asked.
+    Started words enter the process-wide word cache as soon as their batch is done, read or not, and
+    a word another query already has in flight is taken from that query's batch, not embedded twice
+    (concurrent turns share common words)."""
 
     def __init__(self, embedder: Embedder) -> None:
         self.embedder = embedder
         self._known: dict[str, np.ndarray] = {}
-        self._pending: tuple[list[str], Future[np.ndarray]] | None = None
+        self._pending: dict[str, tuple[Future[np.ndarray], int]] = {}
 
     def start(self, words: list[str]) -> None:
         from memsched.embed.base import background_pause
         from memsched.embed.batch import MicroBatcher
 
+        if not isinstance(self.embedder, MicroBatcher) or background_pause() is not None:
+            return
         model = self.embedder.model_id
-        words = [w for w in words if _WORDS.get((model, w)) is None]
-        if words and isinstance(self.embedder, MicroBatcher) and background_pause() is None:
-            self._pending = (words, self.embedder.submit(words, urgent=True))
+        new: list[str] = []
+        with _INFLIGHT_LOCK:
+            for w in dict.fromkeys(words):
+                if (model, w) in _INFLIGHT:
+                    self._pending[w] = _INFLIGHT[(model, w)]
+                elif _WORDS.get((model, w)) is None:
+                    new.append(w)
+            if not new:
+                return
+            generation = _generation
+            future = self.embedder.submit(new, urgent=True)
+            for i, w in enumerate(new):
+                self._pending[w] = _INFLIGHT[(model, w)] = (future, i)
+
+        def settle(done: Future[np.ndarray]) -> None:
+            with _INFLIGHT_LOCK:
+                ok = done.exception() is None and generation == _generation
+                for i, w in enumerate(new):
+                    if ok:
+                        _WORDS.put((model, w), np.asarray(done.result()[i], dtype=np.float32))
+                    if _INFLIGHT.get((model, w), (None, 0))[0] is done:
+                        del _INFLIGHT[(model, w)]
+
+        future.add_done_callback(settle)
 
     def __call__(self, words: list[str]) -> np.ndarray:
-        if self._pending is not None:
-            started, future = self._pending
-            self._pending = None
-            for w, v in zip(started, future.result(), strict=True):
-                self._known[w] = vec = np.asarray(v, dtype=np.float32)
-                _WORDS.put((self.embedder.model_id, w), vec)
+        for w in words:
+            if w not in self._known and w in self._pending:
+                future, i = self._pending.pop(w)
+                try:
+                    self._known[w] = np.asarray(future.result()[i], dtype=np.float32)
+                except Exception:
+                    log.warning("a started query-term embedding failed; embedding %r again", w)
         todo = [w for w in words if w not in self._known]
         if todo:
             self._known.update(zip(todo, embed_words(self.embedder, todo), strict=True))

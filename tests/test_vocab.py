@@ -3,6 +3,8 @@ source turns, and the soft-term layer that lets "what sports does Bob play" reac
 
 from __future__ import annotations
 
+import threading
+import time
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
@@ -193,3 +195,79 @@ def test_word_vectors_are_embedded_once_per_process_and_dropped_after_a_forget(t
     mem.forget_caches("u")  # after a hard delete the cached words (users' text) are gone too
     vocab.embed_words(emb, ["tennis"])
     assert emb.seen == ["tennis", "yoga", "tennis"]
+
+
+class _Gated(_Counting):
+    """A counting embedder whose calls wait until `go` is set (to see what happens meanwhile)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.go = threading.Event()
+
+    def embed(self, texts: list[str]) -> np.ndarray:
+        assert self.go.wait(10)
+        return super().embed(texts)
+
+
+def _settled(batcher: object, timeout: float = 10.0) -> None:
+    """Wait until no query-term batch is in flight (their futures' callbacks have run)."""
+    from memsched import vocab
+
+    deadline = time.monotonic() + timeout
+    while vocab._INFLIGHT and time.monotonic() < deadline:
+        time.sleep(0.01)
+    assert not vocab._INFLIGHT
+
+
+def test_started_query_terms_enter_the_word_cache_unread_but_not_across_a_forget() -> None:
+    from memsched import vocab
+    from memsched.embed.batch import MicroBatcher
+
+    vocab.clear_caches()
+    inner = _Gated()
+    batcher = MicroBatcher(inner)
+    try:
+        first = vocab.TermVectors(batcher)
+        first.start(["tennis", "yoga", "tennis"])
+        second = vocab.TermVectors(batcher)  # a concurrent query: shares the batch in flight
+        second.start(["yoga", "golf"])
+        inner.go.set()
+        assert np.allclose(second(["yoga"]), first(["yoga"]))
+        _settled(batcher)
+        assert sorted(inner.seen) == ["golf", "tennis", "yoga"]
+        # Words started but never read (the soft layer had nothing to do) are in the cache too.
+        vocab.embed_words(batcher, ["tennis", "golf"])
+        assert sorted(inner.seen) == ["golf", "tennis", "yoga"]
+        # A forget while a batch is in flight: its words do not come back into the cache.
+        inner.go.clear()
+        vocab.TermVectors(batcher).start(["swimming"])
+        vocab.clear_caches()
+        inner.go.set()
+        _settled(batcher)
+        vocab.embed_words(batcher, ["swimming"])
+        assert inner.seen.count("swimming") == 2
+    finally:
+        batcher.close()
+
+
+def test_no_query_term_is_embedded_for_a_user_without_a_vocabulary(tmp_path: Path) -> None:
+    from memsched import vocab
+    from memsched.embed.batch import MicroBatcher
+
+    vocab.clear_caches()
+    inner = _Counting()
+    mem = Memory(home=tmp_path / "m", embedders={"count": MicroBatcher(inner)}, page_size=4)
+    try:
+        mem.add_many(_turns("u", [("Bob", "Yesterday I played tennis."), ("Bob", "A grey week.")]))
+        pager = Pager(mem, PagingOptions(cooperative=False))
+        query = "What sports does Bob play?"
+        inner.seen.clear()
+        result = pager.retrieve("u", query)
+        assert "terms" not in result.layers
+        assert inner.seen == [query]  # the query itself, none of its terms: nothing to expand into
+        maintain_bookmarks(mem, "u")  # now the user has a vocabulary
+        inner.seen.clear()
+        pager.retrieve("u", query)
+        assert "sports" in inner.seen
+    finally:
+        mem.close()
