@@ -73,6 +73,14 @@ def sweeps() -> dict[str, dict[str, Variant]]:
                 if (t, w) != (0.5, 0.75)
             },
         },
+        # Issue 10 part 2: the question penalty, and speaker names in the BM25 query or not.
+        "question_penalty": {f"questions={v:g}": _opts(question_penalty=v) for v in (0.0, 0.5, 0.75)},
+        "bm25_speaker_names": {"names in bm25": _opts(bm25_speaker_names=True)},
+        "names_questions": {
+            "names in bm25, questions=0": _opts(bm25_speaker_names=True, question_penalty=0.0),
+            "names in bm25": _opts(bm25_speaker_names=True),
+            "questions=0": _opts(question_penalty=0.0),
+        },
         "terms_weight": {f"terms w={w:g}": _weights(terms=w) for w in (0.25, 0.5, 1.0)},
     }
     for grid in out.values():
@@ -88,6 +96,8 @@ _STAGE_NAMES = {
     "+ feedback": "+feedback",
     "+ session diversity": "+diversity",
     "+ speaker focus": "+focus",
+    "+ soft terms": "+terms",
+    "+ names out of BM25": "+names",
 }
 
 

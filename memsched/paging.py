@@ -93,6 +93,16 @@ class PagingOptions:
     terms_threshold: float = 0.5
     neighbour_decay: float = 0.3
     subquery_weight: float = 0.5
+    # Speaker names a query mentions stay out of its BM25 search (False). A turn is indexed with
+    # its speaker's label, so the name matches every turn of that speaker and BM25's length
+    # normalisation ranks the shortest ones ("Cool! What now?") first; the speaker focus already
+    # prefers the speaker's turns. True searches the names too (the earlier behaviour).
+    bm25_speaker_names: bool = False
+    # A turn that mostly asks ("What made you pick it?") tells little about anyone: the head of the
+    # ranking (`question_top` candidates) is re-scored x(1 - penalty x share of its sentences that
+    # are questions). Chosen leave-one-out on the dev conversations (BENCHMARKS.md "Leave-one-out").
+    question_penalty: float = 1.0
+    question_top: int = 200
     # Cooperative layer: skip the LLM when the fused top is this far ahead of the next page.
     confident_ratio: float = 1.2
     cache_similarity: float = 0.9  # same-session query this similar: reuse the last decision
@@ -100,24 +110,29 @@ class PagingOptions:
     rerank_timeout: float = 2.0
 
 
+def _before(**changes: Any) -> PagingOptions:
+    """Options as the stages before "+names" ran: speaker names searched, no question penalty."""
+    return PagingOptions(bm25_speaker_names=True, question_penalty=0.0, **changes)
+
+
 STAGES: dict[str, PagingOptions] = {
-    "hybrid": PagingOptions(
+    "hybrid": _before(
         bookmarks=False, expand=False, multihop=False, entity_focus=False, cooperative=False, terms=False
     ),
-    "+bookmarks": PagingOptions(
-        expand=False, multihop=False, entity_focus=False, cooperative=False, terms=False
-    ),
-    "+expansion": PagingOptions(multihop=False, entity_focus=False, cooperative=False, terms=False),
-    "+multihop": PagingOptions(entity_focus=False, cooperative=False, terms=False),
-    "+focus": PagingOptions(terms=False),
+    "+bookmarks": _before(expand=False, multihop=False, entity_focus=False, cooperative=False, terms=False),
+    "+expansion": _before(multihop=False, entity_focus=False, cooperative=False, terms=False),
+    "+multihop": _before(entity_focus=False, cooperative=False, terms=False),
+    "+focus": _before(terms=False),
+    "+terms": _before(),
+    "+names": PagingOptions(question_penalty=0.0),
     "full": PagingOptions(),
     # Methods measured and left off by default (each added to the full default on its own):
     "+feedback": PagingOptions(feedback=1.0),
     "+context": PagingOptions(),  # the eval pairs it with FusionWeights(context=1.0)
     "+diversity": PagingOptions(diversity=0.2),
 }
-"""The ablation ladder of `memsched eval locomo --ablation`: each stage adds one part; the last
-three add, one at a time, methods that are measured but off by default."""
+"""The ablation ladder of `memsched eval locomo --ablation`: each stage adds one part ("+names"
+leaves speaker names out of the BM25 query, "full" adds the question penalty); the last three add, one at a time, methods that are measured but off by default."""
 
 
 @dataclass(slots=True)
@@ -612,6 +627,10 @@ class Pager:
             self._feedback(user_id, query, qvecs, scores, layers, exclude)
             timings["feedback"] = _ms(t0)
         ranked = sorted(scores.values(), key=lambda c: (-c.fused, c.turn_id))
+        if opts.question_penalty > 0 and ranked:
+            t0 = time.perf_counter()
+            ranked = self._penalise_questions(user_id, ranked)
+            timings["questions"] = _ms(t0)
         if opts.diversity > 0 and ranked:
             t0 = time.perf_counter()
             ranked = self._diversify(user_id, ranked)
@@ -647,6 +666,13 @@ class Pager:
             t0 = time.perf_counter()
             qvecs = self.retriever.embed_query(query)
             timings["embed_subquery"] = _ms(t0)
+        lexical: str | None = None
+        if not opts.bm25_speaker_names:
+            skip = self._term_skip(user_id)
+            q_terms = terms(query)
+            kept = [t for t in q_terms if t not in skip]
+            if kept and len(kept) < len(q_terms):
+                lexical = " ".join(kept)
         # One search at the deeper k; the base ranking is the same hits cut at turn_k, fused again.
         wide = self.retriever.retrieve(
             user_id,
@@ -655,6 +681,7 @@ class Pager:
             exclude=exclude,
             query_vectors=qvecs,
             expand=False,
+            lexical_query=lexical,
         )
         timings.update(wide.timings_ms)
         if opts.terms and term_vectors is not None:
@@ -839,6 +866,19 @@ class Pager:
                 cand.scores["feedback"] = round(hit.score, 4)
                 cand.fused += weight / (w.rrf_k + rank)
 
+    def _penalise_questions(self, user_id: str, ranked: list[Candidate]) -> list[Candidate]:
+        """The head re-scored by how much of each turn is questions (`question_share`), re-sorted;
+        the tail stays below it."""
+        opts = self.options
+        head, tail = ranked[: opts.question_top], ranked[opts.question_top :]
+        texts = self.store.turn_contents(user_id, [c.turn_id for c in head])
+        for c in head:
+            share = question_share(texts.get(c.turn_id, ""))
+            if share > 0:
+                c.fused *= 1.0 - opts.question_penalty * share
+                c.scores["questions"] = round(share, 3)
+        return sorted(head, key=lambda c: (-c.fused, c.turn_id)) + tail
+
     def _diversify(self, user_id: str, ranked: list[Candidate]) -> list[Candidate]:
         """Greedy session-diverse order of the head: a candidate's score is discounted by
         (1 - diversity) for every turn of its session already placed above it (lazy greedy: the
@@ -1008,6 +1048,17 @@ class Pager:
             coop["fallback"] = "fused order (rerank reply named no candidate)"
             return None
         return list(dict.fromkeys(picked))[:3]
+
+
+_SENTENCE_END = re.compile(r"(?<=[.!?。！？])\s*")
+
+
+def question_share(text: str) -> float:
+    """The share of a text's sentences that are questions (end in '?' or '？')."""
+    sentences = [s for s in _SENTENCE_END.split(text.strip()) if s.strip()]
+    if not sentences:
+        return 0.0
+    return sum(1 for s in sentences if s.rstrip().endswith(("?", "？"))) / len(sentences)
 
 
 def _mentions(query: str, name: str) -> bool:

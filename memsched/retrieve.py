@@ -243,6 +243,7 @@ class Retriever:
         expand: bool = True,
         plain_rrf: bool = False,
         hits: dict[str, list[Hit]] | None = None,
+        lexical_query: str | None = None,
     ) -> Retrieval:
         """Ranked candidates for `query`.
 
@@ -265,7 +266,7 @@ class Retriever:
 
         if "bm25" in wanted:
             t0 = time.perf_counter()
-            hits["bm25"] = self.bm25(user_id, query, k)
+            hits["bm25"] = self.bm25(user_id, query if lexical_query is None else lexical_query, k)
             timings["bm25"] = _ms(t0)
         dense_names = [n for n in wanted if n in self.embedders]
         if dense_names:

@@ -27,6 +27,7 @@ from memsched.paging import (
     looks_compound,
     match_names,
     query_kind,
+    question_share,
 )
 from memsched.testing import Delay, Fail, FakeOpenAI
 
@@ -319,7 +320,10 @@ def test_chinese_question_reaches_its_page_through_bookmark_keywords(tmp_path: P
 
 def test_feedback_searches_again_from_the_best_turns(mem: Memory) -> None:
     query = "Mozart piano lessons"
-    with_feedback = Pager(mem, PagingOptions(cooperative=False, feedback=1.0)).retrieve("u", query)
+    # (without the question penalty, which puts a turn that only asks at 0)
+    with_feedback = Pager(mem, PagingOptions(cooperative=False, feedback=1.0, question_penalty=0.0)).retrieve(
+        "u", query
+    )
     assert PagingOptions().feedback == 0  # measured, off by default
     assert with_feedback.layers["feedback:hash"]  # the Rocchio search ran and its hits are traced
     assert "feedback" in with_feedback.timings_ms
@@ -345,3 +349,42 @@ def test_session_diversity_interleaves_sessions(mem: Memory) -> None:
     assert distinct_in_top(diverse, 3) >= distinct_in_top(plain, 3)
     assert distinct_in_top(diverse, 3) == 3  # three sessions in the first three places
     assert any("diversity" in c.scores for c in diverse.candidates)
+
+
+def test_question_share_counts_sentences_that_ask() -> None:
+    assert question_share("What now?") == 1.0
+    assert question_share("I went swimming with the kids. Did you?") == 0.5
+    assert question_share("Cool! What type of music do you play? Been playing long?") == pytest.approx(2 / 3)
+    assert question_share("我很好。你呢？") == 0.5
+    assert question_share("No question here.") == 0.0
+    assert question_share("   ") == 0.0
+
+
+def test_turns_that_only_ask_rank_below_turns_that_tell(mem: Memory) -> None:
+    texts = {t.id: t.content for t in mem.store.iter_turns("u")}
+    asks = next(i for i, t in texts.items() if t.startswith("Piano lessons are great, how old"))
+    tells = next(i for i, t in texts.items() if t.startswith("My daughter started piano"))
+    query = "piano lessons"
+    assert PagingOptions().question_penalty == 1.0  # on by default (chosen leave-one-out)
+    penalised = Pager(mem, PagingOptions(cooperative=False)).retrieve("u", query)
+    order = [c.turn_id for c in penalised.candidates]
+    by_id = {c.turn_id: c for c in penalised.candidates}
+    assert by_id[asks].scores["questions"] == 1.0 and by_id[asks].fused == 0.0
+    assert order.index(tells) < order.index(asks)
+    assert "questions" in penalised.timings_ms
+    plain = Pager(mem, PagingOptions(cooperative=False, question_penalty=0.0)).retrieve("u", query)
+    assert not any("questions" in c.scores for c in plain.candidates)
+    assert {c.turn_id: c for c in plain.candidates}[asks].fused > 0
+
+
+def test_speaker_names_stay_out_of_the_bm25_search(mem: Memory) -> None:
+    texts = {t.id: t.content for t in mem.store.iter_turns("u")}
+    query = "What does Alice think about Gion?"
+    default = Pager(mem, PagingOptions(cooperative=False)).retrieve("u", query)
+    found = {h.turn_id for h in default.layers["bm25"]}
+    assert found and all("Gion" in texts[t] for t in found)  # not every turn of Alice's
+    named = Pager(mem, PagingOptions(cooperative=False, bm25_speaker_names=True)).retrieve("u", query)
+    assert {h.turn_id for h in named.layers["bm25"]} > found  # her name matched her other turns
+    # A query that is nothing but a name still searches the name.
+    only = Pager(mem, PagingOptions(cooperative=False)).retrieve("u", "Alice?")
+    assert only.layers["bm25"]

@@ -27,13 +27,16 @@ from memsched.retrieve import FusionWeights
 
 SYSTEMS = ("memsched", "window", "bm25", "dense", "hybrid")
 # `--ablation`: the paging stages of memsched.paging.STAGES, each adding one part to the one before
-# ("full memsched" adds the soft-term layer to "+ speaker focus").
+# ("+ soft terms" adds the soft-term layer to "+ speaker focus", "+ names out of BM25" leaves the speaker
+# names a question mentions out of its BM25 search, "full memsched" adds the question penalty).
 ABLATION = (
     "hybrid only",
     "+ bookmarks",
     "+ page expansion",
     "+ multi-hop",
     "+ speaker focus",
+    "+ soft terms",
+    "+ names out of BM25",
     "full memsched",
     "+ feedback",
     "+ contextual vectors",
@@ -48,6 +51,8 @@ _ABLATION_STAGE = dict(
             "+expansion",
             "+multihop",
             "+focus",
+            "+terms",
+            "+names",
             "full",
             "+feedback",
             "+context",
