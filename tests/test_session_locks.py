@@ -47,7 +47,8 @@ def wait_until(check: Callable[[], bool], what: str) -> None:
 
 def pg(url: str, sql: str, args: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
     with psycopg.connect(url, autocommit=True) as conn:
-        return [tuple(r) for r in conn.execute(sql, args).fetchall()]
+        cur = conn.execute(sql, args)
+        return [tuple(r) for r in cur.fetchall()] if cur.description is not None else []
 
 
 def waiting(url: str) -> int:
@@ -258,3 +259,26 @@ def test_every_lock_connection_pinned_is_a_clear_error(pg_url: str, tmp_path: Pa
             pass
     finally:
         store.close()
+
+
+def test_an_unreachable_database_is_a_clear_error(pg_url: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    from memsched.store import postgres_locks
+    from memsched.testing.postgres import with_database
+
+    monkeypatch.setattr(postgres_locks, "_CONNECT_WAIT", 0.5)
+    store = open_store(pg_url)  # its lock pool has opened no connection yet
+    name = pg(pg_url, "SELECT current_database()")[0][0]
+    admin = with_database(pg_url, "postgres")
+    pg(admin, f'ALTER DATABASE "{name}" WITH ALLOW_CONNECTIONS false')
+    try:
+        with pytest.raises(StoreError, match="no new connection to the database could be opened"):
+            SessionLock(store).take("u", "s", timeout=0)
+    finally:
+        pg(admin, f'ALTER DATABASE "{name}" WITH ALLOW_CONNECTIONS true')
+        store.close()
+    again = open_store(pg_url)  # nothing was left behind
+    try:
+        with SessionLock(again).take("u", "s", timeout=0):
+            pass
+    finally:
+        again.close()

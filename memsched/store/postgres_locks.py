@@ -83,6 +83,11 @@ class PgLocksMixin(PgMixin):
             try:
                 conn = self._lock_pool.getconn(timeout=self._lock_conn_wait(deadline))
             except PoolTimeout:
+                if self._lock_pool.get_stats().get("pool_size", 0) < self._lock_pool_size:
+                    raise StoreError(
+                        f"session {user_id}/{session_id} could not be locked: no new connection to the"
+                        " database could be opened for it; is PostgreSQL reachable?"
+                    ) from None
                 raise StoreError(
                     f"session {user_id}/{session_id} could not be locked within {timeout:g}s: all"
                     f" {self._lock_pool_size} session-lock connections of this process are pinned by"
