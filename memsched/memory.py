@@ -14,7 +14,7 @@ from memsched.assemble import Assembly, assemble
 from memsched.config import Config
 from memsched.embed import base as embed_base
 from memsched.embed.base import Embedder
-from memsched.embed.batch import MicroBatcher, PendingVectors, batched, embed_soon
+from memsched.embed.batch import MicroBatcher, PendingVectors, batch_all, embed_soon
 from memsched.errors import UnknownUserError
 from memsched.model import Candidate, Role, Turn, as_utc, utcnow
 from memsched.retrieve import FusionWeights, Retriever
@@ -83,11 +83,13 @@ class Memory:
         if config is not None and overrides:
             self.config = config.replace(**overrides)
         self.store = store if store is not None else open_store(self.config)
+        self._batchers: list[MicroBatcher] = []
         if embedders is None:
-            # Heavy models sit behind a micro-batcher: concurrent turns share model calls.
-            embedders = {
-                name: batched(embed_base.create(name, self.config)) for name in self.config.embedder_names
-            }
+            # Heavy models sit behind a micro-batcher, one per model: concurrent turns (and the
+            # layers that run the same model) share model calls.
+            embedders, self._batchers = batch_all(
+                {name: embed_base.create(name, self.config) for name in self.config.embedder_names}
+            )
         self.embedders = embedders
         self.retriever = Retriever(
             self.store,
@@ -120,7 +122,7 @@ class Memory:
 
     def close(self) -> None:
         self.store.close()
-        for embedder in self.embedders.values():
+        for embedder in {*self._batchers, *self.embedders.values()}:
             if isinstance(embedder, MicroBatcher):
                 embedder.close()
 

@@ -188,3 +188,29 @@ def test_post_reply_texts_wait_for_company_and_share_its_call() -> None:
     batcher = MicroBatcher(slow, threads=1, linger=60.0)
     assert batcher.embed(["a search query"]).shape == (1, 256)
     batcher.close()
+
+
+def test_a_layer_over_another_layers_model_shares_its_batcher() -> None:
+    from memsched.embed.batch import Submits, batch_all
+    from memsched.embed.gloss import GlossEmbedder
+
+    slow, other = Slow(), Slow()
+    slow.gate.set()
+    other.gate.set()
+    embedders, batchers = batch_all({"slow": slow, "gloss": GlossEmbedder(slow), "hash": HashEmbedder()})
+    batcher = embedders["slow"]
+    gloss = embedders["gloss"]
+    assert batchers == [batcher] and isinstance(batcher, MicroBatcher)
+    assert isinstance(gloss, GlossEmbedder) and gloss.over is batcher  # one dispatcher for the model
+    assert isinstance(gloss, Submits) and not isinstance(embedders["hash"], Submits)
+    texts = ["hello there", "我很喜欢吃西红柿"]
+    started = gloss.submit(texts, urgent=True)
+    rows = started.result(timeout=10)
+    assert not rows[0].any()  # no Han characters: a zero row, no model input
+    assert np.allclose(rows, GlossEmbedder(other).embed(texts))
+    assert batcher.texts == 1 and slow.calls == [1]  # only the gloss went through, in the shared batcher
+    batcher.close()
+    # Alone (no layer of its own for the model), the gloss layer's model still gets a batcher.
+    embedders, batchers = batch_all({"gloss": GlossEmbedder(other)})
+    assert len(batchers) == 1 and embedders["gloss"].over is batchers[0]  # type: ignore[attr-defined]
+    batchers[0].close()

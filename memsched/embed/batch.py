@@ -33,7 +33,7 @@ from collections.abc import Iterable, Iterator, Mapping, Sequence
 from concurrent.futures import Future
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol, runtime_checkable
 
 import numpy as np
 
@@ -223,13 +223,21 @@ class PendingVectors(Mapping[str, np.ndarray]):
         return len(self._parts)
 
 
+@runtime_checkable
+class Submits(Protocol):
+    """An embedder that can start a call and return at once (`MicroBatcher`, and a layer such as
+    `embed.gloss` whose model sits behind one)."""
+
+    def submit(self, texts: Sequence[str], *, urgent: bool = False) -> Future[np.ndarray]: ...
+
+
 def embed_soon(embedders: Mapping[str, Embedder], names: Iterable[str], text: str) -> PendingVectors:
-    """Start embedding `text` with each named embedder: batched ones in the background (their
-    dispatcher runs the model while the caller goes on), the others (cheap ones) now."""
+    """Start embedding `text` with each named embedder: batched ones (`Submits`) in the background
+    (their dispatcher runs the model while the caller goes on), the others (cheap ones) now."""
     parts: dict[str, Future[np.ndarray] | np.ndarray] = {}
     for name in names:
         embedder = embedders[name]
-        if isinstance(embedder, MicroBatcher) and background_pause() is None:
+        if isinstance(embedder, Submits) and background_pause() is None:
             parts[name] = embedder.submit([text], urgent=True)
         else:
             parts[name] = embedder.embed([text])[0]
@@ -242,3 +250,30 @@ def batched(embedder: Embedder) -> Embedder:
     if getattr(embedder, "micro_batch", False):
         return MicroBatcher(embedder)
     return embedder
+
+
+def batch_all(embedders: Mapping[str, Embedder]) -> tuple[dict[str, Embedder], list[MicroBatcher]]:
+    """The layers' embedders with each model behind ONE batcher, and those batchers (to close).
+
+    A layer that runs another layer's model over its own input (`embed.gloss`: MiniLM over English
+    glosses; it names the model as `over`) sends its texts to that model's batcher, so a Chinese
+    message's gloss and every other turn's text share model calls, instead of a second dispatcher
+    paying a call's fixed cost for a text or two at a time (and competing for the cores)."""
+    batchers: dict[int, MicroBatcher] = {}
+
+    def batcher(model: Embedder) -> MicroBatcher:
+        if id(model) not in batchers:
+            batchers[id(model)] = MicroBatcher(model)
+        return batchers[id(model)]
+
+    out: dict[str, Embedder] = {}
+    for name, embedder in embedders.items():
+        over = getattr(embedder, "over", None)
+        if over is not None and getattr(over, "micro_batch", False):
+            embedder.over = batcher(over)  # type: ignore[attr-defined]
+            out[name] = embedder
+        elif getattr(embedder, "micro_batch", False):
+            out[name] = batcher(embedder)
+        else:
+            out[name] = embedder
+    return out, list(batchers.values())

@@ -11,6 +11,7 @@ English stays with MiniLM's own layer, at no extra cost.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from concurrent.futures import Future
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -23,13 +24,16 @@ if TYPE_CHECKING:
 
 
 class GlossEmbedder:
-    """Wraps an English embedder (MiniLM in the registry): Chinese texts glossed, then embedded."""
+    """Wraps an English embedder (MiniLM in the registry): Chinese texts glossed, then embedded.
 
-    micro_batch = True  # concurrent turns share model calls (embed.batch), as MiniLM's own
+    `over` is the English model. `embed.batch.batch_all` puts it behind the batcher of the `minilm`
+    layer when both are configured, so glosses share that layer's model calls (one dispatcher);
+    `submit` then starts a gloss's embedding and returns at once, as the batcher's own does."""
+
     han_only = True  # the stores hand it only turns with Han characters (Retriever.index_user)
 
     def __init__(self, inner: Embedder, senses: int = DEFAULT_SENSES) -> None:
-        self.inner = inner
+        self.over = inner
         self.senses = senses
         self.dim = inner.dim
         self.batch_size = inner.batch_size
@@ -40,7 +44,34 @@ class GlossEmbedder:
         out = np.zeros((len(texts), self.dim), dtype=np.float32)
         rows = [i for i, t in enumerate(texts) if has_han(t)]
         if rows:
-            out[rows] = self.inner.embed([gloss(texts[i], self.senses) for i in rows])
+            out[rows] = self.over.embed([gloss(texts[i], self.senses) for i in rows])
+        return out
+
+    def submit(self, texts: Sequence[str], *, urgent: bool = False) -> Future[np.ndarray]:
+        """Gloss now, embed in the model's batcher (at once when `over` has none); the future holds
+        one row per text (zeros for texts without Han characters)."""
+        from memsched.embed.batch import Submits
+
+        out: Future[np.ndarray] = Future()
+        rows = [i for i, t in enumerate(texts) if has_han(t)]
+        if not rows or not isinstance(self.over, Submits):
+            try:
+                out.set_result(self.embed(texts))
+            except Exception as exc:
+                out.set_exception(exc)
+            return out
+        inner = self.over.submit([gloss(texts[i], self.senses) for i in rows], urgent=urgent)
+
+        def done(got: Future[np.ndarray]) -> None:
+            error = got.exception()
+            if error is not None:
+                out.set_exception(error)
+                return
+            matrix = np.zeros((len(texts), self.dim), dtype=np.float32)
+            matrix[rows] = got.result()
+            out.set_result(matrix)
+
+        inner.add_done_callback(done)
         return out
 
 
