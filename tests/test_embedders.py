@@ -149,3 +149,33 @@ def test_minilm_onnx_calls_are_cut_where_padding_costs_more_than_a_call() -> Non
         ends = plan_calls(lengths, max_rows=16, call_tokens=20)
         assert ends[-1] == len(lengths) and ends == sorted(set(ends))
         assert all(b - a <= 16 for a, b in zip([0, *ends], ends, strict=False))
+
+
+def test_minilm_onnx_background_calls_stay_within_a_token_budget() -> None:
+    from memsched.embed.minilm_onnx import plan_calls
+
+    # Short texts (the vocabulary's words) share calls up to the budget, not two at a time.
+    assert plan_calls([4] * 32, max_rows=16, call_tokens=20, max_tokens=64) == [16, 32]
+    # Long texts: one or two a call; a text longer than the budget is a call of its own.
+    ends = plan_calls([20, 30, 30, 40, 90], max_rows=16, call_tokens=20, max_tokens=64)
+    widths = [
+        (b - a) * [20, 30, 30, 40, 90][b - 1] for a, b in zip([0, *ends], ends, strict=False) if b - a > 1
+    ]
+    assert ends[-1] == 5 and all(w <= 64 for w in widths) and ends[-2] == 4
+
+
+def test_minilm_background_work_pauses_before_each_short_call(no_network: None) -> None:
+    from memsched.config import Config
+    from memsched.embed.minilm import BACKGROUND_TOKENS, shared_minilm
+
+    model = shared_minilm(Config.load())
+    if model.backend != "onnx":
+        pytest.skip("the token budget is the ONNX backend's")
+    words = [f"word{i}" if i % 3 else w for i, w in enumerate(["tennis", "yoga", "pottery"] * 12)]
+    pauses: list[int] = []
+    with base.background(lambda: pauses.append(1)):
+        background = model.embed(words)
+    foreground = model.embed(words)
+    assert np.allclose(background, foreground, atol=1e-5)  # same vectors, cut differently
+    # 36 words of 3-5 tokens: a handful of calls within the budget (two words a call would be 18).
+    assert BACKGROUND_TOKENS == 64 and 2 <= len(pauses) <= 6

@@ -22,8 +22,13 @@ from memsched.errors import ConfigError, EmbedderError
 if TYPE_CHECKING:
     from memsched.config import Config
 
-# Texts per model call in background work: a turn that arrives waits for at most one such call.
+# Texts per model call in background work (PyTorch backend): a turn that arrives waits for at most
+# one such call.
 BACKGROUND_CHUNK = 2
+# The same bound for the ONNX backend, in padded tokens per call (about two chat turns): background
+# calls are as short as two turns' call, but a call of short texts (the vocabulary's words, ~4
+# tokens each) takes ~16 of them, not two, and pays the call's fixed cost once for all 16.
+BACKGROUND_TOKENS = 64
 
 
 BACKENDS = ("onnx", "torch")
@@ -103,14 +108,14 @@ class MiniLMEmbedder:
         pause = background_pause()
         # In background work, small chunks with a pause before each: a turn arriving mid-batch then
         # waits for at most one chunk instead of sharing the CPU with the whole batch.
+        if self.backend == "onnx":
+            limit = BACKGROUND_TOKENS if pause is not None else None
+            return normalize(model.embed(texts, pause=pause, max_tokens=limit))
         step = BACKGROUND_CHUNK if pause is not None else len(texts)
         parts = []
         for start in range(0, len(texts), step):
             if pause is not None:
                 pause()
-            if self.backend == "onnx":
-                parts.append(model.embed(texts[start : start + step]))
-                continue
             parts.append(
                 model.encode(
                     list(texts[start : start + step]),

@@ -16,7 +16,7 @@ import json
 import logging
 import os
 import tempfile
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from importlib import metadata
 from pathlib import Path
 from typing import Any
@@ -192,18 +192,27 @@ def _pad(encodings: Sequence[Any]) -> dict[str, np.ndarray]:
     return {"input_ids": ids, "attention_mask": mask, "token_type_ids": np.zeros_like(ids)}
 
 
-def plan_calls(lengths: Sequence[int], max_rows: int = GROUP, call_tokens: int = CALL_TOKENS) -> list[int]:
+def plan_calls(
+    lengths: Sequence[int],
+    max_rows: int = GROUP,
+    call_tokens: int = CALL_TOKENS,
+    max_tokens: int | None = None,
+) -> list[int]:
     """Where to cut texts sorted by token count (ascending) into model calls: the ends of the calls.
 
     A call costs `call_tokens` plus its rows times its longest text (padding costs as much as a
-    real token); the cheapest cut is found by dynamic programming (n <= a few dozen texts).
+    real token); the cheapest cut is found by dynamic programming (n <= a few hundred texts). With
+    `max_tokens`, no call has more (padded) tokens than that, unless it is a single text.
     """
     n = len(lengths)
     best = [0] + [0x7FFFFFFF] * n
     cut = [0] * (n + 1)
     for end in range(1, n + 1):
-        for start in range(max(0, end - max_rows), end):
-            cost = best[start] + call_tokens + lengths[end - 1] * (end - start)
+        for start in range(end - 1, max(0, end - max_rows) - 1, -1):
+            rows = end - start
+            if max_tokens is not None and rows > 1 and lengths[end - 1] * rows > max_tokens:
+                break  # longer calls only get wider
+            cost = best[start] + call_tokens + lengths[end - 1] * rows
             if cost < best[end]:
                 best[end], cut[end] = cost, start
     ends: list[int] = []
@@ -245,20 +254,31 @@ class OnnxMiniLM:
         options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
         self._session = ort.InferenceSession(str(onnx_file), options, providers=["CPUExecutionProvider"])
 
-    def embed(self, texts: Sequence[str]) -> np.ndarray:
+    def embed(
+        self,
+        texts: Sequence[str],
+        *,
+        pause: Callable[[], None] | None = None,
+        max_tokens: int | None = None,
+    ) -> np.ndarray:
         """Unit vectors, one row per text. The texts are tokenised once, sorted by token count and run
         in calls of similar length (`plan_calls`): a padded token costs as much as a real one, and one
         wide call pads every text to the longest (64 mixed chat turns: 4.9 ms of CPU per text in one
-        call, 2.4 in sorted groups of 16; BENCHMARKS.md), while each call has a fixed cost too."""
+        call, 2.4 in sorted groups of 16; BENCHMARKS.md), while each call has a fixed cost too.
+
+        Background work passes `pause` (called before each model call) and `max_tokens` (the most
+        padded tokens in one call), so a turn that arrives waits for one short call at most."""
         out = np.zeros((len(texts), DIM), dtype=np.float32)
         if not texts:
             return out
         encodings = self._tokenizer.encode_batch(list(texts))
         order = sorted(range(len(texts)), key=lambda i: len(encodings[i].ids))
         start = 0
-        for end in plan_calls([len(encodings[i].ids) for i in order], self.group):
+        for end in plan_calls([len(encodings[i].ids) for i in order], self.group, max_tokens=max_tokens):
             rows = order[start:end]
             start = end
+            if pause is not None:
+                pause()
             enc = _pad([encodings[i] for i in rows])
             hidden = self._session.run(None, enc)[0]
             out[rows] = _pool(hidden, enc["attention_mask"])
