@@ -29,6 +29,10 @@ class LRUCache(Generic[K, V]):
         self.max_weight = max_weight
         self._weigh = weigh
         self._data: OrderedDict[K, V] = OrderedDict()
+        # Each entry's weight when last weighed, and their sum: a put or an eviction adjusts the sum
+        # instead of re-weighing every entry (per turn, with thousands of cached users).
+        self._weights: dict[K, float] = {}
+        self._sum = 0.0
         self._lock = threading.Lock()
         self.evictions = 0
 
@@ -51,6 +55,7 @@ class LRUCache(Generic[K, V]):
             value = self._data.get(key)
             if value is None:
                 value = self._data[key] = make()
+                self._reweigh(key, value)
                 self._trim()
             else:
                 self._data.move_to_end(key)
@@ -60,15 +65,19 @@ class LRUCache(Generic[K, V]):
         with self._lock:
             self._data[key] = value
             self._data.move_to_end(key)
+            self._reweigh(key, value)
             self._trim()
 
     def pop(self, key: K) -> V | None:
         with self._lock:
+            self._sum -= self._weights.pop(key, 0.0)
             return self._data.pop(key, None)
 
     def clear(self) -> None:
         with self._lock:
             self._data.clear()
+            self._weights.clear()
+            self._sum = 0.0
 
     def __iter__(self) -> Iterator[K]:
         """Iterates over a snapshot of the keys (safe while others insert or evict)."""
@@ -80,25 +89,38 @@ class LRUCache(Generic[K, V]):
             return list(self._data.items())
 
     def weight(self) -> float:
+        """The entries' total weight, every entry weighed now."""
         with self._lock:
-            return self._total()
+            for key, value in self._data.items():
+                self._reweigh(key, value)
+            return self._sum
 
-    def trim(self) -> None:
-        """Evict past the caps (call after an entry has grown in place)."""
+    def trim(self, key: K | None = None) -> None:
+        """Evict past the caps; call after an entry has grown or shrunk in place, naming it (`key`),
+        or without a key to re-weigh every entry."""
         with self._lock:
+            if key is None:
+                for k, value in self._data.items():
+                    self._reweigh(k, value)
+            elif key in self._data:
+                self._reweigh(key, self._data[key])
             self._trim()
 
-    def _total(self) -> float:
-        return sum(self._weigh(v) for v in self._data.values()) if self._weigh else 0.0
+    def _reweigh(self, key: K, value: V) -> None:
+        if self._weigh is not None:
+            weight = float(self._weigh(value))
+            self._sum += weight - self._weights.get(key, 0.0)
+            self._weights[key] = weight
+
+    def _evict(self) -> None:
+        key, _ = self._data.popitem(last=False)
+        self._sum -= self._weights.pop(key, 0.0)
+        self.evictions += 1
 
     def _trim(self) -> None:
         while len(self._data) > self.max_items:
-            self._data.popitem(last=False)
-            self.evictions += 1
+            self._evict()
         if self.max_weight is None or self._weigh is None:
             return
-        total = self._total()
-        while total > self.max_weight and len(self._data) > 1:
-            _, value = self._data.popitem(last=False)
-            total -= self._weigh(value)
-            self.evictions += 1
+        while self._sum > self.max_weight and len(self._data) > 1:
+            self._evict()

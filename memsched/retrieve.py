@@ -166,13 +166,13 @@ class Retriever:
             ids, matrix, loaded = self.store.load_vectors(user_id, embedder.model_id)
             index.add(ids, matrix)
             index.version = loaded
-            self._indexes.trim()
+            self._indexes.trim(key)
         version = self.store.vector_version(user_id, embedder.model_id)
         if version != index.version:
             ids, matrix = self.store.vectors_since(user_id, embedder.model_id, *index.version)
             index.add(ids, matrix)
             index.version = version
-            self._indexes.trim()
+            self._indexes.trim(key)
         return index
 
     def context_dense(self, user_id: str, name: str, query_vector: np.ndarray, k: int = 50) -> list[Hit]:
@@ -183,7 +183,7 @@ class Retriever:
         before = ctx.nbytes
         ctx.refresh(self.store, user_id, base)
         if ctx.nbytes != before:
-            self._contexts.trim()
+            self._contexts.trim(key)
         return ctx.search(query_vector, k)
 
     def forget(self, user_id: str, turn_ids: Iterable[int] | None = None) -> None:
@@ -200,6 +200,7 @@ class Retriever:
                     self._indexes.pop((uid, model))
                 else:
                     index.remove(set(turn_ids))
+                    self._indexes.trim((uid, model))
 
     # -- layers -------------------------------------------------------------------------------------
 

@@ -32,6 +32,27 @@ def test_lru_caps_total_weight_but_keeps_the_entry_in_use() -> None:
     assert made.shape == (1,) and "d" in cache
 
 
+def test_lru_weight_follows_puts_pops_evictions_and_growth_in_place() -> None:
+    cache: LRUCache[str, list[int]] = LRUCache(3, max_weight=10, weigh=len)
+    cache.put("a", [0] * 4)
+    cache.put("b", [0] * 4)
+    assert cache.weight() == 8
+    cache.get("a")  # b is now the least recently used
+    grown = cache.setdefault("c", lambda: [0])
+    grown.extend([0] * 3)  # grows in place: not seen until trimmed by name
+    assert list(cache) == ["b", "a", "c"]
+    cache.trim("c")  # 12 > 10: the least recently used goes
+    assert list(cache) == ["a", "c"] and cache.evictions == 1
+    assert cache.pop("a") == [0] * 4
+    assert cache.weight() == 4
+    cache.put("d", [0] * 5)
+    cache.put("e", [0] * 2)  # 4 + 5 + 2 > 10: c goes, d and e stay
+    cache.put("f", [0] * 1)
+    assert list(cache) == ["d", "e", "f"] and cache.weight() == 8
+    cache.clear()
+    assert cache.weight() == 0 and len(cache) == 0
+
+
 def test_retriever_memory_follows_active_users_and_reloads_evicted_ones(tmp_path: Path) -> None:
     mem = Memory(home=tmp_path, embedders="hash", vector_cache_mb=1, user_cache_size=3)
     try:
