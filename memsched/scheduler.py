@@ -506,6 +506,7 @@ class Scheduler:
         meta: dict[str, Any] | None = None,
         index_after: bool = False,
         hold: SessionHold | None = None,
+        trace: dict[str, Any] | None = None,
     ) -> RecordResult:
         """Record one turn outside `turn()` — e.g. the reply of a client that calls its own LLM.
 
@@ -518,6 +519,8 @@ class Scheduler:
         until its vectors are, so the session's next turn finds them. With `hold` (from
         `hold_session`) the session is already held; it stays held after the call, or with
         `index_after` until the vectors are stored (then `release_session` leaves it to that).
+        `trace` (the trace of the turn this one completes, e.g. the proxy's reply to a prepared
+        message) gets this turn's id and jobs and is stored in the same transaction.
         """
         _check(user_id, session_id, content)
         _check_hold(hold, user_id, session_id)
@@ -574,6 +577,24 @@ class Scheduler:
                     self.profile.set(user_id, TIMEZONE, timezone, at=at, source_turn_ids=[turn.id], tx=tx)
                 jobs.extend(page_jobs([turn], self.store.page_size))
                 job_ids = self.queue.enqueue(jobs, tx=tx) if jobs else []
+                if trace is not None:
+                    trace["turn_ids"] = [*trace.get("turn_ids", []), turn.id]
+                    trace["jobs"] = [
+                        *trace.get("jobs", []),
+                        *(
+                            {"id": jid, "kind": j.kind, "priority": int(j.priority), "payload": j.payload}
+                            for jid, j in zip(job_ids, jobs, strict=True)
+                        ),
+                    ]
+                    self.store.trace_put(
+                        tx,
+                        str(trace["id"]),
+                        user_id,
+                        session_id,
+                        created_at=datetime.fromisoformat(str(trace["at"])).timestamp(),
+                        turn_ids=trace["turn_ids"],
+                        data=trace,
+                    )
             # Embedding here keeps the next turn's P0 path free of it; the user is not waiting on record().
             if index_after:
                 handed_off = self._index_after(hold, user_id)

@@ -134,6 +134,21 @@ def test_usage_is_the_upstreams(server: str, fake: FakeOpenAI) -> None:
     assert _trace(server, r)["llm"]["usage"]["counted"] is False
 
 
+def test_the_trace_names_both_turns_and_the_replys_jobs(
+    tmp_path: Path, fake: FakeOpenAI, helper: FakeOpenAI
+) -> None:
+    with _serve(tmp_path, fake, helper, page_size=2) as base:  # the reply completes a page
+        fake.script("the reply")
+        r = _post(base, _body("hello there"))
+        assert r.status_code == 200, r.text
+        trace = _trace(base, r)
+        ids = [t["id"] for t in _turns(base)]
+        assert len(ids) == 2 and trace["turn_ids"] == ids  # the message, then the reply
+        assert trace["llm"]["outcome"] == "ok" and trace["llm"]["rounds"] == 1
+        kinds = {j["kind"] for j in trace["jobs"]}
+        assert "bookmark" in kinds  # queued by the reply, in the transaction that stored it
+
+
 def test_usage_is_counted_when_the_upstream_gives_none(tmp_path: Path, helper: FakeOpenAI) -> None:
     with FakeOpenAI(usage=False) as bare, _serve(tmp_path, bare, helper) as base:
         bare.script("这是一个回答。")

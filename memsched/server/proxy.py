@@ -297,8 +297,24 @@ class ProxyTurn:
             # names what was forgotten, so neither the reply nor the trace is stored.
             svc.scheduler.metrics.turns.labels(entry="proxy", outcome=outcome).inc()
             return
-        stored_id: int | None = None
-        jobs: list[int] = []
+        trace["llm"] = {
+            "model": next(
+                (c.get("model") for c in reversed(self.calls) if c.get("model")), self.upstream.model
+            ),
+            "usage": {**self.usage_out(), "counted": self.usage_counted},
+            "calls": self.calls,
+            "recall": self.recalls,
+            "rounds": len(self.calls),
+            "stream": self.stream,
+            "outcome": outcome,
+            "client_tool_calls": [c.get("function", {}).get("name") for c in client_calls or []],
+            "ms": round((time.perf_counter() - self.started) * 1000.0, 3),
+        }
+        if partial:
+            trace["llm"]["partial"] = partial
+        if error:
+            trace["error"] = error
+        stored = False
         if outcome == "tool_calls" or (outcome == "error" and not reply.strip()):
             if user_turn is not None:
                 mark = "awaiting_tools" if outcome == "tool_calls" else "reply_failed"
@@ -322,7 +338,7 @@ class ProxyTurn:
             if self.recalls:
                 meta["recalled_pages"] = [r["page_id"] for r in self.recalls if r.get("ok")]
             if content.strip():
-                rec = svc.scheduler.record(
+                svc.scheduler.record(
                     self.user,
                     self.session_id,
                     "assistant",
@@ -332,46 +348,20 @@ class ProxyTurn:
                     meta=meta,
                     index_after=True,  # the client gets the reply while its vectors are computed
                     hold=self.hold,  # released by the route, or after the vectors with index_after
+                    trace=trace,  # completed with the reply's turn and jobs, in the same transaction
                 )
-                stored_id, jobs = rec.turn.id, rec.jobs
-        trace["llm"] = {
-            "model": next(
-                (c.get("model") for c in reversed(self.calls) if c.get("model")), self.upstream.model
-            ),
-            "usage": {**self.usage_out(), "counted": self.usage_counted},
-            "calls": self.calls,
-            "recall": self.recalls,
-            "rounds": len(self.calls),
-            "stream": self.stream,
-            "outcome": outcome,
-            "client_tool_calls": [c.get("function", {}).get("name") for c in client_calls or []],
-            "ms": round((time.perf_counter() - self.started) * 1000.0, 3),
-        }
-        if partial:
-            trace["llm"]["partial"] = partial
-        if error:
-            trace["error"] = error
-        if stored_id is not None:
-            turn_ids.append(stored_id)
-            trace["turn_ids"] = turn_ids
-            queued = [job for job in (svc.scheduler.queue.get(j) for j in jobs) if job is not None]
-            trace["jobs"] = [
-                *trace.get("jobs", []),
-                *(
-                    {"id": job.id, "kind": job.kind, "priority": int(job.priority), "payload": job.payload}
-                    for job in queued
-                ),
-            ]
-        with store.transaction() as tx:
-            store.trace_put(
-                tx,
-                str(trace["id"]),
-                self.user,
-                self.session_id,
-                created_at=datetime.fromisoformat(str(trace["at"])).timestamp(),
-                turn_ids=turn_ids,
-                data=trace,
-            )
+                stored = True
+        if not stored:
+            with store.transaction() as tx:
+                store.trace_put(
+                    tx,
+                    str(trace["id"]),
+                    self.user,
+                    self.session_id,
+                    created_at=datetime.fromisoformat(str(trace["at"])).timestamp(),
+                    turn_ids=turn_ids,
+                    data=trace,
+                )
         svc.scheduler.metrics.turns.labels(entry="proxy", outcome=outcome).inc()
 
 
