@@ -7,7 +7,11 @@ upstream share the machine's cores with the server, so both are kept cheap; each
 reported). The measured phases start once the server is idle after its warm-up turns.
 
 1. Closed loop: `--clients` clients, each its own user and session, send `--messages` messages one
-   after the other (the next when the reply is back). Reported: turns/s over the phase, latency.
+   after the other (the next when the reply is back). Reported: turns/s over the phase, latency,
+   and the server's CPU per turn: during the phase, with the post-reply work (the replies'
+   embeddings), and with the background jobs the turns queued (P2 jobs lag behind the turns and
+   run once they let up: the time the queue took to drain is reported). With 8 messages (16 turns)
+   a user fills no page (20 turns), so no bookmark job runs; `--messages 12` makes one per user.
 2. Open loop: `--rate` turns/s offered for `--seconds` (evenly spaced, spread over `--sessions`
    sessions of new users; a session never has two messages in flight), latency p50/p95/p99.
 3. Order check: every session's stored turns (read from the SQLite file after the server stopped)
@@ -23,6 +27,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import json
 import os
 import signal
@@ -80,6 +85,31 @@ async def _until_idle(pid: int, *, quiet: float = 0.05, timeout: float = 60.0) -
     return before
 
 
+def _runnable_jobs(db: Path) -> int:
+    """Jobs queued or running that may run now (not those scheduled for later, e.g. the bookmark
+    maintenance that waits ten minutes for a quiet moment), read from the server's SQLite file."""
+    import sqlite3
+
+    with contextlib.closing(sqlite3.connect(f"file:{db}?mode=ro", uri=True, timeout=5)) as conn:
+        row = conn.execute(
+            "SELECT count(*) FROM jobs WHERE status IN ('queued', 'running') AND run_after <= ?",
+            (time.time(),),
+        ).fetchone()
+    return int(row[0])
+
+
+async def _until_drained(pid: int, db: Path, *, timeout: float = 300.0) -> tuple[float, float, int]:
+    """(the server's CPU seconds, seconds waited, jobs left) once no job the turns queued can run
+    and the server is idle: what the turns cost in the background (P2 jobs lag behind the turns
+    while they come, and are worked off afterwards)."""
+    t0 = time.perf_counter()
+    cpu = await _until_idle(pid, timeout=timeout)
+    while (left := _runnable_jobs(db)) and time.perf_counter() - t0 < timeout:
+        await asyncio.sleep(0.5)
+        cpu = await _until_idle(pid, timeout=timeout)
+    return cpu, time.perf_counter() - t0, left
+
+
 def _free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
@@ -103,15 +133,19 @@ def _messages() -> list[str]:
 
 
 class Driver:
-    def __init__(self, base: str, texts: list[str], timeout: float) -> None:
+    def __init__(self, base: str, texts: list[str], timeout: float, db: Path) -> None:
         self.base = base
+        self.db = db
         self.texts = texts
         self.sent: dict[tuple[str, str], list[str]] = {}
         self.errors: list[str] = []
         # Made inside the running loop (`run`). aiohttp, not httpx: at 50 concurrent requests httpx's
         # connection pool cost ~2 ms of this process's CPU per request, taken from the server's cores.
+        # Idle connections are dropped after 2 s, before the server's keep-alive timeout (uvicorn: 5 s)
+        # closes them under a request reusing one (a "server disconnected" after an idle wait).
         self.http = aiohttp.ClientSession(
-            timeout=aiohttp.ClientTimeout(total=timeout), connector=aiohttp.TCPConnector(limit=200)
+            timeout=aiohttp.ClientTimeout(total=timeout),
+            connector=aiohttp.TCPConnector(limit=200, keepalive_timeout=2.0),
         )
         self._n = 0
         self.pids: dict[str, int] = {"driver": os.getpid()}
@@ -160,17 +194,23 @@ class Driver:
         await asyncio.gather(*(client(c) for c in range(clients)))
         wall = time.perf_counter() - t0
         cpu = {name: _cpu_s(pid) - cpu0[name] for name, pid in self.pids.items()}
-        # What the server still does for these turns after the last reply (the replies' embeddings,
-        # queued jobs): wait until it is idle, so the per-turn CPU counts the whole turn.
-        server = self.pids.get("server")
-        drained = await _until_idle(server) - cpu0["server"] if server else 0.0
+        # What the server still does for these turns after the last reply (the replies' embeddings):
+        # wait until it is idle, so the per-turn CPU counts the whole turn; then until the jobs the
+        # turns queued have run (P2 work lags behind the turns and is worked off afterwards).
+        server = self.pids["server"]
+        post = await _until_idle(server) - cpu0["server"]
+        drained, drain_s, left = await _until_drained(server, self.db)
         n = max(1, len(latencies))
         return {
             "clients": clients,
             "turns": len(latencies),
             # CPU per turn of each process: steadier than wall-clock figures on a shared machine.
             "cpu_ms_per_turn": {name: round(1000.0 * c / n, 2) for name, c in cpu.items()},
-            "server_cpu_ms_per_turn_with_post_work": round(1000.0 * drained / n, 2),
+            "server_cpu_ms_per_turn_with_post_work": round(1000.0 * post / n, 2),
+            # ... and with the background jobs the turns queued, once the queue has drained.
+            "server_cpu_ms_per_turn_with_jobs": round(1000.0 * (drained - cpu0["server"]) / n, 2),
+            "jobs_drained_in_s": round(drain_s, 1),
+            "jobs_left": left,
             "seconds": round(wall, 2),
             "turns_per_s": round(len(latencies) / wall, 1),
             "latency_ms": {q: _pct(latencies, p) for q, p in (("p50", 0.5), ("p95", 0.95), ("p99", 0.99))},
@@ -234,8 +274,10 @@ def check_order(db: Path, sent: dict[tuple[str, str], list[str]]) -> dict[str, A
     return {"sessions": len(sent), "violations": len(violations), "examples": violations[:5]}
 
 
-async def run(args: argparse.Namespace, base: str, pids: dict[str, int]) -> tuple[dict[str, Any], Driver]:
-    driver = Driver(base, _messages(), timeout=args.timeout)
+async def run(
+    args: argparse.Namespace, base: str, pids: dict[str, int], db: Path
+) -> tuple[dict[str, Any], Driver]:
+    driver = Driver(base, _messages(), timeout=args.timeout, db=db)
     driver.pids.update(pids)
     out: dict[str, Any] = {}
     await driver.closed_loop(clients=10, messages=2, tag="warm")  # models, JIT, pools
@@ -255,7 +297,7 @@ async def run(args: argparse.Namespace, base: str, pids: dict[str, int]) -> tupl
             spy.send_signal(signal.SIGINT)
             spy.wait(timeout=30)
     if args.rate > 0 and args.seconds > 0:
-        await _until_idle(pids["server"])  # the closed loop's post-reply work and jobs drain
+        await _until_drained(pids["server"], db)  # the closed loop's post-reply work and jobs drain
         out["open_loop"] = await driver.open_loop(args.rate, args.seconds, args.sessions)
     await driver.http.close()
     return out, driver
@@ -318,7 +360,8 @@ def main() -> None:
                         f"memsched serve did not start: {server.stderr.read() if server.stderr else ''}"
                     )
                 time.sleep(0.2)
-            result, driver = asyncio.run(run(args, base, {"server": server.pid, "upstream": upstream.pid}))
+            pids = {"server": server.pid, "upstream": upstream.pid}
+            result, driver = asyncio.run(run(args, base, pids, Path(tmp) / "memsched.db"))
         finally:
             server.terminate()
             try:
