@@ -230,6 +230,12 @@ class Memory:
         names = [n for n in self.embedders if self.retriever.weights.dense_weight(n, cjk) > 0]
         return embed_soon(self.embedders, names, message)
 
+    def prefetch_terms(self, user_id: str, message: str) -> None:
+        """Start what retrieval will embed for `message` besides its own vectors (the soft-term
+        layer's query terms), so it runs while the caller does other work; see `Pager.prefetch_terms`."""
+        if self.config.paging_mode in ("retrieve", "both"):
+            self.pager.prefetch_terms(user_id, message)
+
     def require_user(self, user_id: str) -> None:
         if not self.store.has_user(user_id):
             raise UnknownUserError(user_id)

@@ -27,6 +27,7 @@ import threading
 import time
 from collections import Counter, OrderedDict
 from collections.abc import Mapping, Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any, Protocol
 
@@ -412,6 +413,24 @@ class _Ranked:
     timings: dict[str, float]
 
 
+# The soft-term layer runs on one of these threads while the calling thread runs the turn layers
+# (BM25, dense, fusion): both are mostly SQLite and numpy, which release the GIL, so on two cores
+# the layer's full-text pool search no longer adds to the turn's wall time. Shared by every pager.
+_SOFT_THREADS = 4
+_soft_pool: ThreadPoolExecutor | None = None
+_soft_pool_lock = threading.Lock()
+# Term vectors started before retrieval (`Pager.prefetch_terms`), kept this long per pager at most.
+_PREFETCH_MAX = 64
+
+
+def _soft_executor() -> ThreadPoolExecutor:
+    global _soft_pool
+    with _soft_pool_lock:
+        if _soft_pool is None:
+            _soft_pool = ThreadPoolExecutor(max_workers=_SOFT_THREADS, thread_name_prefix="memsched-soft")
+        return _soft_pool
+
+
 # Turns without a speaker are labelled by role in `turn_meta`; those labels are not names.
 _ROLES = frozenset(("user", "assistant", "system", "tool"))
 # Up to this many new turn ids, new speakers are looked for among the new turns alone.
@@ -442,6 +461,7 @@ class Pager:
         )
         self._speakers: LRUCache[str, tuple[int, dict[str, str]]] = LRUCache(size)
         self._vocab: LRUCache[tuple[str, str], Vocabulary] = LRUCache(size)
+        self._prefetched: OrderedDict[tuple[str, str], TermVectors] = OrderedDict()
         self._sessions: OrderedDict[tuple[str, str], _SessionDecision] = OrderedDict()
         self.stats: Counter[str] = Counter()  # rerank outcomes: called, skipped:<why>, failed
 
@@ -450,6 +470,7 @@ class Pager:
         other = Pager(self.memory, replace(self.options, **changes), self.llm)
         other._names, other._vectors, other._speakers = self._names, self._vectors, self._speakers
         other._vocab = self._vocab
+        other._prefetched = self._prefetched
         return other
 
     # -- caches ------------------------------------------------------------------------------------------
@@ -465,6 +486,8 @@ class Pager:
                 self._vocab.pop(vkey)
             for key in [k for k in self._sessions if k[0] == user_id]:
                 del self._sessions[key]
+            for pkey in [k for k in self._prefetched if k[0] == user_id]:
+                del self._prefetched[pkey]
 
     def _name_index(self, user_id: str) -> _NameIndex:
         sig = self.store.bookmark_signature(user_id)
@@ -520,6 +543,31 @@ class Pager:
         vectors = TermVectors(embedder)
         vectors.start([t for t in query_terms(query, self._term_skip(user_id)) if t not in vocab.index])
         return vectors
+
+    def prefetch_terms(self, user_id: str, query: str) -> None:
+        """Start embedding the query's terms the vocabulary lacks now, for the `retrieve` of the same
+        query that follows: the scheduler calls this once the message's own vector is in, so the
+        terms' model call runs while the turn routes and searches (one call after the other, not
+        queued ahead of the message's). Does nothing when the soft-term layer is off."""
+        if not self.options.terms:
+            return
+        vectors = self._term_vectors(user_id, query)
+        if vectors is None:
+            return
+        with self._lock:
+            self._prefetched[(user_id, query)] = vectors
+            while len(self._prefetched) > _PREFETCH_MAX:
+                self._prefetched.popitem(last=False)
+
+    def _take_prefetched(self, user_id: str, query: str) -> TermVectors | None:
+        with self._lock:
+            return self._prefetched.pop((user_id, query), None)
+
+    def _timed_soft_layer(
+        self, user_id: str, query: str, exclude: set[int], vectors: TermVectors
+    ) -> tuple[list[Hit], float]:
+        t0 = time.perf_counter()
+        return self._soft_layer(user_id, query, exclude, vectors), _ms(t0)
 
     def _soft_layer(self, user_id: str, query: str, exclude: set[int], vectors: TermVectors) -> list[Hit]:
         """The soft-term layer (memsched.vocab) over the first embedder's vocabulary."""
@@ -590,7 +638,11 @@ class Pager:
         use_bookmarks = (opts.bookmarks or opts.multihop) and self.store.bookmark_count(user_id) > 0
         index = self._name_index(user_id) if use_bookmarks else None
 
-        term_vectors = self._term_vectors(user_id, query) if opts.terms else None
+        term_vectors = (
+            (self._take_prefetched(user_id, query) or self._term_vectors(user_id, query))
+            if opts.terms
+            else None
+        )
         main = self._rank(user_id, query, qvecs, exclude, index, term_vectors)
         timings = dict(main.timings)
         layers = dict(main.layers)
@@ -673,6 +725,9 @@ class Pager:
             kept = [t for t in q_terms if t not in skip]
             if kept and len(kept) < len(q_terms):
                 lexical = " ".join(kept)
+        soft_job: Future[tuple[list[Hit], float]] | None = None
+        if opts.terms and term_vectors is not None:
+            soft_job = _soft_executor().submit(self._timed_soft_layer, user_id, query, exclude, term_vectors)
         # One search at the deeper k; the base ranking is the same hits cut at turn_k, fused again.
         wide = self.retriever.retrieve(
             user_id,
@@ -684,10 +739,10 @@ class Pager:
             lexical_query=lexical,
         )
         timings.update(wide.timings_ms)
-        if opts.terms and term_vectors is not None:
+        if soft_job is not None:
             t0 = time.perf_counter()
-            soft = self._soft_layer(user_id, query, exclude, term_vectors)
-            timings["terms"] = _ms(t0)
+            soft, timings["terms_layer"] = soft_job.result()
+            timings["terms"] = _ms(t0)  # what is left of the layer after the turn layers
             if soft:
                 wide = self.retriever.retrieve(
                     user_id,

@@ -67,7 +67,7 @@ from memsched.model import Role, Turn, as_utc, content_hash, utcnow
 from memsched.profile import DEFAULT_PROFILE_SHARE, PREFERRED_NAME, TIMEZONE, Profile
 from memsched.profile_extract import apply as apply_facts
 from memsched.profile_extract import extract as extract_facts
-from memsched.router import Prototypes, Route, Router, topic_similarity
+from memsched.router import NO_PROTOTYPES, Prototypes, Route, Router, topic_similarity
 from memsched.store.base import SessionLease
 from memsched.strategy import StrategyTable
 from memsched.summarize import compress, covered_seq, create_summary, default_max_tokens, render
@@ -238,7 +238,10 @@ class _TurnState:
     limit: int = 0
     covered: int = -1
     segment_start: int = 0
-    qvecs: dict[str, np.ndarray] = field(default_factory=dict)
+    # The message's vectors by embedder (some may still be computing: read where needed), and the
+    # ones the router reads, which it waits for.
+    qvecs: Mapping[str, np.ndarray] = field(default_factory=dict)
+    route_vecs: dict[str, np.ndarray] = field(default_factory=dict)
     route: Route | None = None
     job_ids: list[int] = field(default_factory=list)
     llm_ms: float = 0.0
@@ -827,6 +830,17 @@ class Scheduler:
             if not handed_off:
                 self._release(hold)
 
+    @property
+    def _route_names(self) -> frozenset[str]:
+        """The embedders whose vectors the router reads: mode prototypes (all but `NO_PROTOTYPES`),
+        the classifier's vector blocks, the topic judge. A name outside these (the gloss layer's)
+        changes no routing decision, so the turn does not wait for its vector before routing."""
+        names = {n for n in self.memory.embedders if n not in NO_PROTOTYPES}
+        if self.router.classifier is not None:
+            names.update(name for name, _, _ in self.router.classifier.dense_blocks)
+        names.update(n for n in (self.topic_embedder, *TOPIC_EMBEDDER_PREFERENCE) if n)
+        return frozenset(names)
+
     def _index(self, user_id: str) -> None:
         """Embed the user's turns that lack vectors (cheap when none do: the retriever keeps a watermark)."""
         self.memory.retriever.index_user(user_id)
@@ -887,7 +901,13 @@ class Scheduler:
         self._commands(t, skip_kinds)
         self._overflow(t)
         with sw.stage("embed_query"):  # what is left of it after the stages above
-            t.qvecs = dict(pending) if pending is not None else self.memory.retriever.embed_query(message)
+            t.qvecs = pending if pending is not None else self.memory.retriever.embed_query(message)
+            # Only the vectors the router reads are waited for here; the others (the gloss layer's)
+            # finish while the turn routes and are read by their dense layer.
+            reads = self._route_names
+            t.route_vecs = {n: t.qvecs[n] for n in t.qvecs if n in reads}
+        # The query's terms the soft-term layer must embed start now, behind the message's own call.
+        self.memory.prefetch_terms(user_id, message)
         self._route(t, t.timezone)
         with sw.stage("backfill"):
             # Only turns stored outside the scheduler lack vectors here (an import, another client):
@@ -1039,7 +1059,7 @@ class Scheduler:
             state = self.store.session_state(t.user_id, t.session_id)
             t.before = before = self.companion.carried(t.user_id, t.session_id, t.at, state)
             similarity, segment_users, judge, overlap = self._topic(
-                t.user_id, t.session_id, t.segment_start, t.qvecs, t.message
+                t.user_id, t.session_id, t.segment_start, t.route_vecs, t.message
             )
             weights = self.memory.retriever.weights
             cjk = cjk_ratio(t.message)
@@ -1053,9 +1073,9 @@ class Scheduler:
                 min_segment_turns=TOPIC_MIN_USER_TURNS,
                 command=bool(t.commands),
                 overflow=any(e["kind"] == "overflow" for e in t.blocking),
-                vectors=t.qvecs,
+                vectors=t.route_vecs,
                 embedders=self.memory.embedders,
-                embedder_weights={n: weights.dense_weight(n, cjk) for n in t.qvecs},
+                embedder_weights={n: weights.dense_weight(n, cjk) for n in t.route_vecs},
                 carried=before.carried,
                 late_window=before.late_window,
                 late_source=before.late_source,
@@ -1333,7 +1353,7 @@ class Scheduler:
         return state
 
     def _topic(
-        self, user_id: str, session_id: str, segment_start: int, qvecs: dict[str, np.ndarray], message: str
+        self, user_id: str, session_id: str, segment_start: int, qvecs: Mapping[str, np.ndarray], message: str
     ) -> tuple[float | None, int, str | None, float | None]:
         """(similarity of the message to the current segment's last turns, user turns in that window,
         the embedder that judged it, the share of the message's content words found in that window).

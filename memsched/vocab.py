@@ -232,14 +232,24 @@ def soft_hits(
         expanded.update(w)
     found = store.search_bm25(user_id, " ".join(sorted(expanded)), pool)
     ids = [h.turn_id for h in found if h.turn_id not in exclude]
+    # Which query terms each expansion serves, and how well: a turn's terms are looked up here once
+    # each (rather than every query term's expansions intersected with every turn's terms).
+    serves: dict[str, list[tuple[int, float]]] = {}
+    for i, w in enumerate(weight):
+        for x, s in w.items():
+            serves.setdefault(x, []).append((i, s))
     scored: list[tuple[float, int]] = []
     for tid, content in store.turn_contents(user_id, ids).items():
-        have = set(terms(content))
+        best: list[float | None] = [None] * len(weight)
+        for x in terms(content):
+            for i, s in serves.get(x, ()):
+                b = best[i]
+                if b is None or s > b:
+                    best[i] = s
         score = 0.0
-        for w in weight:
-            common = have.intersection(w)
-            if common:
-                score += max(w[x] for x in common)
+        for b in best:  # summed in query-term order, as before, so scores are bit-identical
+            if b is not None:
+                score += b
         if score > 0:
             scored.append((score, tid))
     scored.sort(key=lambda sv: (-sv[0], sv[1]))

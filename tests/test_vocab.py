@@ -271,3 +271,100 @@ def test_no_query_term_is_embedded_for_a_user_without_a_vocabulary(tmp_path: Pat
         assert "sports" in inner.seen
     finally:
         mem.close()
+
+
+def _reference_soft_scores(
+    store: Store, user: str, weight: list[dict[str, float]], ids: list[int]
+) -> dict[int, float]:
+    """The soft score as first written (every query term's expansions intersected with the turn's terms)."""
+    from memsched.text.segment import terms
+
+    out: dict[int, float] = {}
+    for tid, content in store.turn_contents(user, ids).items():
+        have = set(terms(content))
+        score = 0.0
+        for w in weight:
+            common = have.intersection(w)
+            if common:
+                score += max(w[x] for x in common)
+        if score > 0:
+            out[tid] = score
+    return out
+
+
+def test_soft_scores_equal_the_plain_definition(store: Store) -> None:
+    rows = [
+        ("Ann", "tennis tennis and the beach in June"),
+        ("Ann", "swimming at the beach, then volleyball"),
+        ("Ann", "a quiet day at home"),
+        ("Ann", "我周末去打网球，然后去海边游泳"),
+        ("Ann", "volleyball tennis swimming beach holiday"),
+    ]
+    stored = store.add_turns(_turns("u", rows))
+    ids = [t.id for t in stored if t.id is not None]
+    rng = np.random.default_rng(7)
+    words = [
+        "tennis",
+        "beach",
+        "june",
+        "swimming",
+        "volleyball",
+        "quiet",
+        "day",
+        "home",
+        "网球",
+        "海边",
+        "游泳",
+    ]
+    matrix = rng.normal(size=(len(words), 8)).astype(np.float32)
+    matrix /= np.linalg.norm(matrix, axis=1, keepdims=True)
+    vocab = Vocabulary.of((1, 1), words, matrix)
+    space = dict(zip(words, matrix, strict=True))
+
+    def embed(texts: list[str]) -> np.ndarray:
+        return np.array([space.get(t, matrix[0]) for t in texts], dtype=np.float32)
+
+    query = "tennis beach swimming 网球 day"
+    hits = soft_hits(store, "u", query, vocab, embed, skip=set(), threshold=-1.0, k=10, exclude=set())
+    # threshold -1: every vocabulary word expands every query term (negative similarities included)
+    sims = np.einsum("qd,vd->qv", embed(query.split()), matrix)
+    weight = []
+    for i, t in enumerate(query.split()):
+        row = sims[i]
+        idx = np.argsort(-row, kind="stable")[:24]
+        weight.append({**{words[j]: float(row[j]) for j in idx}, t: 1.0})
+    expected = _reference_soft_scores(store, "u", weight, ids)
+    assert hits and {h.turn_id: h.score for h in hits} == expected  # exactly: same sums in the same order
+    assert [h.turn_id for h in hits] == sorted(expected, key=lambda t: (-expected[t], t))
+
+
+def test_prefetched_term_vectors_give_the_same_ranking_and_are_dropped_on_forget(store: Store) -> None:
+    mem = Memory(store=store, embedders={"hash": HashEmbedder()}, page_size=4)
+    rows = [
+        ("Bob", "Yesterday I played tennis with my brother."),
+        ("Bob", "I joined a volleyball team at work."),
+        ("Bob", "The weather was grey all week."),
+        ("Bob", "We watched a documentary about whales."),
+        ("Bob", "Tennis again on Sunday, then a swim."),
+    ]
+    mem.add_many(_turns("u", rows))
+    maintain_bookmarks(mem, "u")
+    pager = Pager(mem, PagingOptions(cooperative=False))
+    query = "Which sports does Bob play with his brother on Sunday?"
+    plain = pager.retrieve("u", query)
+    pager.prefetch_terms("u", query)
+    assert ("u", query) in pager._prefetched
+    fetched = pager.retrieve("u", query)
+    assert ("u", query) not in pager._prefetched  # used once
+    assert "terms" in fetched.layers and fetched.layers["terms"] == plain.layers["terms"]
+    assert [(c.turn_id, c.fused) for c in fetched.candidates] == [
+        (c.turn_id, c.fused) for c in plain.candidates
+    ]
+    # A prefetch holds the user's query text: forgetting the user drops it.
+    pager.prefetch_terms("u", query)
+    pager.prefetch_terms("v", query)
+    pager.forget("u")
+    assert list(pager._prefetched) == [("v", query)]
+    off = Pager(mem, PagingOptions(cooperative=False, terms=False))
+    off.prefetch_terms("u", query)  # the layer is off: nothing to start
+    assert not off._prefetched
