@@ -347,8 +347,9 @@ def test_prefetched_term_vectors_give_the_same_ranking_and_are_dropped_on_forget
         ("Bob", "We watched a documentary about whales."),
         ("Bob", "Tennis again on Sunday, then a swim."),
     ]
-    mem.add_many(_turns("u", rows))
-    maintain_bookmarks(mem, "u")
+    for user in ("u", "v"):
+        mem.add_many(_turns(user, rows))
+        maintain_bookmarks(mem, user)
     pager = Pager(mem, PagingOptions(cooperative=False))
     query = "Which sports does Bob play with his brother on Sunday?"
     plain = pager.retrieve("u", query)
@@ -364,6 +365,8 @@ def test_prefetched_term_vectors_give_the_same_ranking_and_are_dropped_on_forget
     pager.prefetch_terms("u", query)
     pager.prefetch_terms("v", query)
     pager.forget("u")
+    assert list(pager._prefetched) == [("v", query)]
+    pager.prefetch_terms("w", query)  # a user without a vocabulary: nothing to start
     assert list(pager._prefetched) == [("v", query)]
     off = Pager(mem, PagingOptions(cooperative=False, terms=False))
     off.prefetch_terms("u", query)  # the layer is off: nothing to start
