@@ -6,10 +6,13 @@ hardly separate short Chinese sentences. A multinomial logistic regression fitte
 half does better (BENCHMARKS.md, "Conversation mode") from features that cost well under a
 millisecond on top of what the turn computes anyway:
 
-- `ngrams`: TF-IDF of character 1-3 grams (what carries short Chinese text: 想你, 累, 凭什么) and of
-  Latin word 1-2 grams (`you never`, `miss you`), each block L2-normalised;
-- `minilm`, `wordllama`: the message's vectors from the turn's embedders (a block is left at zero
-  when the turn did not compute it: WordLlama has no weight on English queries);
+- `ngrams`: TF-IDF of character 1-3 grams (what carries short Chinese text: 想你, 累, 凭什么), of
+  Latin word 1-2 grams (`you never`, `miss you`) and of Chinese word 1-2 grams (jieba: `根本 不在乎`,
+  which character n-grams cut across), each block L2-normalised;
+- `minilm`, `wordllama`, `gloss`: the message's vectors from the turn's embedders (a block is left
+  at zero when the turn did not compute it: WordLlama has no weight on English queries, the gloss
+  layer — MiniLM over the CC-CEDICT English senses of the Chinese words — embeds Chinese only), so
+  a Chinese message also meets the English ones in MiniLM's English space at no extra model call;
 - `cues`: the number of cue-lexicon hits per mode (`memsched.router.DEFAULT_CUES`).
 
 The router adds the classifier's centred log-probabilities, times `weight`, to its hand-set cue
@@ -36,13 +39,17 @@ from typing import Any
 import numpy as np
 
 from memsched.errors import ConfigError
+from memsched.text.segment import _jieba
 
 MODES = ("casual", "conflict", "comfort", "intimacy")  # the router's modes, in its order
 DATA_FILE = "data/mode_classifier.npz"
 CHAR_NGRAMS = (1, 3)
 WORD_NGRAMS = (1, 2)
+HAN_WORD_NGRAMS = (1, 2)
 _SPACE_RE = re.compile(r"\s+")
 _LATIN_WORD_RE = re.compile(r"[^\W\d_\u3400-\u9fff\uf900-\ufaff]+(?:['’][^\W\d_]+)*", re.UNICODE)
+_HAN_RUN_RE = re.compile(r"[\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]+")
+SPARSE_KINDS = ("char", "word", "han")  # the n-gram blocks, in the order of the model's columns
 
 
 def normalize_text(text: str) -> str:
@@ -63,6 +70,24 @@ def word_ngrams(text: str) -> list[str]:
     ws = _LATIN_WORD_RE.findall(normalize_text(text))
     lo, hi = WORD_NGRAMS
     return [" ".join(ws[i : i + n]) for n in range(lo, hi + 1) for i in range(len(ws) - n + 1)]
+
+
+def han_word_ngrams(text: str) -> list[str]:
+    """Chinese word n-grams (`HAN_WORD_NGRAMS`): each run of Han characters segmented by jieba (the
+    segmenter the store's full-text index uses), n-grams taken within the run."""
+    runs = _HAN_RUN_RE.findall(normalize_text(text))
+    if not runs:
+        return []
+    jieba = _jieba()
+    lo, hi = HAN_WORD_NGRAMS
+    out: list[str] = []
+    for run in runs:
+        ws = jieba.lcut(run, HMM=True)
+        out.extend(" ".join(ws[i : i + n]) for n in range(lo, hi + 1) for i in range(len(ws) - n + 1))
+    return out
+
+
+_GRAMS = {"char": char_ngrams, "word": word_ngrams, "han": han_word_ngrams}
 
 
 class NgramBlock:
@@ -86,7 +111,7 @@ class NgramBlock:
 
     @staticmethod
     def _grams(text: str, kind: str) -> list[str]:
-        return char_ngrams(text) if kind == "char" else word_ngrams(text)
+        return _GRAMS[kind](text)
 
     def sparse(self, text: str) -> tuple[np.ndarray, np.ndarray]:
         """(column indices, values) of the message's normalised TF-IDF vector."""
@@ -128,20 +153,24 @@ class ModeClassifier:
         coef: np.ndarray,
         intercept: np.ndarray,
         meta: Mapping[str, Any] | None = None,
+        han: NgramBlock | None = None,
     ) -> None:
         self.char = char
         self.word = word
+        self.han = han if han is not None else NgramBlock([], np.zeros(0), "han")
         self.dense_blocks = [(str(n), int(d), m or None) for n, d, m in dense_blocks]
         self.coef = np.asarray(coef, dtype=np.float64)  # (n_modes, n_features)
         self.intercept = np.asarray(intercept, dtype=np.float64)
         self.meta = dict(meta or {})
         # How much its log-probabilities count next to the router's hand-set evidence (chosen when fitted).
         self.weight = float(self.meta.get("weight", 1.0))
-        n_char, n_word = len(char.vocab), len(word.vocab)
-        self._char_w = self.coef[:, :n_char]
-        self._word_w = self.coef[:, n_char : n_char + n_word]
+        # Column slices of the n-gram blocks, in `SPARSE_KINDS` order, then the dense blocks.
+        self._sparse: list[tuple[NgramBlock, np.ndarray]] = []
+        start = 0
+        for block in (self.char, self.word, self.han):
+            self._sparse.append((block, self.coef[:, start : start + len(block.vocab)]))
+            start += len(block.vocab)
         self._dense: dict[str, tuple[np.ndarray, str | None]] = {}
-        start = n_char + n_word
         for name, dim, model in self.dense_blocks:
             self._dense[name] = (self.coef[:, start : start + dim], model)
             start += dim
@@ -183,7 +212,7 @@ class ModeClassifier:
     ) -> np.ndarray:
         """The full feature vector (used to fit; `predict` computes the same thing sparsely)."""
         dense = self.dense_features(vectors, model_ids, cue_counts)
-        parts = [self.char.dense(text), self.word.dense(text)]
+        parts = [self.char.dense(text), self.word.dense(text), self.han.dense(text)]
         parts += [dense.get(name, np.zeros(dim)) for name, dim, _ in self.dense_blocks]
         return np.concatenate(parts)
 
@@ -199,10 +228,12 @@ class ModeClassifier:
     ) -> Prediction:
         """Log-probabilities per mode for `text`, with each block's share of the logits."""
         contributions: dict[str, np.ndarray] = {}
-        idx, val = self.char.sparse(text)
-        contributions["ngrams"] = self._char_w[:, idx] @ val
-        idx, val = self.word.sparse(text)
-        contributions["ngrams"] = contributions["ngrams"] + self._word_w[:, idx] @ val
+        ngrams = np.zeros(len(MODES))
+        for block, w in self._sparse:
+            if block.vocab:
+                idx, val = block.sparse(text)
+                ngrams = ngrams + w[:, idx] @ val
+        contributions["ngrams"] = ngrams
         dense = self.dense_features(vectors or {}, model_ids or {}, cue_counts or {})
         for name, x in dense.items():
             contributions[name] = self._dense[name][0] @ x
@@ -228,6 +259,8 @@ class ModeClassifier:
             char_idf=self.char.idf,
             word_vocab=np.array(list(self.word.vocab), dtype=str),
             word_idf=self.word.idf,
+            han_vocab=np.array(list(self.han.vocab), dtype=str),
+            han_idf=self.han.idf,
             coef=self.coef.astype(np.float32),
             intercept=self.intercept,
             meta=np.array(json.dumps(meta, ensure_ascii=False)),
@@ -242,6 +275,10 @@ class ModeClassifier:
             return cls(
                 char=NgramBlock([str(g) for g in z["char_vocab"]], z["char_idf"], "char"),
                 word=NgramBlock([str(g) for g in z["word_vocab"]], z["word_idf"], "word"),
+                # Files written before the Chinese word block have none.
+                han=NgramBlock([str(g) for g in z["han_vocab"]], z["han_idf"], "han")
+                if "han_vocab" in z.files
+                else None,
                 dense_blocks=[tuple(b) for b in meta["dense_blocks"]],
                 coef=z["coef"],
                 intercept=z["intercept"],

@@ -157,9 +157,9 @@ class Carried:
     previous_age_s: float | None = None
 
 
-# Embedders whose similarity says nothing about a mode: hashed bags of words only match shared words;
-# the gloss layer (MiniLM over English glosses of Chinese, embed.gloss) is a retrieval layer whose
-# use for modes has not been measured (text.gloss.gloss is there for that).
+# Embedders left out of the prototype similarity: hashed bags of words only match shared words; the
+# gloss layer (MiniLM over English glosses of Chinese, embed.gloss) is read by the learned classifier
+# (memsched.classify), which weighs it against the other blocks, rather than by the hand-set prototypes.
 NO_PROTOTYPES = frozenset({"hash", "gloss"})
 
 

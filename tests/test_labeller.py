@@ -27,7 +27,10 @@ SH = ZoneInfo("Asia/Shanghai")
 NIGHT = datetime(2024, 10, 14, 22, 30, tzinfo=SH)
 MORNING = datetime(2024, 10, 15, 8, 0, tzinfo=SH)
 # Sarcasm without a cue word: the rules read both as casual.
-SARCASM = {"zh": ("好吧，你开心就好。", "早安。"), "en": ("Fine. Do what you want.", "Good morning.")}
+# A terse reply the P0 router reads as casual (nothing in the words is upset; the learned classifier
+# reads open sarcasm such as "Fine. Do what you want." as conflict by now), which the LLM, reading
+# the night's exchange, labels conflict.
+SARCASM = {"zh": ("嗯，知道了。", "早安。"), "en": ("Got it.", "Good morning.")}
 CONFLICT = '{"mode": "conflict", "mood": "upset", "intensity": 0.8, "cause": "feels ignored"}'
 
 
@@ -89,7 +92,6 @@ def test_a_llm_label_corrects_the_state_the_next_turn_carries(
     sarcasm, morning = SARCASM[lang]
     fake.script_labels(CONFLICT)
     first = chat(server, "lin", sarcasm, NIGHT)
-    # ("你开心就好" even reads as happy to the rules: 开心 is a happy cue.)
     assert first["route"]["mode"] == "casual" and first["mood"]["after"]["label"] != "upset"
     (job,) = label_jobs(server, "lin")
     assert job["status"] == "done" and job["payload"]["turn_id"] == first["turn_ids"][0]
@@ -134,7 +136,7 @@ def test_without_a_label_the_rules_reading_stands(server: str, fake: FakeOpenAI,
 )
 def test_a_malformed_label_fails_the_job_and_changes_nothing(server: str, fake: FakeOpenAI, bad: str) -> None:
     fake.script_labels(bad)
-    first = chat(server, "ann", "Fine. Do what you want.", NIGHT)
+    first = chat(server, "ann", SARCASM["en"][0], NIGHT)
     (job,) = label_jobs(server, "ann")
     assert job["status"] == "dead" and job["attempts"] == 1  # not retried: a later label would be stale
     assert "mood label of turn" in job["last_error"] and "the state is unchanged" in job["last_error"]

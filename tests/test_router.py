@@ -131,6 +131,21 @@ def test_the_labelled_set_is_bilingual_balanced_and_apart_from_the_prototypes() 
     assert not shipped & {text.removesuffix(" #hard") for _, _, text in lines}
 
 
+def test_the_blind_set_is_balanced_and_shares_no_line_with_the_labelled_set() -> None:
+    def read(name: str) -> list[list[str]]:
+        text = (Path(__file__).parent / "data" / name).read_text("utf-8")
+        return [line.split("|", 2) for line in text.splitlines() if line.strip() and not line.startswith("#")]
+
+    blind = read("mode_blind.txt")
+    assert len(blind) == 200
+    for m in MODES:
+        for lang in ("zh", "en"):
+            assert sum(1 for mm, ll, _ in blind if (mm, ll) == (m, lang)) == 25
+    assert sum(text.endswith("#hard") for _, _, text in blind) >= 40
+    labelled = {text.removesuffix(" #hard") for _, _, text in read("mode_labelled.txt")}
+    assert not labelled & {text.removesuffix(" #hard") for _, _, text in blind}
+
+
 def test_prototypes_and_carried_mood_move_the_mode() -> None:
     from memsched.embed.hashing import HashEmbedder
     from memsched.router import Carried, Prototypes
@@ -153,11 +168,16 @@ def test_prototypes_and_carried_mood_move_the_mode() -> None:
 
 
 def test_ngram_features_cover_chinese_characters_and_english_words() -> None:
-    from memsched.classify import NgramBlock, char_ngrams, word_ngrams
+    from memsched.classify import NgramBlock, char_ngrams, han_word_ngrams, word_ngrams
 
     assert {"想", "想你", "好想你"} <= set(char_ngrams("我好想你！"))
     assert "miss you" in word_ngrams("I MISS you, babe")
-    assert word_ngrams("我好想你") == []  # Chinese goes through the character n-grams only
+    assert word_ngrams("我好想你") == []  # Chinese goes through the character and Chinese word n-grams
+    # Chinese words (jieba) and word pairs, within each run of Han characters; Latin text has none.
+    grams = han_word_ngrams("你根本不在乎我！OK 算了吧")
+    assert {"根本", "根本 不在乎", "算了吧"} <= set(grams)
+    assert not any("ok" in g or "！" in g for g in grams)
+    assert han_word_ngrams("I miss you") == []
     block = NgramBlock.fit(["我好想你", "你根本不在乎我", "今天吃了面条"], "char")
     idx, val = block.sparse("好想你啊")
     assert len(idx) > 0 and abs(float(np.linalg.norm(val)) - 1.0) < 1e-9
@@ -202,6 +222,30 @@ def test_classifier_sparse_prediction_matches_the_dense_features(tmp_path: Path)
     assert again.predict("我很生气").log_probs == clf.predict("我很生气").log_probs
 
 
+def test_the_chinese_word_block_adds_to_the_logits_and_survives_a_round_trip(tmp_path: Path) -> None:
+    from memsched.classify import NgramBlock
+
+    char = NgramBlock.fit(["想你"], "char")
+    word = NgramBlock.fit(["miss you"], "word")
+    han = NgramBlock.fit(["你根本不在乎我", "我们在一起"], "han")
+    n = len(char.vocab) + len(word.vocab) + len(han.vocab) + 4
+    coef = np.zeros((4, n))
+    coef[1, len(char.vocab) + len(word.vocab) + han.vocab["根本 不在乎"]] = 5.0  # the word pair: conflict
+    clf = ModeClassifier(
+        char=char, word=word, han=han, dense_blocks=[("cues", 4, None)], coef=coef, intercept=np.zeros(4)
+    )
+    pred = clf.predict("你根本不在乎")
+    assert max(pred.log_probs.items(), key=lambda kv: kv[1])[0] == "conflict"
+    logits = clf.coef @ clf.feature_row("你根本不在乎", {}, {}, {}) + clf.intercept
+    assert np.isclose(pred.log_probs["conflict"] - pred.log_probs["casual"], logits[1] - logits[0])
+    # "根本" alone carries no weight here: only the pair does, so the order of words matters.
+    assert clf.predict("根本").log_probs["conflict"] == clf.predict("根本").log_probs["casual"]
+    clf.save(tmp_path / "h.npz")
+    again = ModeClassifier.load(tmp_path / "h.npz")
+    assert again.han.vocab == han.vocab
+    assert again.predict("你根本不在乎").log_probs == pred.log_probs
+
+
 def test_a_damaged_classifier_file_is_a_clear_error(tmp_path: Path) -> None:
     from memsched.errors import ConfigError
 
@@ -237,9 +281,13 @@ def test_the_shipped_classifier_routes_fresh_messages_in_both_languages(tmp_path
     from memsched.text.segment import cjk_ratio
 
     clf = ModeClassifier.load()
-    assert clf.meta["trained_on"].endswith("even lines") and clf.weight > 0
+    # Its choices (C, weight) were made on the even lines; the shipped fit has seen every line.
+    assert clf.meta["chosen_on"].startswith("tests/data/mode_labelled.txt, even lines")
+    assert clf.meta["trained_on"].endswith("all lines") and clf.weight > 0
+    assert [name for name, _, _ in clf.dense_blocks] == ["minilm", "wordllama", "gloss", "cues"]
+    assert clf.han.vocab  # Chinese word n-grams
     router = Router(prototypes=Prototypes(), classifier=clf)
-    memory = Memory(home=tmp_path / "m", embedders="minilm,wordllama")
+    memory = Memory(home=tmp_path / "m")  # the default embedders, the gloss layer included
     try:
         weights = memory.retriever.weights
         cases = {
@@ -263,6 +311,8 @@ def test_the_shipped_classifier_routes_fresh_messages_in_both_languages(tmp_path
             )
             assert route.mode == mode, (text, route.mode_reason)
             assert route.evidence["classifier"] and "minilm" in route.mode_reason
+            # A Chinese message also reads the gloss layer's vector (its English senses in MiniLM).
+            assert ("gloss" in route.mode_reason) == (cjk > 0.5)
     finally:
         memory.close()
 
