@@ -183,9 +183,16 @@ class Memory:
         pause: Callable[[], None] | None = None,
     ) -> int:
         """Embed every turn that has no vector yet for the configured embedders (`chunk` texts at a
-        time, calling `pause()` before each chunk)."""
+        time, calling `pause()` before each chunk); then build or extend the on-disk vector graphs
+        of users past the exact-search threshold (`Retriever.update_graphs`)."""
         users = [user_id] if user_id is not None else self.store.users()
-        return sum(self.retriever.index_user(u, progress=progress, chunk=chunk, pause=pause) for u in users)
+        done = 0
+        for u in users:
+            done += self.retriever.index_user(u, progress=progress, chunk=chunk, pause=pause)
+            if pause is not None:
+                pause()
+            self.retriever.update_graphs(u)
+        return done
 
     def delete_turns(self, user_id: str, turn_ids: Iterable[int]) -> int:
         ids = list(turn_ids)

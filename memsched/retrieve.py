@@ -19,7 +19,14 @@ from memsched.embed.base import Embedder
 from memsched.model import Candidate, Hit, content_hash
 from memsched.store.base import Store
 from memsched.text.segment import cjk_ratio
-from memsched.vectors import VectorIndex
+from memsched.vectors import (
+    ANN_UPDATE_EVERY,
+    DEFAULT_ANN_THRESHOLD,
+    VectorIndex,
+    graph_generation,
+    open_graph,
+    update_graph,
+)
 
 RRF_K = 60  # the constant of plain reciprocal-rank fusion (Cormack et al.)
 # The gloss layer's weight for Chinese queries: chosen on half the bilingual test's questions and
@@ -105,7 +112,9 @@ class Retriever:
         # (user, model) -> turns up to here have vectors
         self._checked: LRUCache[tuple[str, str], int] = LRUCache(cache_users * 4)
         self._lock = threading.Lock()
-        self._ann_threshold = ann_threshold
+        self.ann_threshold = DEFAULT_ANN_THRESHOLD if ann_threshold is None else ann_threshold
+        # (user, model) -> the user's turn count when the worker last looked at their graph
+        self._graphed: LRUCache[tuple[str, str], int] = LRUCache(cache_users * 4)
 
     # -- indexing -----------------------------------------------------------------------------------
 
@@ -156,28 +165,89 @@ class Retriever:
         """Store a vector computed elsewhere (the query embedding of a message that is then recorded)."""
         self.store.put_vectors(user_id, self.embedders[name].model_id, [(content_hash(text), vector)])
 
+    def update_graphs(self, user_id: str) -> int:
+        """Build or extend the user's on-disk vector graphs (`memsched.vectors.update_graph`): the
+        worker's part, run after embedding; cheap (one count) until ANN_UPDATE_EVERY turns arrived
+        since it last looked. Returns how many vectors went into graphs."""
+        added = 0
+        count: int | None = None
+        for embedder in self.embedders.values():
+            path = self.store.vector_graph_path(user_id, embedder.model_id)
+            if path is None:
+                continue
+            if count is None:
+                count = self.store.turn_count(user_id)
+            key = (user_id, embedder.model_id)
+            last = self._graphed.get(key)
+            exists = path.exists()
+            if count < self.ann_threshold and not exists:
+                continue
+            if exists and last is not None and count - last < ANN_UPDATE_EVERY:
+                continue
+            self._graphed.put(key, count)
+            generation = graph_generation(path)
+            ids, matrix, version = self.store.load_vectors(user_id, embedder.model_id)
+            added += update_graph(path, ids, matrix, version, generation, self.ann_threshold)
+        return added
+
+    def _graph_changed(self, user_id: str, model_id: str, index: VectorIndex) -> bool:
+        """Whether the user's graph file is not the one `index` holds (written, replaced or gone)."""
+        path = self.store.vector_graph_path(user_id, model_id)
+        if path is None:
+            return False
+        try:
+            return path.stat().st_mtime_ns != index.graph_stamp
+        except FileNotFoundError:
+            return index.uses_ann
+
     def _index(self, user_id: str, name: str) -> VectorIndex:
         embedder = self.embedders[name]
-        key = (user_id, embedder.model_id)
-        kwargs = {} if self._ann_threshold is None else {"ann_threshold": self._ann_threshold}
-        index = self._indexes.setdefault(key, lambda: VectorIndex(**kwargs))
+        model = embedder.model_id
+        key = (user_id, model)
+        index = self._indexes.get(key)
+        if index is not None and (index.uses_ann or len(index) >= self.ann_threshold):
+            if self._graph_changed(user_id, model, index):
+                path = self.store.vector_graph_path(user_id, model)
+                opened = open_graph(path) if path is not None else None
+                if opened is not None and index.uses_ann:
+                    # the worker extended (or rebuilt) the graph: what it now holds leaves the tail
+                    index.attach_graph(opened[0], opened[1])
+                else:  # first graph for a big user, or forgotten: load afresh
+                    self._indexes.pop(key)
+                    index = None
+        if index is None:
+            index = self._indexes.setdefault(key, lambda: VectorIndex(self.ann_threshold))
         if not len(index) and index.version == (0, 0):
-            # A user not in memory (first query, or evicted): one read of their packed vectors.
-            ids, matrix, loaded = self.store.load_vectors(user_id, embedder.model_id)
-            index.add(ids, matrix)
-            index.version = loaded
+            # A user not in memory (first query, or evicted): their graph and the vectors it lacks,
+            # or one read of their packed vectors.
+            path = self.store.vector_graph_path(user_id, model)
+            opened = open_graph(path) if path is not None and path.exists() else None
+            if opened is not None:
+                graph, stamp, covered = opened
+                index.attach_graph(graph, stamp)
+                ids, matrix = self.store.vectors_since(user_id, model, *covered)
+                index.add(ids, matrix)
+                index.version = covered
+            else:
+                ids, matrix, loaded = self.store.load_vectors(user_id, model)
+                index.add(ids, matrix)
+                index.version = loaded
             self._indexes.trim(key)
-        version = self.store.vector_version(user_id, embedder.model_id)
+        version = self.store.vector_version(user_id, model)
         if version != index.version:
-            ids, matrix = self.store.vectors_since(user_id, embedder.model_id, *index.version)
+            ids, matrix = self.store.vectors_since(user_id, model, *index.version)
             index.add(ids, matrix)
             index.version = version
             self._indexes.trim(key)
         return index
 
     def context_dense(self, user_id: str, name: str, query_vector: np.ndarray, k: int = 50) -> list[Hit]:
-        """Dense search over the contextual vectors (a turn with its session neighbours)."""
+        """Dense search over the contextual vectors (a turn with its session neighbours). Not for a
+        user searched through a graph (the layer is off by default; it would need every vector in
+        memory): nothing."""
         base = self._index(user_id, name)
+        if base.uses_ann:
+            return []
         key = (user_id, self.embedders[name].model_id)
         ctx = self._contexts.setdefault(key, ContextIndex)
         before = ctx.nbytes
@@ -193,10 +263,13 @@ class Retriever:
                 self._contexts.pop(key)  # rebuilt from the base index on next use
             for key in [k for k in self._checked if k[0] == user_id and turn_ids is None]:
                 self._checked.pop(key)
+            for key in [k for k in self._graphed if k[0] == user_id]:
+                self._graphed.pop(key)
             for (uid, model), index in self._indexes.items():
                 if uid != user_id:
                     continue
-                if turn_ids is None:
+                if turn_ids is None or index.uses_ann:
+                    # a graph cannot be patched (the store unlinked it): reload on the next query
                     self._indexes.pop((uid, model))
                 else:
                     index.remove(set(turn_ids))
@@ -227,8 +300,7 @@ class Retriever:
             found = self.store.turn_vectors(user_id, self.embedders[name].model_id, turn_ids)
             rows = [found[i] for i in sorted(found)]
             return np.vstack(rows).astype(np.float32) if rows else np.zeros((0, 0), dtype=np.float32)
-        index = self._index(user_id, name)
-        return index.matrix[np.isin(index.ids, list(turn_ids))]
+        return self._index(user_id, name).vectors(turn_ids)
 
     # -- fusion -------------------------------------------------------------------------------------
 

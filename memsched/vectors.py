@@ -1,12 +1,22 @@
 """In-memory vector search over a user's stored embeddings, always scoped to one user and one model.
 
-Exact cosine search (one matrix product) up to `ann_threshold` vectors; past that an HNSW index from
-usearch, built incrementally as turns arrive. See docs/design.md for why usearch.
+Exact cosine search (one matrix product) below `ann_threshold` vectors. Past that, an exact search
+costs the size of the user's history (12 ms of CPU per query and layer at 100k x 384, and 150 MB of
+memory per model), so the worker keeps an HNSW graph (usearch) of the user's vectors in a file next
+to the store (`update_graph`, never on the query path). A query process memory-maps it
+(`open_graph`), keeps in memory only the vectors the graph does not hold yet (the tail, searched
+exactly) and merges the two. Until a graph exists, or after a forget (the store unlinks the user's
+graphs and the worker builds them again), the search is exact. See docs/design.md, "Costs that
+stay flat".
 """
 
 from __future__ import annotations
 
+import json
+import os
 import threading
+from collections.abc import Sequence
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -14,7 +24,104 @@ from threadpoolctl import ThreadpoolController
 
 from memsched.model import Hit
 
-DEFAULT_ANN_THRESHOLD = 100_000
+# Below this many vectors a user's search is exact (LoCoMo conversations, ~600 turns, never reach it).
+# At 20k an exact search costs ~2.5 ms of CPU per layer; the same switch PostgresStore makes.
+DEFAULT_ANN_THRESHOLD = 20_000
+# The graph is asked for this many neighbours per wanted hit (a wider beam: recall@k, BENCHMARKS.md).
+ANN_OVERSAMPLE = 2
+# The worker extends a user's graph once this many of their vectors are outside it; until then the
+# query searches those exactly next to the graph.
+ANN_UPDATE_EVERY = 2_000
+# float16 graph vectors: half the file of float32, scores within ~1e-3 of the exact ones.
+ANN_DTYPE = "f16"
+ANN_EXPANSION_ADD = 64
+
+
+def _version_path(path: Path) -> Path:
+    return path.with_name(path.name + ".version")
+
+
+def open_graph(path: Path) -> tuple[Any, int, tuple[int, int]] | None:
+    """The graph at `path` memory-mapped read-only, its file's mtime stamp and the store's
+    `vector_version` it covers (None: no graph). The version is read first and written last, so it
+    never claims more than the graph opened after it holds."""
+    from usearch.index import Index
+
+    try:
+        version = tuple(json.loads(_version_path(path).read_text()))
+        stamp = path.stat().st_mtime_ns
+        graph = Index.restore(str(path), view=True)
+    except (FileNotFoundError, RuntimeError, ValueError):
+        return None
+    if graph is None or len(version) != 2:
+        return None
+    return graph, stamp, (int(version[0]), int(version[1]))
+
+
+def drop_graph(path: Path) -> None:
+    path.unlink(missing_ok=True)
+    _version_path(path).unlink(missing_ok=True)
+
+
+def update_graph(
+    path: Path,
+    ids: np.ndarray,
+    matrix: np.ndarray,
+    version: tuple[int, int],
+    generation: str,
+    threshold: int = DEFAULT_ANN_THRESHOLD,
+) -> int:
+    """Bring the graph file at `path` (the store's `vector_graph_path`) up to these vectors: all of
+    one user's, for one model, as `store.load_vectors` returned them with their `version`.
+
+    The worker's job (`jobs.tasks`): adds the vectors the graph lacks once there are
+    ANN_UPDATE_EVERY of them, or builds the graph when the user passes `threshold`. A graph that
+    holds a vector no longer in `ids` (a forgotten turn) is rebuilt from `ids`, never patched, so
+    no deleted vector stays in the file. The file is written aside and renamed over the old one
+    (readers keep their mapping of the old file). Pass the `generation` read (`graph_generation`)
+    before the vectors were: when a forget has changed it by the time the file is in place, the
+    vectors may hold forgotten turns and the new file is removed. Returns how many were added.
+    """
+    from usearch.index import Index
+
+    if len(ids) < threshold:
+        drop_graph(path)  # the user shrank below the threshold (forgetting)
+        return 0
+    index = None
+    if path.exists():
+        index = Index.restore(str(path))
+        if index is not None and (index.ndim != matrix.shape[1] or len(index) > len(ids)):
+            index = None
+    fresh = np.ones(len(ids), dtype=bool)
+    if index is not None:
+        fresh = ~np.asarray(index.contains(np.asarray(ids, dtype=np.uint64)), dtype=bool)
+        if len(index) != len(ids) - int(fresh.sum()):  # it holds ids that are gone: rebuild
+            index, fresh = None, np.ones(len(ids), dtype=bool)
+        elif int(fresh.sum()) < ANN_UPDATE_EVERY:
+            return 0
+    if index is None:
+        index = Index(ndim=matrix.shape[1], metric="cos", dtype=ANN_DTYPE, expansion_add=ANN_EXPANSION_ADD)
+    add_ids = np.asarray(ids, dtype=np.uint64)[fresh]
+    index.add(add_ids, np.ascontiguousarray(matrix[fresh], dtype=np.float32), threads=1)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f"{path.name}.{os.getpid()}.{threading.get_ident()}.tmp")
+    index.save(str(tmp))
+    os.replace(tmp, path)
+    tmp.write_text(json.dumps(list(version)))
+    os.replace(tmp, _version_path(path))
+    if graph_generation(path) != generation:
+        drop_graph(path)
+        return 0
+    return len(add_ids)
+
+
+def graph_generation(path: Path) -> str:
+    """The forget generation of the graphs' directory (the store rewrites it on every forget)."""
+    try:
+        return (path.parent / "generation").read_text()
+    except FileNotFoundError:
+        return ""
+
 
 # One BLAS thread per search: a 10k x 384 product takes ~0.2 ms on one core, while OpenBLAS's two
 # threads, when the other core is busy (a worker, another turn), wait on it: p90 16 ms (BENCHMARKS.md).
@@ -22,7 +129,12 @@ _blas = ThreadpoolController()
 
 
 class VectorIndex:
-    """The vectors of one (user, model), refreshed from the store by turn id."""
+    """The vectors of one (user, model), refreshed from the store by turn id.
+
+    Exact mode: every vector in one in-memory matrix. Graph mode (`attach_graph`): the user's
+    memory-mapped graph holds most vectors and the matrix only the tail the graph lacks, so a big
+    user costs the tail's memory and a graph search, not their whole history.
+    """
 
     def __init__(self, ann_threshold: int = DEFAULT_ANN_THRESHOLD) -> None:
         self.ann_threshold = ann_threshold
@@ -32,19 +144,22 @@ class VectorIndex:
         self._buf = np.zeros((0, 0), dtype=np.float32)
         self._n = 0
         self.version: tuple[int, int] = (0, 0)  # the store's vector_version this index reflects
-        self._ann: Any = None
+        self._ann: Any = None  # the memory-mapped graph (attach_graph)
+        self.graph_stamp = 0  # the graph file's mtime when it was opened
         self._lock = threading.Lock()
 
     def __len__(self) -> int:
-        return self._n
+        return self._n + (len(self._ann) if self._ann is not None else 0)
 
     @property
     def nbytes(self) -> int:
-        """Memory held, buffers included (what the retriever's cache weighs)."""
+        """Memory held, buffers included (what the retriever's cache weighs; a graph is mapped
+        from its file, paged by the OS, and not counted)."""
         return int(self._buf.nbytes + self._ids.nbytes)
 
     @property
     def ids(self) -> np.ndarray:
+        """The turn ids held in memory (in graph mode: the tail only)."""
         return self._ids[: self._n]
 
     @property
@@ -52,15 +167,19 @@ class VectorIndex:
         return self._buf[: self._n]
 
     def add(self, ids: np.ndarray, matrix: np.ndarray) -> None:
-        """Add vectors; ids already present are skipped (so a refresh may safely overlap)."""
+        """Add vectors; ids already present (in memory or in the graph) are skipped, so a refresh
+        may safely overlap."""
         if len(ids) == 0:
             return
         with self._lock:
-            if self._n:
+            if self._ann is not None:
+                fresh = ~np.asarray(self._ann.contains(np.asarray(ids, dtype=np.uint64)), dtype=bool)
+                ids, matrix = ids[fresh], matrix[fresh]
+            if self._n and len(ids):
                 fresh = ~np.isin(ids, self.ids)
                 ids, matrix = ids[fresh], matrix[fresh]
-                if len(ids) == 0:
-                    return
+            if len(ids) == 0:
+                return
             # the same turn may come twice in one batch (two rows for one hash); keep the first
             ids, first = np.unique(ids, return_index=True)
             matrix = np.asarray(matrix, dtype=np.float32)[first]
@@ -76,25 +195,23 @@ class VectorIndex:
             self._buf[self._n : need] = matrix
             self._ids[self._n : need] = ids
             self._n = need
-            if self._ann is not None:
-                self._ann.add(ids, matrix)
-            elif self._n > self.ann_threshold:
-                self._build_ann()
 
     def remove(self, ids: set[int]) -> None:
+        """Drop turns from memory. In graph mode the caller drops the whole index instead (the
+        graph cannot be patched; the store unlinked its file), see `Retriever.forget`."""
         with self._lock:
             keep = ~np.isin(self.ids, list(ids))
             kept_ids, kept = self.ids[keep].copy(), self.matrix[keep].copy()
             self._ids, self._buf, self._n = kept_ids, kept, len(kept_ids)
-            if self._ann is not None:
-                self._build_ann()
 
-    def _build_ann(self) -> None:
-        from usearch.index import Index
-
-        index = Index(ndim=self.matrix.shape[1], metric="cos", dtype="f32")
-        index.add(self.ids, self.matrix)
-        self._ann = index
+    def attach_graph(self, graph: Any, stamp: int) -> None:
+        """Search through `graph` (open_graph) from now on; the rows it holds leave memory."""
+        with self._lock:
+            if self._n:
+                keep = ~np.asarray(graph.contains(self.ids.astype(np.uint64)), dtype=bool)
+                self._ids, self._buf = self.ids[keep].copy(), self.matrix[keep].copy()
+                self._n = len(self._ids)
+            self._ann, self.graph_stamp = graph, stamp
 
     @property
     def uses_ann(self) -> bool:
@@ -102,21 +219,37 @@ class VectorIndex:
 
     def search(self, query: np.ndarray, k: int) -> list[Hit]:
         """The k nearest turns by cosine similarity (vectors are unit length), best first."""
-        if self._n == 0 or k <= 0:
+        if len(self) == 0 or k <= 0:
             return []
         query = np.asarray(query, dtype=np.float32).reshape(-1)
-        if self._ann is not None:
-            matches = self._ann.search(query, k)
-            return [
-                Hit(turn_id=int(key), score=float(1.0 - dist), rank=i + 1)
-                for i, (key, dist) in enumerate(zip(matches.keys, matches.distances, strict=True))
-            ]
+        with self._lock:
+            ann, ids, matrix = self._ann, self.ids, self.matrix
         with _blas.limit(limits=1, user_api="blas"):
-            sims = self.matrix @ query
+            sims = matrix @ query if len(ids) else np.zeros(0, dtype=np.float32)
+        if ann is not None:
+            # the graph's own cosine distances (float16 vectors: scores within ~1e-3 of exact)
+            found = ann.search(query, min(k * ANN_OVERSAMPLE, len(ann)), threads=1)
+            ids = np.concatenate([ids, np.asarray(found.keys, dtype=np.int64)])
+            sims = np.concatenate([sims, 1.0 - np.asarray(found.distances, dtype=np.float32)])
+        if len(sims) == 0:
+            return []
         k = min(k, len(sims))
         top = np.argpartition(-sims, k - 1)[:k]
         # Ties (one text stored for several turns, a coarse embedder) go to the older turn, as in
         # the stores' own search (`ORDER BY distance, turn id`), whichever tied rows argpartition took.
         near = np.flatnonzero(sims >= sims[top].min())
-        top = near[np.lexsort((self.ids[near], -sims[near]))][:k]
-        return [Hit(turn_id=int(self.ids[i]), score=float(sims[i]), rank=r + 1) for r, i in enumerate(top)]
+        top = near[np.lexsort((ids[near], -sims[near]))][:k]
+        return [Hit(turn_id=int(ids[i]), score=float(sims[i]), rank=r + 1) for r, i in enumerate(top)]
+
+    def vectors(self, turn_ids: Sequence[int]) -> np.ndarray:
+        """The vectors of these turns (rows in index order; in graph mode the graph's copies)."""
+        with self._lock:
+            rows = self.matrix[np.isin(self.ids, list(turn_ids))]
+            if self._ann is None:
+                return rows
+            wanted = np.array(sorted(set(turn_ids) - set(self.ids.tolist())), dtype=np.uint64)
+            held = wanted[np.asarray(self._ann.contains(wanted), dtype=bool)] if len(wanted) else wanted
+            if not len(held):
+                return rows
+            more = np.asarray(self._ann.get(held), dtype=np.float32).reshape(len(held), -1)
+            return np.vstack([rows, more]) if len(rows) else more

@@ -186,3 +186,48 @@ def test_retriever_memory_is_capped_or_unused(store: Store) -> None:
     q = emb.embed(["user 2 talks about topic 7"])[0]
     mine = [round(h.score, 4) for h in r.dense("u2", "hash", q, 10)]
     assert mine == [round(h.score, 4) for h in store.search_vectors("u2", emb.model_id, q, 10, exact=True)]
+
+
+def test_big_users_search_through_a_graph_the_worker_writes_and_forgetting_unlinks(store: Store) -> None:
+    """With a low threshold: `Memory.index`'s graph step writes the user's graph (SQLite; PostgreSQL
+    has its own index and no files), the retriever searches through it with the exact answers on
+    this small data, and forgetting a turn unlinks the file before the next build leaves it out."""
+    emb = HashEmbedder(dim=DIM)
+    r = Retriever(store, {"hash": emb}, ann_threshold=100)
+    exact = Retriever(store, {"hash": emb}, ann_threshold=10**9)
+    store.add_turns([Turn("u", f"s{i // 40}", "user", f"note {i} about topic {i % 37}") for i in range(300)])
+    store.add_turns([Turn("small", "s", "user", f"note {i}") for i in range(50)])
+    r.index_user("u")
+    r.index_user("small")
+    assert r.update_graphs("small") == 0
+    added = r.update_graphs("u")
+    path = store.vector_graph_path("u", emb.model_id)
+    assert store.vector_graph_path("small", emb.model_id) is None or not store.vector_graph_path(
+        "small", emb.model_id
+    ).exists()  # below the threshold: exact, no file
+    if store.serves_vector_search:
+        assert path is None and added == 0
+    else:
+        assert path is not None and path.exists() and added == 300
+    queries = [emb.embed([f"note {i} about topic {i % 37}"])[0] for i in (3, 150, 299)]
+    for q in queries:
+        assert [round(h.score, 4) for h in r.dense("u", "hash", q, 10)] == [
+            round(h.score, 4) for h in exact.dense("u", "hash", q, 10)
+        ]
+    if path is not None:
+        assert r._index("u", "hash").uses_ann
+    gone = [h.turn_id for h in r.dense("u", "hash", queries[1], 3)]
+    store.forget_turns("u", gone)
+    r.forget("u", gone)
+    if path is not None:
+        assert not path.exists()  # physically gone with the turns
+        assert not r._index("u", "hash").uses_ann
+        assert r.update_graphs("u") == 297  # rebuilt from what is left
+        from usearch.index import Index
+
+        graph = Index.restore(str(path))
+        assert graph is not None and not any(graph.contains(t) for t in gone)
+    assert not set(gone) & {h.turn_id for h in r.dense("u", "hash", queries[1], 50)}
+    store.forget_user("u")
+    if path is not None:
+        assert not path.exists()

@@ -1,10 +1,13 @@
 from __future__ import annotations
 
+from pathlib import Path
+
 import numpy as np
+from usearch.index import Index
 
 from memsched.embed.base import normalize
 from memsched.store import Store
-from memsched.vectors import VectorIndex
+from memsched.vectors import VectorIndex, graph_generation, open_graph, update_graph
 
 
 def _data(n: int, dim: int = 16) -> tuple[np.ndarray, np.ndarray]:
@@ -24,15 +27,55 @@ def test_exact_search_matches_brute_force() -> None:
     assert hits[0].score > 0.999 and hits[0].rank == 1
 
 
-def test_ann_index_above_threshold_finds_nearest() -> None:
-    ids, m = _data(300)
+def test_graph_search_finds_what_exact_search_finds_and_sees_the_tail(tmp_path: Path) -> None:
+    """In graph mode the graph holds most vectors and memory only the tail: the hits are nearly all
+    of the exact top ten with scores within float16 error, and vectors added after the graph was
+    written (the tail) are found exactly."""
+    ids, m = _data(3000, dim=32)
+    path = tmp_path / "g.usearch"
+    assert update_graph(path, ids[:2500], m[:2500], (7, 2500), graph_generation(path), threshold=100) == 2500
+    exact = VectorIndex(ann_threshold=100)
+    exact.add(ids, m)
     index = VectorIndex(ann_threshold=100)
-    index.add(ids, m)
-    assert index.uses_ann
-    hits = index.search(m[42], 3)
-    assert hits[0].turn_id == ids[42]
-    index.remove({int(ids[42])})
-    assert all(h.turn_id != ids[42] for h in index.search(m[42], 3))
+    opened = open_graph(path)
+    assert opened is not None and opened[2] == (7, 2500)
+    index.attach_graph(opened[0], opened[1])
+    index.add(ids, m)  # what the graph holds stays out of memory
+    assert index.uses_ann and len(index.ids) == 500 and len(index) == 3000
+    rng = np.random.default_rng(3)
+    overlap = []
+    for q in normalize(rng.normal(size=(20, 32))):
+        want = exact.search(q, 10)
+        got = index.search(q, 10)
+        assert [h.rank for h in got] == list(range(1, 11))
+        assert all(abs(h.score - float(m[h.turn_id - 1] @ q)) < 5e-3 for h in got)
+        overlap.append(len({h.turn_id for h in got} & {h.turn_id for h in want}) / 10)
+    assert np.mean(overlap) >= 0.9, overlap
+    for i in (5, 2600, 2999):  # in the graph, and in the tail
+        assert index.search(m[i], 1)[0].turn_id == ids[i]
+    got = index.vectors([int(ids[5]), int(ids[2600])])
+    assert got.shape == (2, 32) and np.allclose(sorted(got @ m[5]), sorted([m[2600] @ m[5], 1.0]), atol=5e-3)
+
+
+def test_update_graph_extends_rebuilds_and_respects_forgets(tmp_path: Path) -> None:
+    ids, m = _data(400, dim=16)
+    path = tmp_path / "g.usearch"
+    v = (1, 1)
+    assert update_graph(path, ids[:50], m[:50], v, "", threshold=100) == 0 and not path.exists()
+    assert update_graph(path, ids[:300], m[:300], v, "", threshold=100) == 300
+    # fewer than ANN_UPDATE_EVERY new vectors: left to the exact tail
+    assert update_graph(path, ids, m, v, "", threshold=100) == 0
+    # a graph holding a vector that is gone is rebuilt from what is left, not patched
+    kept = np.concatenate([ids[:10], ids[11:]]), np.concatenate([m[:10], m[11:]])
+    assert update_graph(path, *kept, (2, 2), "", threshold=100) == 399
+    graph = Index.restore(str(path))
+    assert graph is not None and not graph.contains(int(ids[10])) and len(graph) == 399
+    assert open_graph(path) is not None and open_graph(path)[2] == (2, 2)  # type: ignore[index]
+    # a forget during the build (the generation changed): the new file does not stay
+    path.unlink()
+    (tmp_path / "generation").write_text("2")
+    assert update_graph(path, *kept, v, "1", threshold=100) == 0 and not path.exists()
+    assert open_graph(path) is None
 
 
 def test_index_sees_vectors_embedded_out_of_order(store: Store) -> None:

@@ -180,5 +180,6 @@ def registered() -> list[str]:
 @task("embed")
 def embed(ctx: TaskContext, job: Job) -> None:
     """Embed the user's turns that have no vector yet. Idempotent: vectors are keyed by content hash
-    and model, so a second run finds nothing missing."""
+    and model, so a second run finds nothing missing. Then brings the user's on-disk vector graphs
+    up to date once they are past the exact-search threshold (`Memory.index`)."""
     ctx.memory.index(job.user_id, chunk=32, pause=ctx.pause)

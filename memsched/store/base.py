@@ -23,6 +23,7 @@ import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import AbstractContextManager
 from datetime import datetime
+from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
 
 import numpy as np
@@ -199,6 +200,13 @@ class VectorStore(Protocol):
     # True when `search_vectors` is served by the database's own index (the retriever then keeps no
     # matrices in memory); False when it would only load the vectors and search them in Python.
     serves_vector_search: bool
+
+    def vector_graph_path(self, user_id: str, model_id: str) -> Path | None:
+        """Where the worker keeps the user's HNSW graph of one model's vectors for the retriever's
+        in-memory search (`memsched.vectors`); None when the store serves vector search itself or
+        has no file. Whenever the store forgets any of a user's turns it writes a new value to
+        `generation` in the graphs' directory, then unlinks that user's graphs."""
+        ...
 
     def search_vectors(
         self, user_id: str, model_id: str, query: np.ndarray, k: int, *, exact: bool = False

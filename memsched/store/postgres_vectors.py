@@ -20,6 +20,7 @@ from __future__ import annotations
 import math
 import threading
 import time
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -55,6 +56,10 @@ class PgVectorSearchMixin(PgMixin):
     """`search_vectors` and `load_vectors` for `PostgresStore`."""
 
     serves_vector_search = True
+
+    def vector_graph_path(self, user_id: str, model_id: str) -> Path | None:
+        """None: the database's HNSW index serves dense search; no graph files."""
+        return None
     _count_cache: dict[tuple[str, str], tuple[float, int]]
     _count_lock: threading.Lock
 

@@ -19,7 +19,7 @@ from __future__ import annotations
 import json
 import time
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from memsched.model import Forgotten
 from memsched.store.lineage import Derived, Schema, fts5_tables, read_schema
@@ -45,6 +45,10 @@ class ForgetMixin(SQLiteMixin):
 
     path: str
 
+    if TYPE_CHECKING:  # provided by SQLiteStore (sqlite_vectors)
+
+        def _drop_vector_graphs(self, user_id: str) -> None: ...
+
     # -- turns -----------------------------------------------------------------------------------------
 
     def forget_turns(self, user_id: str, turn_ids: Sequence[int], *, purge: bool = True) -> Forgotten:
@@ -52,6 +56,8 @@ class ForgetMixin(SQLiteMixin):
         out = Forgotten(user_id)
         with self.transaction() as tx:
             self._forget_turns_tx(tx, read_schema(tx), out, [int(i) for i in turn_ids])
+        if out.turn_ids:
+            self._drop_vector_graphs(user_id)
         if purge and out.turn_ids:
             out.purge = self.purge_deleted()
         return out
@@ -255,6 +261,8 @@ class ForgetMixin(SQLiteMixin):
             out.pages = [
                 p for p in out.pages if tx.execute("SELECT 1 FROM pages WHERE id = ?", (p,)).fetchone()
             ]
+        if out.turn_ids:
+            self._drop_vector_graphs(user_id)
         if purge and (out.turn_ids or out.rows):
             out.purge = self.purge_deleted()
         return out
@@ -277,6 +285,7 @@ class ForgetMixin(SQLiteMixin):
             ]:
                 out.count(table, tx.execute(f'DELETE FROM "{table}" WHERE user_id = ?', (user_id,)).rowcount)
             out.count("users", tx.execute("DELETE FROM users WHERE id = ?", (user_id,)).rowcount)
+        self._drop_vector_graphs(user_id)
         if purge and out.rows:
             out.purge = self.purge_deleted()
         return out

@@ -21,7 +21,10 @@ The pack is derived data, rebuilt on demand, and never the only copy:
 
 from __future__ import annotations
 
+import hashlib
 import sqlite3
+import time
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -33,6 +36,10 @@ CHUNK_ROWS = 1024  # rows per chunk: 1.5 MB of MiniLM vectors, one chunk for a 1
 REPACK_MIN = 64  # rows missing from the pack before put_vectors rewrites its tail
 
 EMPTY_IDS = np.zeros(0, dtype=np.int64)
+
+
+def _graph_prefix(user_id: str) -> str:
+    return hashlib.blake2b(user_id.encode("utf-8"), digest_size=12).hexdigest() + "-"
 
 
 def m011_vector_packs(db: sqlite3.Connection) -> None:
@@ -90,6 +97,30 @@ class VectorPackMixin(SQLiteMixin):
 
     # Dense search is the retriever's, over vectors it keeps in memory (loaded with `load_vectors`).
     serves_vector_search = False
+    path: str
+
+    # -- per-user graphs (memsched.vectors) -------------------------------------------------------------
+
+    def vector_graph_path(self, user_id: str, model_id: str) -> Path | None:
+        """`<database>.graphs/<user hash>-<model hash>.usearch` (None for an in-memory database).
+        The file holds turn ids and quantised vectors, no text; forgetting unlinks it."""
+        if self.path == ":memory:":
+            return None
+        model = hashlib.blake2b(model_id.encode("utf-8"), digest_size=6).hexdigest()
+        return Path(f"{self.path}.graphs") / f"{_graph_prefix(user_id)}{model}.usearch"
+
+    def _drop_vector_graphs(self, user_id: str) -> None:
+        """Unlink every graph of the user (after a forget): the worker builds them again from what
+        is left, so no forgotten vector stays in a file."""
+        if self.path == ":memory:":
+            return
+        directory = Path(f"{self.path}.graphs")
+        if directory.is_dir():
+            # First a new generation (a graph the worker was writing meanwhile, from vectors read
+            # before this forget, is dropped by `update_graph` when it sees the change), then unlink.
+            (directory / "generation").write_text(str(time.time_ns()))
+            for path in directory.glob(_graph_prefix(user_id) + "*"):
+                path.unlink(missing_ok=True)
 
     if TYPE_CHECKING:  # provided by SQLiteStore
 
