@@ -71,7 +71,10 @@ def main() -> None:
                     score_rec.append(sum(h.score >= floor for h in got) / len(want))
                 row[f"{name}_id_recall@{k}"] = round(float(np.mean(id_rec)), 4)
                 row[f"{name}_score_recall@{k}"] = round(float(np.mean(score_rec)), 4)
-                row[f"{name}_cpu_ms@{k}"] = {"exact": round(t_exact / len(qs) * 1000, 2), "graph": round(t_graph / len(qs) * 1000, 2)}  # type: ignore[assignment]
+                row[f"{name}_cpu_ms@{k}"] = {
+                    "exact": round(t_exact / len(qs) * 1000, 2),
+                    "graph": round(t_graph / len(qs) * 1000, 2),
+                }  # type: ignore[assignment]
         out[model] = row
         print(json.dumps({model: row}), flush=True)
     print(json.dumps(out, indent=1))

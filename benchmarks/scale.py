@@ -93,7 +93,7 @@ def pct(values: list[float], q: float) -> float:
     return round(ordered[max(0, min(len(ordered) - 1, round(q * (len(ordered) - 1))))], 2)
 
 
-def load(loader: Memory, users: Sequence[str], per_user: int) -> dict[str, float]:
+def load(loader: Memory, users: Sequence[str], per_user: int) -> dict[str, Any]:
     """Add `per_user` synthetic turns for each user (store path), then stand-in vectors."""
     t0 = time.perf_counter()
     n = 0

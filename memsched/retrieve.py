@@ -205,16 +205,16 @@ class Retriever:
         model = embedder.model_id
         key = (user_id, model)
         index = self._indexes.get(key)
-        if index is not None and (index.uses_ann or len(index) >= self.ann_threshold):
-            if self._graph_changed(user_id, model, index):
-                path = self.store.vector_graph_path(user_id, model)
-                opened = open_graph(path) if path is not None else None
-                if opened is not None and index.uses_ann:
-                    # the worker extended (or rebuilt) the graph: what it now holds leaves the tail
-                    index.attach_graph(opened[0], opened[1])
-                else:  # first graph for a big user, or forgotten: load afresh
-                    self._indexes.pop(key)
-                    index = None
+        big = index is not None and (index.uses_ann or len(index) >= self.ann_threshold)
+        if index is not None and big and self._graph_changed(user_id, model, index):
+            path = self.store.vector_graph_path(user_id, model)
+            opened = open_graph(path) if path is not None else None
+            if opened is not None and index.uses_ann:
+                # the worker extended (or rebuilt) the graph: what it now holds leaves the tail
+                index.attach_graph(opened[0], opened[1])
+            else:  # first graph for a big user, or forgotten: load afresh
+                self._indexes.pop(key)
+                index = None
         if index is None:
             index = self._indexes.setdefault(key, lambda: VectorIndex(self.ann_threshold))
         if not len(index) and index.version == (0, 0):

@@ -202,9 +202,10 @@ def test_big_users_search_through_a_graph_the_worker_writes_and_forgetting_unlin
     assert r.update_graphs("small") == 0
     added = r.update_graphs("u")
     path = store.vector_graph_path("u", emb.model_id)
-    assert store.vector_graph_path("small", emb.model_id) is None or not store.vector_graph_path(
-        "small", emb.model_id
-    ).exists()  # below the threshold: exact, no file
+    assert (
+        store.vector_graph_path("small", emb.model_id) is None
+        or not store.vector_graph_path("small", emb.model_id).exists()
+    )  # below the threshold: exact, no file
     if store.serves_vector_search:
         assert path is None and added == 0
     else:

@@ -60,6 +60,7 @@ class PgVectorSearchMixin(PgMixin):
     def vector_graph_path(self, user_id: str, model_id: str) -> Path | None:
         """None: the database's HNSW index serves dense search; no graph files."""
         return None
+
     _count_cache: dict[tuple[str, str], tuple[float, int]]
     _count_lock: threading.Lock
 
