@@ -37,6 +37,19 @@ ANN_DTYPE = "f16"
 ANN_EXPANSION_ADD = 64
 
 
+def usearch_index() -> Any:
+    """usearch's `Index` class. ONNX Runtime (MiniLM's backend) is imported first when installed:
+    importing it after usearch crashes the process (a segfault in onnxruntime's native module with
+    usearch 2.26 and onnxruntime 1.32 here), and a worker or server loads both."""
+    try:
+        import onnxruntime  # noqa: F401
+    except ImportError:
+        pass
+    from usearch.index import Index
+
+    return Index
+
+
 def _version_path(path: Path) -> Path:
     return path.with_name(path.name + ".version")
 
@@ -45,12 +58,11 @@ def open_graph(path: Path) -> tuple[Any, int, tuple[int, int]] | None:
     """The graph at `path` memory-mapped read-only, its file's mtime stamp and the store's
     `vector_version` it covers (None: no graph). The version is read first and written last, so it
     never claims more than the graph opened after it holds."""
-    from usearch.index import Index
-
+    index_class = usearch_index()
     try:
         version = tuple(json.loads(_version_path(path).read_text()))
         stamp = path.stat().st_mtime_ns
-        graph = Index.restore(str(path), view=True)
+        graph = index_class.restore(str(path), view=True)
     except (FileNotFoundError, RuntimeError, ValueError):
         return None
     if graph is None or len(version) != 2:
@@ -82,8 +94,7 @@ def update_graph(
     before the vectors were: when a forget has changed it by the time the file is in place, the
     vectors may hold forgotten turns and the new file is removed. Returns how many were added.
     """
-    from usearch.index import Index
-
+    Index = usearch_index()
     if len(ids) < threshold:
         drop_graph(path)  # the user shrank below the threshold (forgetting)
         return 0

@@ -14,7 +14,7 @@ from memsched.embed.hashing import HashEmbedder
 from memsched.model import Turn, content_hash
 from memsched.retrieve import Retriever
 from memsched.store import Store, postgres_vectors, sqlite_vectors
-from memsched.vectors import VectorIndex
+from memsched.vectors import VectorIndex, usearch_index
 from tests.conftest import raw_sql
 
 MODEL = "test-model"
@@ -224,9 +224,8 @@ def test_big_users_search_through_a_graph_the_worker_writes_and_forgetting_unlin
         assert not path.exists()  # physically gone with the turns
         assert not r._index("u", "hash").uses_ann
         assert r.update_graphs("u") == 297  # rebuilt from what is left
-        from usearch.index import Index
 
-        graph = Index.restore(str(path))
+        graph = usearch_index().restore(str(path))
         assert graph is not None and not any(graph.contains(t) for t in gone)
     assert not set(gone) & {h.turn_id for h in r.dense("u", "hash", queries[1], 50)}
     store.forget_user("u")

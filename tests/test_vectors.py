@@ -3,11 +3,10 @@ from __future__ import annotations
 from pathlib import Path
 
 import numpy as np
-from usearch.index import Index
 
 from memsched.embed.base import normalize
 from memsched.store import Store
-from memsched.vectors import VectorIndex, graph_generation, open_graph, update_graph
+from memsched.vectors import VectorIndex, graph_generation, open_graph, update_graph, usearch_index
 
 
 def _data(n: int, dim: int = 16) -> tuple[np.ndarray, np.ndarray]:
@@ -68,7 +67,7 @@ def test_update_graph_extends_rebuilds_and_respects_forgets(tmp_path: Path) -> N
     # a graph holding a vector that is gone is rebuilt from what is left, not patched
     kept = np.concatenate([ids[:10], ids[11:]]), np.concatenate([m[:10], m[11:]])
     assert update_graph(path, *kept, (2, 2), "", threshold=100) == 399
-    graph = Index.restore(str(path))
+    graph = usearch_index().restore(str(path))
     assert graph is not None and not graph.contains(int(ids[10])) and len(graph) == 399
     assert open_graph(path) is not None and open_graph(path)[2] == (2, 2)  # type: ignore[index]
     # a forget during the build (the generation changed): the new file does not stay
