@@ -211,7 +211,7 @@ class Retriever:
             opened = open_graph(path) if path is not None else None
             if opened is not None and index.uses_ann:
                 # the worker extended (or rebuilt) the graph: what it now holds leaves the tail
-                index.attach_graph(opened[0], opened[1])
+                index.attach_graph(opened[0], opened[1], opened[3])
             else:  # first graph for a big user, or forgotten: load afresh
                 self._indexes.pop(key)
                 index = None
@@ -223,8 +223,8 @@ class Retriever:
             path = self.store.vector_graph_path(user_id, model)
             opened = open_graph(path) if path is not None and path.exists() else None
             if opened is not None:
-                graph, stamp, covered = opened
-                index.attach_graph(graph, stamp)
+                graph, stamp, covered, members = opened
+                index.attach_graph(graph, stamp, members)
                 ids, matrix = self.store.vectors_since(user_id, model, *covered)
                 index.add(ids, matrix)
                 index.version = covered

@@ -35,6 +35,7 @@ ANN_UPDATE_EVERY = 2_000
 # float16 graph vectors: half the file of float32, scores within ~1e-3 of the exact ones.
 ANN_DTYPE = "f16"
 ANN_EXPANSION_ADD = 64
+ANN_EXPANSION_SEARCH = 128  # the search beam (at least the number of neighbours asked for)
 
 
 def usearch_index() -> Any:
@@ -50,29 +51,70 @@ def usearch_index() -> Any:
     return Index
 
 
-def _version_path(path: Path) -> Path:
-    return path.with_name(path.name + ".version")
+def _side(path: Path, what: str) -> Path:
+    return path.with_name(f"{path.name}.{what}")
 
 
-def open_graph(path: Path) -> tuple[Any, int, tuple[int, int]] | None:
-    """The graph at `path` memory-mapped read-only, its file's mtime stamp and the store's
-    `vector_version` it covers (None: no graph). The version is read first and written last, so it
-    never claims more than the graph opened after it holds."""
+class Members:
+    """Which turns a graph covers: one graph node per distinct vector (a text said again, one
+    vector for many turns, would fill HNSW neighbour lists with copies at distance 0 and cut the
+    graph apart), keyed by the oldest turn with it; `turns[i]` has the vector of node `reps[i]`."""
+
+    def __init__(self, turns: np.ndarray, reps: np.ndarray) -> None:
+        order = np.argsort(turns, kind="stable")
+        self.turns, self.reps = turns[order], reps[order]  # by turn id: lookups
+        by_rep = np.lexsort((turns, reps))
+        self._rep_sorted, self._turns_by_rep = reps[by_rep], turns[by_rep]  # by node: expansion
+
+    def __len__(self) -> int:
+        return len(self.turns)
+
+    def covers(self, ids: np.ndarray) -> np.ndarray:
+        """Which of `ids` the graph holds (bool array)."""
+        if not len(self.turns):
+            return np.zeros(len(ids), dtype=bool)
+        at = np.minimum(np.searchsorted(self.turns, ids), len(self.turns) - 1)
+        return np.asarray(self.turns[at] == ids)
+
+    def rep_of(self, ids: np.ndarray) -> np.ndarray:
+        """The node of each of `ids` (all covered)."""
+        return np.asarray(self.reps[np.searchsorted(self.turns, ids)])
+
+    def expand(self, reps: np.ndarray, scores: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Every turn of these nodes, each with its node's score (oldest turns first per node)."""
+        lo = np.searchsorted(self._rep_sorted, reps, side="left")
+        hi = np.searchsorted(self._rep_sorted, reps, side="right")
+        counts = hi - lo
+        if not counts.sum():
+            return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.float32)
+        starts = np.repeat(lo - np.cumsum(counts) + counts, counts)
+        rows = starts + np.arange(counts.sum())
+        return self._turns_by_rep[rows], np.repeat(scores, counts)
+
+
+def open_graph(path: Path) -> tuple[Any, int, tuple[int, int], Members] | None:
+    """The graph at `path` memory-mapped read-only, its file's mtime stamp, the store's
+    `vector_version` it covers and its members (None: no complete graph). The version file, written
+    last, names the sizes of the graph and members it was written with; a reader that meets a
+    graph being replaced sees them differ and reads again (or goes exact)."""
     index_class = usearch_index()
-    try:
-        version = tuple(json.loads(_version_path(path).read_text()))
-        stamp = path.stat().st_mtime_ns
-        graph = index_class.restore(str(path), view=True)
-    except (FileNotFoundError, RuntimeError, ValueError):
-        return None
-    if graph is None or len(version) != 2:
-        return None
-    return graph, stamp, (int(version[0]), int(version[1]))
+    for _ in range(3):
+        try:
+            meta = json.loads(_side(path, "version").read_text())
+            stamp = path.stat().st_mtime_ns
+            graph = index_class.restore(str(path), view=True)
+            pairs = np.load(_side(path, "members.npy"))
+        except (FileNotFoundError, RuntimeError, ValueError, OSError):
+            return None
+        if graph is not None and len(graph) == meta["nodes"] and pairs.shape[1] == meta["turns"]:
+            version = (int(meta["version"][0]), int(meta["version"][1]))
+            return graph, stamp, version, Members(pairs[0], pairs[1])
+    return None
 
 
 def drop_graph(path: Path) -> None:
-    path.unlink(missing_ok=True)
-    _version_path(path).unlink(missing_ok=True)
+    for p in (path, _side(path, "members.npy"), _side(path, "version")):
+        p.unlink(missing_ok=True)
 
 
 def update_graph(
@@ -86,44 +128,64 @@ def update_graph(
     """Bring the graph file at `path` (the store's `vector_graph_path`) up to these vectors: all of
     one user's, for one model, as `store.load_vectors` returned them with their `version`.
 
-    The worker's job (`jobs.tasks`): adds the vectors the graph lacks once there are
-    ANN_UPDATE_EVERY of them, or builds the graph when the user passes `threshold`. A graph that
-    holds a vector no longer in `ids` (a forgotten turn) is rebuilt from `ids`, never patched, so
-    no deleted vector stays in the file. The file is written aside and renamed over the old one
-    (readers keep their mapping of the old file). Pass the `generation` read (`graph_generation`)
-    before the vectors were: when a forget has changed it by the time the file is in place, the
-    vectors may hold forgotten turns and the new file is removed. Returns how many were added.
+    The worker's job (`Memory.index`): adds the vectors the graph lacks once there are
+    ANN_UPDATE_EVERY of them, or builds the graph when the user passes `threshold`; one node per
+    distinct vector (`Members`). A graph that covers a turn no longer in `ids` (a forgotten turn)
+    is rebuilt from `ids`, never patched, so no deleted vector stays in the file. Files are
+    written aside and renamed over the old ones (readers keep their mapping of the old file). Pass
+    the `generation` read (`graph_generation`) before the vectors were: when a forget has changed
+    it by the time the files are in place, the vectors may hold forgotten turns and the files are
+    removed. Returns how many turns were added.
     """
     Index = usearch_index()
+    ids = np.asarray(ids, dtype=np.int64)
     if len(ids) < threshold:
         drop_graph(path)  # the user shrank below the threshold (forgetting)
         return 0
-    index = None
-    if path.exists():
-        index = Index.restore(str(path))
-        if index is not None and (index.ndim != matrix.shape[1] or len(index) > len(ids)):
-            index = None
-    fresh = np.ones(len(ids), dtype=bool)
-    if index is not None:
-        fresh = ~np.asarray(index.contains(np.asarray(ids, dtype=np.uint64)), dtype=bool)
-        if len(index) != len(ids) - int(fresh.sum()):  # it holds ids that are gone: rebuild
-            index, fresh = None, np.ones(len(ids), dtype=bool)
-        elif int(fresh.sum()) < ANN_UPDATE_EVERY:
-            return 0
+    index, members = None, None
+    old = open_graph(path) if path.exists() else None
+    if old is not None:
+        members = old[3]
+        if old[0].ndim != matrix.shape[1] or members.covers(ids).sum() != len(members):
+            members = None  # covers turns that are gone (or another width): rebuild
+        else:
+            index = Index.restore(str(path))  # a copy in memory, to extend
+    fresh = (
+        ~members.covers(ids) if members is not None and index is not None else np.ones(len(ids), dtype=bool)
+    )
+    if index is not None and int(fresh.sum()) < ANN_UPDATE_EVERY:
+        return 0
     if index is None:
         index = Index(ndim=matrix.shape[1], metric="cos", dtype=ANN_DTYPE, expansion_add=ANN_EXPANSION_ADD)
-    add_ids = np.asarray(ids, dtype=np.uint64)[fresh]
-    index.add(add_ids, np.ascontiguousarray(matrix[fresh], dtype=np.float32), threads=1)
+        members = None
+    new_ids = ids[fresh]
+    new_rows = np.ascontiguousarray(matrix[fresh], dtype=np.float32)
+    order = np.argsort(new_ids, kind="stable")
+    new_ids, new_rows = new_ids[order], new_rows[order]
+    # identical vectors among the new rows share one node, keyed by the oldest turn with it
+    _, first, inverse = np.unique(
+        new_rows.view(np.dtype((np.void, new_rows.dtype.itemsize * new_rows.shape[1]))).ravel(),
+        return_index=True,
+        return_inverse=True,
+    )
+    reps = new_ids[first][inverse.ravel()]
+    index.add(new_ids[first].astype(np.uint64), new_rows[first], threads=1)
+    turns = np.concatenate([members.turns, new_ids]) if members is not None else new_ids
+    all_reps = np.concatenate([members.reps, reps]) if members is not None else reps
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_name(f"{path.name}.{os.getpid()}.{threading.get_ident()}.tmp")
+    with open(tmp, "wb") as f:
+        np.save(f, np.vstack([turns, all_reps]))
+    os.replace(tmp, _side(path, "members.npy"))
     index.save(str(tmp))
     os.replace(tmp, path)
-    tmp.write_text(json.dumps(list(version)))
-    os.replace(tmp, _version_path(path))
+    meta = {"version": list(version), "nodes": len(index), "turns": len(turns)}
+    tmp.write_text(json.dumps(meta))
+    os.replace(tmp, _side(path, "version"))
     if graph_generation(path) != generation:
         drop_graph(path)
         return 0
-    return len(add_ids)
+    return len(new_ids)
 
 
 def graph_generation(path: Path) -> str:
@@ -156,11 +218,12 @@ class VectorIndex:
         self._n = 0
         self.version: tuple[int, int] = (0, 0)  # the store's vector_version this index reflects
         self._ann: Any = None  # the memory-mapped graph (attach_graph)
+        self._members: Members | None = None  # the turns it covers
         self.graph_stamp = 0  # the graph file's mtime when it was opened
         self._lock = threading.Lock()
 
     def __len__(self) -> int:
-        return self._n + (len(self._ann) if self._ann is not None else 0)
+        return self._n + (len(self._members) if self._members is not None else 0)
 
     @property
     def nbytes(self) -> int:
@@ -183,8 +246,8 @@ class VectorIndex:
         if len(ids) == 0:
             return
         with self._lock:
-            if self._ann is not None:
-                fresh = ~np.asarray(self._ann.contains(np.asarray(ids, dtype=np.uint64)), dtype=bool)
+            if self._members is not None:
+                fresh = ~self._members.covers(np.asarray(ids, dtype=np.int64))
                 ids, matrix = ids[fresh], matrix[fresh]
             if self._n and len(ids):
                 fresh = ~np.isin(ids, self.ids)
@@ -215,14 +278,15 @@ class VectorIndex:
             kept_ids, kept = self.ids[keep].copy(), self.matrix[keep].copy()
             self._ids, self._buf, self._n = kept_ids, kept, len(kept_ids)
 
-    def attach_graph(self, graph: Any, stamp: int) -> None:
-        """Search through `graph` (open_graph) from now on; the rows it holds leave memory."""
+    def attach_graph(self, graph: Any, stamp: int, members: Members) -> None:
+        """Search through `graph` (open_graph) from now on; the rows it covers leave memory."""
+        graph.expansion_search = max(graph.expansion_search, ANN_EXPANSION_SEARCH)
         with self._lock:
             if self._n:
-                keep = ~np.asarray(graph.contains(self.ids.astype(np.uint64)), dtype=bool)
+                keep = ~members.covers(self.ids)
                 self._ids, self._buf = self.ids[keep].copy(), self.matrix[keep].copy()
                 self._n = len(self._ids)
-            self._ann, self.graph_stamp = graph, stamp
+            self._ann, self._members, self.graph_stamp = graph, members, stamp
 
     @property
     def uses_ann(self) -> bool:
@@ -234,14 +298,18 @@ class VectorIndex:
             return []
         query = np.asarray(query, dtype=np.float32).reshape(-1)
         with self._lock:
-            ann, ids, matrix = self._ann, self.ids, self.matrix
+            ann, members, ids, matrix = self._ann, self._members, self.ids, self.matrix
         with _blas.limit(limits=1, user_api="blas"):
             sims = matrix @ query if len(ids) else np.zeros(0, dtype=np.float32)
-        if ann is not None:
-            # the graph's own cosine distances (float16 vectors: scores within ~1e-3 of exact)
+        if ann is not None and members is not None:
+            # the graph's own cosine distances (float16 vectors: scores within ~1e-3 of exact),
+            # each node standing for every turn with its vector
             found = ann.search(query, min(k * ANN_OVERSAMPLE, len(ann)), threads=1)
-            ids = np.concatenate([ids, np.asarray(found.keys, dtype=np.int64)])
-            sims = np.concatenate([sims, 1.0 - np.asarray(found.distances, dtype=np.float32)])
+            turns, scores = members.expand(
+                np.asarray(found.keys, dtype=np.int64), 1.0 - np.asarray(found.distances, dtype=np.float32)
+            )
+            ids = np.concatenate([ids, turns])
+            sims = np.concatenate([sims, scores])
         if len(sims) == 0:
             return []
         k = min(k, len(sims))
@@ -256,11 +324,12 @@ class VectorIndex:
         """The vectors of these turns (rows in index order; in graph mode the graph's copies)."""
         with self._lock:
             rows = self.matrix[np.isin(self.ids, list(turn_ids))]
-            if self._ann is None:
+            if self._ann is None or self._members is None:
                 return rows
-            wanted = np.array(sorted(set(turn_ids) - set(self.ids.tolist())), dtype=np.uint64)
-            held = wanted[np.asarray(self._ann.contains(wanted), dtype=bool)] if len(wanted) else wanted
+            wanted = np.array(sorted(set(turn_ids) - set(self.ids.tolist())), dtype=np.int64)
+            held = wanted[self._members.covers(wanted)] if len(wanted) else wanted
             if not len(held):
                 return rows
-            more = np.asarray(self._ann.get(held), dtype=np.float32).reshape(len(held), -1)
+            nodes = self._members.rep_of(held).astype(np.uint64)
+            more = np.asarray(self._ann.get(nodes), dtype=np.float32).reshape(len(held), -1)
             return np.vstack([rows, more]) if len(rows) else more

@@ -38,7 +38,7 @@ def test_graph_search_finds_what_exact_search_finds_and_sees_the_tail(tmp_path: 
     index = VectorIndex(ann_threshold=100)
     opened = open_graph(path)
     assert opened is not None and opened[2] == (7, 2500)
-    index.attach_graph(opened[0], opened[1])
+    index.attach_graph(opened[0], opened[1], opened[3])
     index.add(ids, m)  # what the graph holds stays out of memory
     assert index.uses_ann and len(index.ids) == 500 and len(index) == 3000
     rng = np.random.default_rng(3)
@@ -54,6 +54,22 @@ def test_graph_search_finds_what_exact_search_finds_and_sees_the_tail(tmp_path: 
         assert index.search(m[i], 1)[0].turn_id == ids[i]
     got = index.vectors([int(ids[5]), int(ids[2600])])
     assert got.shape == (2, 32) and np.allclose(sorted(got @ m[5]), sorted([m[2600] @ m[5], 1.0]), atol=5e-3)
+
+
+def test_turns_sharing_a_vector_share_a_node_and_all_come_back(tmp_path: Path) -> None:
+    """A text said again has one vector for many turns: one graph node, and every turn of it is a
+    hit, the oldest first (the exact search's tie order)."""
+    ids, m = _data(400, dim=16)
+    m[100:110] = m[5]  # turns 101..110 repeat turn 6's text
+    path = tmp_path / "g.usearch"
+    assert update_graph(path, ids, m, (1, 1), "", threshold=100) == 400
+    opened = open_graph(path)
+    assert opened is not None and len(opened[0]) == 390 and len(opened[3]) == 400
+    index = VectorIndex(ann_threshold=100)
+    index.attach_graph(opened[0], opened[1], opened[3])
+    hits = index.search(m[5], 11)
+    assert [h.turn_id for h in hits] == [6, *range(101, 111)]
+    assert index.vectors([105]).shape == (1, 16) and np.allclose(index.vectors([105])[0], m[5], atol=1e-3)
 
 
 def test_update_graph_extends_rebuilds_and_respects_forgets(tmp_path: Path) -> None:
