@@ -49,12 +49,17 @@ def main() -> None:
         exact = VectorIndex(ann_threshold=1 << 62)
         exact.add(ids, matrix)
         graph = VectorIndex()
-        graph.attach_graph(opened[0], opened[1])
+        graph.attach_graph(opened[0], opened[1], opened[3])
         graph.add(ids, matrix)
         picks = matrix[rng.choice(len(matrix), args.queries)]
         near = picks + rng.standard_normal(picks.shape).astype(np.float32) * 0.05
         far = rng.standard_normal(picks.shape).astype(np.float32)
-        row: dict[str, float] = {"vectors": len(ids), "in_graph": len(opened[0]), "tail": len(graph.ids)}
+        row: dict[str, float] = {
+            "vectors": len(ids),
+            "graph_nodes": len(opened[0]),
+            "covered": len(opened[3]),
+            "tail": len(graph.ids),
+        }
         for name, qs in (("near", near), ("random", far)):
             qs = qs / np.linalg.norm(qs, axis=1, keepdims=True)
             for k in ks:
