@@ -209,6 +209,15 @@ def open_pair(home: Path, database_url: str | None) -> tuple[Memory, Memory]:
     return loader, Memory(config, embedders=real)
 
 
+def open_measured(home: Path, database_url: str | None) -> Memory:
+    """A measured Memory (real embedders) on `database_url`."""
+    overrides: dict[str, Any] = {"home": home}
+    if database_url:
+        overrides["database_url"] = database_url
+    config = Config.load(**overrides)
+    return Memory(config, embedders={name: embed_base.create(name, config) for name in config.embedder_names})
+
+
 def bulk_copy(loader: Memory, database_url: str | None) -> dict[str, float]:
     """Copy what the loader wrote into PostgreSQL (binary COPY; rows already there are compared and
     skipped, so each checkpoint copies what is new). Nothing on SQLite."""
@@ -240,6 +249,7 @@ def main() -> None:
     singles = [int(x) for x in args.one_user.split(",") if x]
     with tempfile.TemporaryDirectory() as tmp, ExitStack() as stack:
         home = Path(args.home or tmp)
+        server = None
         if args.postgres and not args.database_url:
             from memsched.testing.postgres import PostgresServer
 
@@ -288,6 +298,12 @@ def main() -> None:
                 t0 = time.perf_counter()
                 loader.index("solo")  # stand-in vectors, and on SQLite the worker's graph step
                 index_s = time.perf_counter() - t0
+                if server is not None and have:
+                    # A fresh database per checkpoint: the grown history continues the last session,
+                    # whose row the copy would find changed (it copies, never updates).
+                    memory.close()
+                    one_url = server.database()
+                    memory = open_measured(home / "one", one_url)
                 bulk = bulk_copy(loader, one_url)
                 have = n
                 memory.context("solo", QUESTIONS[0], budget=args.budget)

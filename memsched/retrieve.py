@@ -212,6 +212,7 @@ class Retriever:
             if opened is not None and index.uses_ann:
                 # the worker extended (or rebuilt) the graph: what it now holds leaves the tail
                 index.attach_graph(opened[0], opened[1], opened[3])
+                self._indexes.trim(key)  # the tail shrank: weigh it again
             else:  # first graph for a big user, or forgotten: load afresh
                 self._indexes.pop(key)
                 index = None
