@@ -431,6 +431,8 @@ def _soft_executor() -> ThreadPoolExecutor:
         return _soft_pool
 
 
+# At most this many cached question shares per user (then the cache starts over).
+_QUESTION_CACHE_TURNS = 100_000
 # Turns without a speaker are labelled by role in `turn_meta`; those labels are not names.
 _ROLES = frozenset(("user", "assistant", "system", "tool"))
 # Up to this many new turn ids, new speakers are looked for among the new turns alone.
@@ -462,6 +464,9 @@ class Pager:
         self._speakers: LRUCache[str, tuple[int, dict[str, str]]] = LRUCache(size)
         self._vocab: LRUCache[tuple[str, str], Vocabulary] = LRUCache(size)
         self._prefetched: OrderedDict[tuple[str, str], TermVectors] = OrderedDict()
+        # turn id -> question share, per user: a turn's text never changes, so each is read once
+        # (dropped with the user's other caches after a delete, which may free its id).
+        self._questions: LRUCache[str, dict[int, float]] = LRUCache(size)
         self._sessions: OrderedDict[tuple[str, str], _SessionDecision] = OrderedDict()
         self.stats: Counter[str] = Counter()  # rerank outcomes: called, skipped:<why>, failed
 
@@ -471,6 +476,7 @@ class Pager:
         other._names, other._vectors, other._speakers = self._names, self._vectors, self._speakers
         other._vocab = self._vocab
         other._prefetched = self._prefetched
+        other._questions = self._questions
         return other
 
     # -- caches ------------------------------------------------------------------------------------------
@@ -480,6 +486,7 @@ class Pager:
         with self._lock:
             self._names.pop(user_id)
             self._speakers.pop(user_id)
+            self._questions.pop(user_id)
             for key in [k for k in self._vectors if k[0] == user_id]:
                 self._vectors.pop(key)
             for vkey in [k for k in self._vocab if k[0] == user_id]:
@@ -923,12 +930,25 @@ class Pager:
 
     def _penalise_questions(self, user_id: str, ranked: list[Candidate]) -> list[Candidate]:
         """The head re-scored by how much of each turn is questions (`question_share`), re-sorted;
-        the tail stays below it."""
+        the tail stays below it. Shares are cached per user: only turns not seen before are read."""
         opts = self.options
         head, tail = ranked[: opts.question_top], ranked[opts.question_top :]
-        texts = self.store.turn_contents(user_id, [c.turn_id for c in head])
+        with self._lock:
+            shares = self._questions.get(user_id)
+            if shares is None:
+                shares = {}
+                self._questions.put(user_id, shares)
+        missing = [c.turn_id for c in head if c.turn_id not in shares]
+        if missing:
+            fresh = {
+                tid: question_share(text) for tid, text in self.store.turn_contents(user_id, missing).items()
+            }
+            with self._lock:
+                if len(shares) > _QUESTION_CACHE_TURNS:
+                    shares.clear()
+                shares.update(fresh)
         for c in head:
-            share = question_share(texts.get(c.turn_id, ""))
+            share = shares.get(c.turn_id, 0.0)
             if share > 0:
                 c.fused *= 1.0 - opts.question_penalty * share
                 c.scores["questions"] = round(share, 3)

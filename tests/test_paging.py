@@ -361,7 +361,7 @@ def test_question_share_counts_sentences_that_ask() -> None:
 
 
 def test_turns_that_only_ask_rank_below_turns_that_tell(mem: Memory) -> None:
-    texts = {t.id: t.content for t in mem.store.iter_turns("u")}
+    texts = {t.id: t.content for t in mem.store.iter_turns("u") if t.id is not None}
     asks = next(i for i, t in texts.items() if t.startswith("Piano lessons are great, how old"))
     tells = next(i for i, t in texts.items() if t.startswith("My daughter started piano"))
     query = "piano lessons"
@@ -372,6 +372,12 @@ def test_turns_that_only_ask_rank_below_turns_that_tell(mem: Memory) -> None:
     assert by_id[asks].scores["questions"] == 1.0 and by_id[asks].fused == 0.0
     assert order.index(tells) < order.index(asks)
     assert "questions" in penalised.timings_ms
+    # The shares are cached per user (a turn's text never changes) and dropped after a delete.
+    mem.context("u", query, budget=400)
+    cached = mem.pager._questions.get("u")
+    assert cached is not None and cached[asks] == 1.0
+    mem.delete_turns("u", [tells])
+    assert mem.pager._questions.get("u") is None
     plain = Pager(mem, PagingOptions(cooperative=False, question_penalty=0.0)).retrieve("u", query)
     assert not any("questions" in c.scores for c in plain.candidates)
     assert {c.turn_id: c for c in plain.candidates}[asks].fused > 0
