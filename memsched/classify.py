@@ -9,10 +9,10 @@ millisecond on top of what the turn computes anyway:
 - `ngrams`: TF-IDF of character 1-3 grams (what carries short Chinese text: 想你, 累, 凭什么), of
   Latin word 1-2 grams (`you never`, `miss you`) and of Chinese word 1-2 grams (jieba: `根本 不在乎`,
   which character n-grams cut across), each block L2-normalised;
-- `minilm`, `wordllama`, `gloss`: the message's vectors from the turn's embedders (a block is left
-  at zero when the turn did not compute it: WordLlama has no weight on English queries, the gloss
-  layer — MiniLM over the CC-CEDICT English senses of the Chinese words — embeds Chinese only), so
-  a Chinese message also meets the English ones in MiniLM's English space at no extra model call;
+- `minilm`, `wordllama`: the message's vectors from the turn's embedders (a block is left at zero
+  when the turn did not compute it: WordLlama has no weight on English queries). Not the gloss
+  layer's vector: it comes from a second MiniLM call that the turn does not wait for before routing
+  (BENCHMARKS.md, "Conversation mode");
 - `cues`: the number of cue-lexicon hits per mode (`memsched.router.DEFAULT_CUES`).
 
 The router adds the classifier's centred log-probabilities, times `weight`, to its hand-set cue

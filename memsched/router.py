@@ -157,9 +157,10 @@ class Carried:
     previous_age_s: float | None = None
 
 
-# Embedders left out of the prototype similarity: hashed bags of words only match shared words; the
-# gloss layer (MiniLM over English glosses of Chinese, embed.gloss) is read by the learned classifier
-# (memsched.classify), which weighs it against the other blocks, rather than by the hand-set prototypes.
+# Embedders whose similarity says nothing about a mode: hashed bags of words only match shared words;
+# the gloss layer (MiniLM over English glosses of Chinese, embed.gloss) is a retrieval layer whose
+# vector arrives after the others (a second MiniLM call), so the router does not wait for it; as a
+# classifier feature it added about +0.005 (BENCHMARKS.md, "Conversation mode").
 NO_PROTOTYPES = frozenset({"hash", "gloss"})
 
 
