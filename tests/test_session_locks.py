@@ -8,6 +8,7 @@ and a pooled lock connection that died is replaced.
 
 from __future__ import annotations
 
+import math
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -128,9 +129,25 @@ def test_a_busy_session_times_out_with_the_busy_error(store: Store) -> None:
 
 @pytest.mark.usefixtures("backend")
 def test_held_context_renews_and_releases(store: Store) -> None:
-    lock = SessionLock(store)
+    """The heartbeat renews the lease while the block runs. The lease runs on a fake clock, so a
+    loaded machine that delays the heartbeat thread cannot let it lapse: the test waits for a renewal
+    to show in the store instead of racing the heartbeat with a sleep."""
+    clock = FakeClock()
+    lock = SessionLock(store, clock=clock)
     with lock.held("u", "s", lease_seconds=0.06) as owner:
-        time.sleep(0.1)  # past the first lease: only the heartbeat keeps it
+        first = store.lock_holder("u", "s")
+        assert first is not None and first[0] == owner
+        clock.advance(0.03)  # half the lease: a renewal from now on ends later than the first lease
+        deadline = time.monotonic() + WAIT
+        renewed = first
+        while renewed[1] <= first[1] and not math.isinf(first[1]) and time.monotonic() < deadline:
+            time.sleep(0.01)
+            found = store.lock_holder("u", "s")
+            assert found is not None and found[0] == owner
+            renewed = found
+        # SQLite: the lease moved on; PostgreSQL: an advisory lock has no lease to run out (inf).
+        assert renewed[1] > first[1] or math.isinf(first[1])
+        clock.advance(0.05)  # past the first lease: only the renewal keeps it
         assert lock.holder("u", "s") == owner
         with pytest.raises(StoreError, match="busy"), lock.held("u", "s", timeout=0):
             pass
