@@ -25,6 +25,8 @@ from memsched.text.tokens import TokenCounter, get_counter
 from memsched.tools import DEFAULT_INDEX_SHARE, attach_index
 
 if TYPE_CHECKING:
+    from concurrent.futures import Future
+
     from memsched.paging import Pager, Paging
     from memsched.retrieve import Retrieval
 
@@ -237,11 +239,46 @@ class Memory:
         names = [n for n in self.embedders if self.retriever.weights.dense_weight(n, cjk) > 0]
         return embed_soon(self.embedders, names, message)
 
-    def prefetch_terms(self, user_id: str, message: str) -> None:
-        """Start what retrieval will embed for `message` besides its own vectors (the soft-term
-        layer's query terms), so it runs while the caller does other work; see `Pager.prefetch_terms`."""
+    def recent_turns(self, user_id: str, session_id: str | None, after_seq: int | None = None) -> list[Turn]:
+        """The session's recent window as `context` takes it (after `after_seq`, when given)."""
+        if not session_id:
+            return []
+        recent = self.store.session_turns(user_id, session_id, last=self.config.recent_max_turns)
+        if after_seq is not None:  # the turns up to there are covered by summaries
+            recent = [t for t in recent if t.seq is not None and t.seq > after_seq]
+        return recent
+
+    def retrieval(
+        self,
+        user_id: str,
+        message: str,
+        *,
+        session_id: str | None = None,
+        recent_after_seq: int | None = None,
+        query_vectors: Mapping[str, Any] | None = None,
+        exclude_turn_ids: Iterable[int] = (),
+    ) -> Retrieval | Paging:
+        """The ranked candidates `context` computes for the same arguments. The scheduler runs it on
+        another thread while it routes the message, and hands the result to `context(retrieval=)`."""
+        recent = self.recent_turns(user_id, session_id, recent_after_seq)
+        exclude = {t.id for t in recent if t.id is not None} | set(exclude_turn_ids)
+        qvecs = query_vectors if query_vectors else self.query_vectors(message)
+        return self._retrieve(user_id, message, session_id, exclude, qvecs)
+
+    def _retrieve(
+        self,
+        user_id: str,
+        message: str,
+        session_id: str | None,
+        exclude: set[int],
+        qvecs: Mapping[str, Any],
+    ) -> Retrieval | Paging:
         if self.config.paging_mode in ("retrieve", "both"):
-            self.pager.prefetch_terms(user_id, message)
+            # The paging scheduler (bookmarks, page priors, multi-hop, LLM rerank) over the retriever.
+            return self.pager.retrieve(
+                user_id, message, session_id=session_id, exclude=exclude, query_vectors=qvecs
+            )
+        return self.retriever.retrieve(user_id, message, exclude=exclude, query_vectors=qvecs)
 
     def require_user(self, user_id: str) -> None:
         if not self.store.has_user(user_id):
@@ -277,6 +314,7 @@ class Memory:
         recall_hint: str = "",
         exclude_turn_ids: Iterable[int] = (),
         lexical_only_turn_ids: Iterable[int] = (),
+        retrieval: Future[Retrieval | Paging] | None = None,
     ) -> ContextResult:
         """Build the messages for the next LLM call: system, recalled memory, recent turns, `message`.
 
@@ -288,7 +326,8 @@ class Memory:
         BM25 besides the message and its hits are interleaved after the best few candidates;
         `exclude_turn_ids` are never recalled; `lexical_only_turn_ids` only when a keyword layer
         (BM25) found them — e.g. a finished topic that its summary stands for, which comes back when
-        the message names it but not by mere embedding similarity.
+        the message names it but not by mere embedding similarity. `retrieval` is the result of
+        `self.retrieval(...)` started earlier with the same arguments (used instead of searching again).
         """
         t_start = time.perf_counter()
         cfg = self.config
@@ -298,11 +337,7 @@ class Memory:
         timings: dict[str, float] = {}
 
         t0 = time.perf_counter()
-        recent = (
-            self.store.session_turns(user_id, session_id, last=cfg.recent_max_turns) if session_id else []
-        )
-        if recent_after_seq is not None:  # the turns up to there are covered by `summaries`
-            recent = [t for t in recent if t.seq is not None and t.seq > recent_after_seq]
+        recent = self.recent_turns(user_id, session_id, recent_after_seq)
         timings["recent"] = _ms(t0)
         if backfill:
             t0 = time.perf_counter()
@@ -314,15 +349,13 @@ class Memory:
         timings["embed_query"] = _ms(t0)
 
         exclude = {t.id for t in recent if t.id is not None} | set(exclude_turn_ids)
-        retrieval: Retrieval | Paging
-        if cfg.paging_mode in ("retrieve", "both"):
-            # The paging scheduler (bookmarks, page priors, multi-hop, LLM rerank) over the retriever.
-            retrieval = self.pager.retrieve(
-                user_id, message, session_id=session_id, exclude=exclude, query_vectors=qvecs
-            )
+        if retrieval is not None:
+            t0 = time.perf_counter()
+            found = retrieval.result()
+            timings["retrieval_wait"] = _ms(t0)  # what was left of it when the context needed it
         else:
-            retrieval = self.retriever.retrieve(user_id, message, exclude=exclude, query_vectors=qvecs)
-        timings.update(retrieval.timings_ms)
+            found = self._retrieve(user_id, message, session_id, exclude, qvecs)
+        timings.update(found.timings_ms)
         # With tools, part of the budget holds the bookmark index the model pages from.
         index_share = DEFAULT_INDEX_SHARE if shares is None else float(shares.get("bookmarks", 0.0))
         index_room = int(budget * index_share) if cfg.paging_mode in ("tools", "both") else 0
@@ -331,7 +364,7 @@ class Memory:
             shares = {**shares, "recalled": float(shares.get("recalled", 0.0)) + index_share}
 
         t0 = time.perf_counter()
-        top = retrieval.candidates[:200]
+        top = found.candidates[:200]
         if recall_hint:
             top = self._with_hint(user_id, top, recall_hint, exclude)
         gated = set(lexical_only_turn_ids)
@@ -388,7 +421,7 @@ class Memory:
             "at": now.isoformat(),
             "query": message,
             "budget": budget,
-            "retrieval": retrieval.trace(),
+            "retrieval": found.trace(),
             "selected": [
                 {
                     "turn_id": t.id,

@@ -419,8 +419,6 @@ class _Ranked:
 _SOFT_THREADS = 4
 _soft_pool: ThreadPoolExecutor | None = None
 _soft_pool_lock = threading.Lock()
-# Term vectors started before retrieval (`Pager.prefetch_terms`), kept this long per pager at most.
-_PREFETCH_MAX = 64
 
 
 def _soft_executor() -> ThreadPoolExecutor:
@@ -463,7 +461,6 @@ class Pager:
         )
         self._speakers: LRUCache[str, tuple[int, dict[str, str]]] = LRUCache(size)
         self._vocab: LRUCache[tuple[str, str], Vocabulary] = LRUCache(size)
-        self._prefetched: OrderedDict[tuple[str, str], TermVectors] = OrderedDict()
         # turn id -> question share, per user: a turn's text never changes, so each is read once
         # (dropped with the user's other caches after a delete, which may free its id).
         self._questions: LRUCache[str, dict[int, float]] = LRUCache(size)
@@ -475,7 +472,6 @@ class Pager:
         other = Pager(self.memory, replace(self.options, **changes), self.llm)
         other._names, other._vectors, other._speakers = self._names, self._vectors, self._speakers
         other._vocab = self._vocab
-        other._prefetched = self._prefetched
         other._questions = self._questions
         return other
 
@@ -493,8 +489,6 @@ class Pager:
                 self._vocab.pop(vkey)
             for key in [k for k in self._sessions if k[0] == user_id]:
                 del self._sessions[key]
-            for pkey in [k for k in self._prefetched if k[0] == user_id]:
-                del self._prefetched[pkey]
 
     def _name_index(self, user_id: str) -> _NameIndex:
         sig = self.store.bookmark_signature(user_id)
@@ -550,25 +544,6 @@ class Pager:
         vectors = TermVectors(embedder)
         vectors.start([t for t in query_terms(query, self._term_skip(user_id)) if t not in vocab.index])
         return vectors
-
-    def prefetch_terms(self, user_id: str, query: str) -> None:
-        """Start embedding the query's terms the vocabulary lacks now, for the `retrieve` of the same
-        query that follows: the scheduler calls this once the message's own vector is in, so the
-        terms' model call runs while the turn routes and searches (one call after the other, not
-        queued ahead of the message's). Does nothing when the soft-term layer is off."""
-        if not self.options.terms:
-            return
-        vectors = self._term_vectors(user_id, query)
-        if vectors is None:
-            return
-        with self._lock:
-            self._prefetched[(user_id, query)] = vectors
-            while len(self._prefetched) > _PREFETCH_MAX:
-                self._prefetched.popitem(last=False)
-
-    def _take_prefetched(self, user_id: str, query: str) -> TermVectors | None:
-        with self._lock:
-            return self._prefetched.pop((user_id, query), None)
 
     def _timed_soft_layer(
         self, user_id: str, query: str, exclude: set[int], vectors: TermVectors
@@ -645,11 +620,7 @@ class Pager:
         use_bookmarks = (opts.bookmarks or opts.multihop) and self.store.bookmark_count(user_id) > 0
         index = self._name_index(user_id) if use_bookmarks else None
 
-        term_vectors = (
-            (self._take_prefetched(user_id, query) or self._term_vectors(user_id, query))
-            if opts.terms
-            else None
-        )
+        term_vectors = self._term_vectors(user_id, query) if opts.terms else None
         main = self._rank(user_id, query, qvecs, exclude, index, term_vectors)
         timings = dict(main.timings)
         layers = dict(main.layers)

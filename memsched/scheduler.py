@@ -37,7 +37,7 @@ import threading
 import time
 import uuid
 from collections.abc import Iterator, Mapping, Sequence
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Any
@@ -87,6 +87,8 @@ from memsched.vision import (
 if TYPE_CHECKING:
     from memsched.jobs.worker import Worker
     from memsched.llm.client import ChatClient
+    from memsched.paging import Paging
+    from memsched.retrieve import Retrieval
 
 log = logging.getLogger("memsched.scheduler")
 
@@ -242,6 +244,7 @@ class _TurnState:
     # ones the router reads, which it waits for.
     qvecs: Mapping[str, np.ndarray] = field(default_factory=dict)
     route_vecs: dict[str, np.ndarray] = field(default_factory=dict)
+    retrieval: Future[Retrieval | Paging] | None = None  # started beside routing (Memory.retrieval)
     route: Route | None = None
     job_ids: list[int] = field(default_factory=list)
     llm_ms: float = 0.0
@@ -335,6 +338,10 @@ class Scheduler:
         self._renewer: threading.Thread | None = None
         self.gate = ForegroundGate()  # P2 workers of this process wait while a turn is in flight
         self._post = ThreadPoolExecutor(max_workers=max(1, post_threads), thread_name_prefix="memsched-post")
+        # Each turn's retrieval runs on one of these while the turn's own thread routes.
+        self._fore = ThreadPoolExecutor(
+            max_workers=max(1, post_threads), thread_name_prefix="memsched-retrieve"
+        )
         self._owner = default_owner("turn")
         self.topic_embedder = next((n for n in TOPIC_EMBEDDER_PREFERENCE if n in memory.embedders), None)
         if self.topic_embedder is None and memory.embedders:
@@ -363,6 +370,7 @@ class Scheduler:
             return
         self._closed = True
         self._post.shutdown(wait=True)
+        self._fore.shutdown(wait=True)
         self._renew_stop.set()
         if self.worker is not None:
             self.worker.stop()
@@ -900,19 +908,29 @@ class Scheduler:
             skip_kinds = self._take_failed_turn(user_id, session_id, message)
         self._commands(t, skip_kinds)
         self._overflow(t)
-        with sw.stage("embed_query"):  # what is left of it after the stages above
-            t.qvecs = pending if pending is not None else self.memory.retriever.embed_query(message)
-            # Only the vectors the router reads are waited for here; the others (the gloss layer's)
-            # finish while the turn routes and are read by their dense layer.
-            reads = self._route_names
-            t.route_vecs = {n: t.qvecs[n] for n in t.qvecs if n in reads}
-        # The query's terms the soft-term layer must embed start now, behind the message's own call.
-        self.memory.prefetch_terms(user_id, message)
-        self._route(t, t.timezone)
         with sw.stage("backfill"):
             # Only turns stored outside the scheduler lack vectors here (an import, another client):
             # the check is one indexed query, the embedding runs only when there is work.
             self._index(user_id)
+        t.qvecs = pending if pending is not None else self.memory.query_vectors(message)
+        t.covered = covered_seq(t.summaries)
+        # Retrieval needs only the message, its vectors and the recent window, all known now: it runs
+        # on another thread (BM25, bookmarks and the soft layer's pool first, the dense layers when
+        # the vectors are in) while this one waits for the vectors the router reads and routes.
+        t.retrieval = self._fore.submit(
+            self.memory.retrieval,
+            user_id,
+            message,
+            session_id=session_id,
+            recent_after_seq=t.covered,
+            query_vectors=t.qvecs,
+        )
+        with sw.stage("embed_query"):  # what is left of it after the stages above
+            # Only the vectors the router reads are waited for here; the others (the gloss layer's)
+            # are read by their dense layer.
+            reads = self._route_names
+            t.route_vecs = {n: t.qvecs[n] for n in t.qvecs if n in reads}
+        self._route(t, t.timezone)
         with sw.stage("context"):
             ctx = self._context(t)
         trace = self._trace(t, ctx)
@@ -1053,7 +1071,6 @@ class Scheduler:
         t.sw.add("overflow", event["ms"])
 
     def _route(self, t: _TurnState, timezone: str | None) -> None:
-        t.covered = covered_seq(t.summaries)
         t.segment_start = max(int(t.counts.get("segment_start", 0)), t.covered + 1)
         with t.sw.stage("route"):
             state = self.store.session_state(t.user_id, t.session_id)
@@ -1397,6 +1414,7 @@ class Scheduler:
             "summaries": [render(s) for s in t.summaries],
             "recent_after_seq": t.covered,
             "query_vectors": t.qvecs,
+            "retrieval": t.retrieval,
             # A finished topic is represented by its summary: its raw turns come back only when the
             # message names them (a keyword hit), not by mere embedding similarity.
             "lexical_only_turn_ids": [

@@ -5,7 +5,10 @@ from pathlib import Path
 
 import pytest
 
+from memsched.embed.hashing import HashEmbedder
 from memsched.memory import Memory
+from memsched.model import Turn
+from memsched.store import Store
 
 # Runs on SQLite and on PostgreSQL (conftest.py, `backend`).
 pytestmark = pytest.mark.usefixtures("backend")
@@ -60,3 +63,35 @@ def test_delete_forgets_everywhere(mem: Memory, tmp_path: Path) -> None:
     mem.delete_turns("u", [t.id])
     assert all(h.turn.id != t.id for h in mem.search("u", "swordfish"))
     assert "swordfish" not in mem.context("u", "password?").messages[0]["content"]
+
+
+def test_a_retrieval_run_on_another_thread_gives_the_same_context(store: Store) -> None:
+    """The scheduler starts `Memory.retrieval` beside routing and hands it to `context`: the context
+    is the one `context` builds by itself (same candidates, same selection, same messages)."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    mem = Memory(store=store, embedders={"hash": HashEmbedder()}, page_size=4)
+    t0 = datetime(2024, 5, 1, 9, 0, tzinfo=UTC)
+    old = [
+        "I adopted a cat named Pepper.",
+        "Pepper hates the vacuum.",
+        "We moved to Lyon in May.",
+        "Lyon is rainy.",
+    ]
+    new = ["Work was long today.", "What was my cat called again?", "Pepper, I think!", "Right, Pepper."]
+    mem.add_many(
+        [Turn("u", "s1", "user", text, created_at=t0 + timedelta(minutes=i)) for i, text in enumerate(old)]
+        + [
+            Turn("u", "s2", "user", text, created_at=t0 + timedelta(days=1, minutes=i))
+            for i, text in enumerate(new)
+        ]
+    )
+    query = "what is my cat's name and where did we move?"
+    with ThreadPoolExecutor(1) as pool:
+        started = pool.submit(mem.retrieval, "u", query, session_id="s2", recent_after_seq=1)
+        handed = mem.context("u", query, session_id="s2", recent_after_seq=1, budget=300, retrieval=started)
+    alone = mem.context("u", query, session_id="s2", recent_after_seq=1, budget=300)
+    assert handed.trace["selected"] and handed.trace["selected"] == alone.trace["selected"]
+    assert handed.trace["recent"] == alone.trace["recent"]  # turns after seq 1 of s2 only
+    assert handed.messages == alone.messages
+    assert "retrieval_wait" in handed.trace["timings_ms"]

@@ -336,38 +336,3 @@ def test_soft_scores_equal_the_plain_definition(store: Store) -> None:
     expected = _reference_soft_scores(store, "u", weight, ids)
     assert hits and {h.turn_id: h.score for h in hits} == expected  # exactly: same sums in the same order
     assert [h.turn_id for h in hits] == sorted(expected, key=lambda t: (-expected[t], t))
-
-
-def test_prefetched_term_vectors_give_the_same_ranking_and_are_dropped_on_forget(store: Store) -> None:
-    mem = Memory(store=store, embedders={"hash": HashEmbedder()}, page_size=4)
-    rows = [
-        ("Bob", "Yesterday I played tennis with my brother."),
-        ("Bob", "I joined a volleyball team at work."),
-        ("Bob", "The weather was grey all week."),
-        ("Bob", "We watched a documentary about whales."),
-        ("Bob", "Tennis again on Sunday, then a swim."),
-    ]
-    for user in ("u", "v"):
-        mem.add_many(_turns(user, rows))
-        maintain_bookmarks(mem, user)
-    pager = Pager(mem, PagingOptions(cooperative=False))
-    query = "Which sports does Bob play with his brother on Sunday?"
-    plain = pager.retrieve("u", query)
-    pager.prefetch_terms("u", query)
-    assert ("u", query) in pager._prefetched
-    fetched = pager.retrieve("u", query)
-    assert ("u", query) not in pager._prefetched  # used once
-    assert "terms" in fetched.layers and fetched.layers["terms"] == plain.layers["terms"]
-    assert [(c.turn_id, c.fused) for c in fetched.candidates] == [
-        (c.turn_id, c.fused) for c in plain.candidates
-    ]
-    # A prefetch holds the user's query text: forgetting the user drops it.
-    pager.prefetch_terms("u", query)
-    pager.prefetch_terms("v", query)
-    pager.forget("u")
-    assert list(pager._prefetched) == [("v", query)]
-    pager.prefetch_terms("w", query)  # a user without a vocabulary: nothing to start
-    assert list(pager._prefetched) == [("v", query)]
-    off = Pager(mem, PagingOptions(cooperative=False, terms=False))
-    off.prefetch_terms("u", query)  # the layer is off: nothing to start
-    assert not off._prefetched
