@@ -13,21 +13,11 @@ from memsched.errors import InputError
 from memsched.jobs.queue import Job, JobQueue, Priority, SessionLock
 from memsched.model import Turn
 from memsched.store import Store
+from memsched.testing.clock import FakeClock
 from tests.conftest import raw_sql
 
 # Runs on SQLite and on PostgreSQL (conftest.py, `backend`).
 pytestmark = pytest.mark.usefixtures("backend")
-
-
-class FakeClock:
-    def __init__(self, start: float = 1_700_000_000.0) -> None:
-        self.now = start
-
-    def __call__(self) -> float:
-        return self.now
-
-    def advance(self, seconds: float) -> None:
-        self.now += seconds
 
 
 @pytest.fixture

@@ -23,19 +23,9 @@ from memsched.errors import StoreError
 from memsched.jobs.queue import SessionLock
 from memsched.store import Store, open_store
 from memsched.store.base import SessionLease
+from memsched.testing.clock import FakeClock
 
 WAIT = 60.0  # generous: only for waiting on threads, never asserted on
-
-
-class FakeClock:
-    def __init__(self, start: float = 1_700_000_000.0) -> None:
-        self.now = start
-
-    def __call__(self) -> float:
-        return self.now
-
-    def advance(self, seconds: float) -> None:
-        self.now += seconds
 
 
 def wait_until(check: Callable[[], bool], what: str) -> None:

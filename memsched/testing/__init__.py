@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from memsched.testing.clock import FakeClock
 from memsched.testing.fake_openai import (
     Cut,
     Delay,
@@ -20,6 +21,7 @@ __all__ = [
     "Cut",
     "Delay",
     "Fail",
+    "FakeClock",
     "FakeOpenAI",
     "Hold",
     "LiveServer",
