@@ -101,14 +101,9 @@ def fit(
     blocks: list[tuple[str, int, str | None]] = [(n, dims[n], model_ids[n]) for n in EMBEDDERS if n in dims]
     blocks.append(("cues", len(MODES), None))
     n_feat = len(char.vocab) + len(word.vocab) + len(han.vocab) + sum(d for _, d, _ in blocks)
-    shell = ModeClassifier(
-        char=char,
-        word=word,
-        han=han,
-        dense_blocks=blocks,
-        coef=np.zeros((len(MODES), n_feat)),
-        intercept=np.zeros(len(MODES)),
-    )
+    parts: dict[str, Any] = {"char": char, "word": word, "han": han, "dense_blocks": blocks}
+    # Unfitted weights: the shell only turns messages into feature rows.
+    shell = ModeClassifier(**parts, coef=np.zeros((len(MODES), n_feat)), intercept=np.zeros(len(MODES)))
     x = np.stack(
         [shell.feature_row(t, f["vectors"], model_ids, f["cues"]) for t, f in zip(texts, feats, strict=True)]
     )
@@ -116,15 +111,7 @@ def fit(
     # One BLAS thread: on a shared 2-core machine the threads fight and a fit takes 20x longer.
     with threadpool_limits(1):
         clf = LogisticRegression(C=c, max_iter=10000, tol=1e-6).fit(x, y)
-    return ModeClassifier(
-        char=char,
-        word=word,
-        han=han,
-        dense_blocks=blocks,
-        coef=clf.coef_,
-        intercept=clf.intercept_,
-        meta=meta,
-    )
+    return ModeClassifier(**parts, coef=clf.coef_, intercept=clf.intercept_, meta=meta)
 
 
 def out_of_fold(
