@@ -146,13 +146,13 @@ def hand_set_scores(memory: Memory, texts: Sequence[str], feats: Sequence[dict[s
     rows = []
     for text, f in zip(texts, feats, strict=True):
         cjk = cjk_ratio(text)
-        _, scores, _, _ = router.decide_mode(
+        scores = router.decide_mode(
             text,
             router.mode_cues(text),
             vectors=f["vectors"],
             embedders=memory.embedders,
             embedder_weights={n: weights.dense_weight(n, cjk) for n in f["vectors"]},
-        )
+        ).scores
         rows.append([scores[m] for m in MODES])
     return np.array(rows)
 

@@ -22,7 +22,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from importlib import resources
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 import numpy as np
@@ -145,6 +145,18 @@ DEFAULT_WEIGHTS = ModeWeights()
 # The mode a carried mood pulls the next message towards.
 MOOD_MODE = {"upset": "conflict", "sad": "comfort", "anxious": "comfort", "affectionate": "intimacy"}
 MODE_MOOD = {"conflict": "upset", "comfort": "sad", "intimacy": "affectionate"}
+
+
+class ModeDecision(NamedTuple):
+    """What `Router.decide_mode` found. `own_mode` is the mode the message's own evidence picks (cues,
+    prototypes, classifier) without the carried state: the mood the message expresses comes from it,
+    so "早安" after an argument is routed as conflict but does not add to the carried upset mood."""
+
+    mode: str
+    scores: dict[str, float]
+    evidence: dict[str, dict[str, float]]
+    reason: str
+    own_mode: str
 
 
 @dataclass(frozen=True, slots=True)
@@ -384,8 +396,8 @@ class Router:
         embedders: Mapping[str, Embedder] | None = None,
         embedder_weights: Mapping[str, float] | None = None,
         carried: Carried | None = None,
-    ) -> tuple[str, dict[str, float], dict[str, dict[str, float]], str]:
-        """(mode, score per mode, evidence per source and mode, reason). Adds cue, prototype,
+    ) -> ModeDecision:
+        """The mode, score per mode, evidence per source and mode, reason and own mode. Adds cue, prototype,
         classifier and carried-state evidence with `self.weights`; `casual` wins unless another mode
         beats it by `casual_bias`. The reason names each source's share and, with a classifier, which
         of its feature blocks (n-grams, each embedder's vector, cue counts) leaned to the mode."""
@@ -415,6 +427,9 @@ class Router:
             mean = sum(pred.log_probs.values()) / len(pred.log_probs)
             evidence["classifier"] = {m: weight * (v - mean) for m, v in pred.log_probs.items()}
             blocks = pred.contributions
+        own = {m: sum(src.get(m, 0.0) for src in evidence.values()) for m in MODES}
+        own["casual"] += w.casual_bias
+        own_mode = max(MODES, key=lambda m: (own[m], -MODES.index(m)))
         if carried is not None:
             pulled = MOOD_MODE.get(carried.mood)
             if pulled and carried.intensity > 0:
@@ -452,7 +467,7 @@ class Router:
             reason += "; classifier features: " + ", ".join(
                 f"{b} {v:+.2f}" for b, v in sorted(lean.items(), key=lambda kv: -kv[1])
             )
-        return mode, scores, evidence, reason
+        return ModeDecision(mode, scores, evidence, reason, own_mode)
 
     def route(
         self,
@@ -491,7 +506,7 @@ class Router:
         notes: list[str] = []
         for mode, compiled in self._modes.items():
             cues[mode] = self._found(compiled, message)
-        mode, scores, evidence, reason = self.decide_mode(
+        mode, scores, evidence, reason, own_mode = self.decide_mode(
             message,
             cues,
             vectors=vectors,
@@ -509,15 +524,16 @@ class Router:
         for name, compiled in (*self._moods.items(), *self._repair.items()):
             cues[name] = self._found(compiled, message)
 
-        # The mood this message expresses, if any.
-        mood: str | None = MODE_MOOD.get(mode)
-        if mode == "comfort" and cues.get("anxious"):
+        # The mood this message expresses, if any: read from its own evidence, not the carried state's
+        # pull (a neutral message routed as conflict the morning after leaves the mood to decay).
+        mood: str | None = MODE_MOOD.get(own_mode)
+        if own_mode == "comfort" and cues.get("anxious"):
             mood = "anxious"
-        if mode == "casual" and cues.get("happy"):
+        if own_mode == "casual" and cues.get("happy"):
             mood = "happy"
         intensity = 0.0
         if mood is not None:
-            n = len(cues.get(mode, [])) + len(cues.get(mood, []))
+            n = len(cues.get(own_mode, [])) + len(cues.get(mood, []))
             boost = len(self._found(self._intense, message)) + message.count("!") + message.count("！")
             intensity = min(1.0, 0.45 + 0.15 * max(0, n - 1) + 0.1 * min(boost, 3) + (0.1 if n else 0.0))
 

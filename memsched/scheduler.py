@@ -583,8 +583,14 @@ class Scheduler:
                     apply_facts(
                         self.profile, user_id, extract_facts(content), at=at, source_turn_ids=[turn.id], tx=tx
                     )
-                if timezone and local_now(at, timezone).tzinfo is not UTC:
+                if (
+                    timezone
+                    and local_now(at, timezone).tzinfo is not UTC
+                    and self._timezone(user_id) != timezone
+                ):
                     # Sent with the turn: remembered for the user's turns and records that come without.
+                    # Only a change is written: a client sends it with every turn, and each would add
+                    # its turn id to the fact's sources (a list as long as the history).
                     self.profile.set(user_id, TIMEZONE, timezone, at=at, source_turn_ids=[turn.id], tx=tx)
                 jobs.extend(page_jobs([turn], self.store.page_size))
                 job_ids = self.queue.enqueue(jobs, tx=tx) if jobs else []
@@ -1204,8 +1210,13 @@ class Scheduler:
                     source_turn_ids=[user_turn.id],
                     tx=tx,
                 )
-                if t.timezone and local_now(t.at, t.timezone).tzinfo is not UTC:
-                    # A timezone sent with a turn is remembered for turns and records that come without.
+                if (
+                    t.timezone
+                    and local_now(t.at, t.timezone).tzinfo is not UTC
+                    and self._timezone(t.user_id) != t.timezone
+                ):
+                    # A timezone sent with a turn is remembered for turns and records that come without;
+                    # only a change is written (see `record`).
                     self.profile.set(
                         t.user_id, TIMEZONE, t.timezone, at=t.at, source_turn_ids=[user_turn.id], tx=tx
                     )

@@ -112,6 +112,16 @@ def test_the_morning_after_an_argument_is_cool(server: str, fake: FakeOpenAI, la
     system = system_of(fake)
     assert "Conversation strategy: conflict_cold" in system and "……早。" in system
     assert "current mood" in system and fight[0] in system  # what caused it is quoted
+    # "早安" is routed as conflict because of the carried mood, but expresses no anger of its own: it
+    # neither strengthens the mood nor becomes one of its causes (it would, read by the final mode).
+    assert trace["mood"]["event"] == "kept"
+    assert trace["mood"]["after"]["cause_turn_ids"] == cause_ids
+    again = chat(server, "li", "morning", morning, next_day + timedelta(minutes=5))
+    assert again["mood"]["after"]["intensity"] <= trace["mood"]["after"]["intensity"]
+    # The timezone comes with every turn; its profile fact keeps the turn that first said it.
+    facts = httpx.get(f"{server}/v1/users/li/profile", timeout=10).json()["facts"]
+    (tz,) = [f for f in facts if f["key"] == "timezone"]
+    assert tz["value"] == "Asia/Shanghai" and tz["source_turn_ids"] == cause_ids[:1]
 
 
 @pytest.mark.parametrize(
