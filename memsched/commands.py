@@ -283,16 +283,34 @@ FORGET_TOPIC_RULES: list[tuple[str, re.Pattern[str]]] = [
             rf"{_ZH_TOPIC}的(?:所有|全部|一切)?{_ZH_TOPIC_WHAT}"
         ),
     ),
+    # "把演唱会的事都忘了": no 关于, so only after 把/将 with no subject before it ("我把演唱会的事忘了"
+    # says the speaker forgot), and never a time word ("把刚才的事忘了" is about the last message).
+    (
+        "zh_ba_x_forget",
+        re.compile(
+            rf"(?<![我他她它们])(?:把|将)(?:我(?:和|跟|的)?)?(?P<topic>(?!我?[说讲])[^，,。！!？?、；;\s的]{{2,20}}?)(?:有关|相关)?的"
+            rf"{_ZH_TOPIC_WHAT}(?:都|全部|全都|统统|全)?(?:给我)?{_ZH_ALL_VERB}"
+        ),
+    ),
+    # "forget everything I said about my boss", "forget what I told you about the concert"; a bare
+    # "forget about work" is left alone (it usually means "stop thinking about it").
     (
         "en_everything_about_x",
         re.compile(
-            _EN_ASK + r"(?:forget|delete|erase|remove)\s+(?:all|everything|anything)\s+(?:(?:that\s+)?i\s+"
-            r"(?:said|told you)\s+|you\s+know\s+)?(?:about|regarding|related\s+to|to\s+do\s+with)\s+"
+            _EN_ASK + r"(?:forget|delete|erase|remove)\s+(?:(?:all|everything|anything)\s+(?:(?:that\s+)?i\s+"
+            r"(?:just\s+)?(?:said|told you|mentioned|wrote|shared)\s+|you\s+know\s+)?|what\s+i\s+(?:just\s+)?"
+            r"(?:said|told you|mentioned|wrote|shared)\s+)(?:about|regarding|related\s+to|to\s+do\s+with)\s+"
             r"(?P<topic>[^.!?,;]{1,40})",
             re.I,
         ),
     ),
 ]
+
+# Words that name a time or a message rather than a topic: "把刚才的事忘了" asks to forget the last
+# message (a `forget_last` rule), "把昨天的事都忘了" names no topic to search for.
+_NOT_TOPICS = frozenset(
+    "it that this them 那 这 那些 这些 刚才 刚刚 之前 以前 上次 上一条 那句 这句 昨天 今天 前天 那天 我说 你说".split()
+)
 
 # A topic also matches its common variants (data, not fitted to any dataset: kinship words).
 TOPIC_VARIANTS: dict[str, tuple[str, ...]] = {
@@ -338,7 +356,7 @@ def _detect_forget(text: str) -> Command | None:
             topic = _clean_topic(m.group("topic"))
             if topic.lower() in _ME:
                 return Command(kind="forget_all", matched=m.group(0), rule=rule)
-            if topic and topic.lower() not in ("it", "that", "this", "them", "那", "这"):
+            if topic and topic.lower() not in _NOT_TOPICS:
                 return Command(kind="forget_topic", value=topic, matched=m.group(0), rule=rule)
     for rule, pattern in FORGET_RULES:
         m = pattern.search(text)

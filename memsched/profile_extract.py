@@ -16,8 +16,8 @@ still recalled by search); a false one would be shown on every turn.
 | birthday | 我的生日是X, 我是X出生的 | my birthday is X, I was born on X |
 | location | 我住在X, 我搬到了X, 我在X生活 | I live in X, I moved to X, I'm based in X |
 | occupation | 我是一名X, 我的工作是X, 我是做X的 | I work as a X, my job is X, I'm a X by profession |
-| partner_name | 我男朋友/老婆/对象…叫X | my boyfriend/wife/partner… is called X |
-| pets | 我的猫叫X, 我养了一只狗 | my dog is called X, I have a cat |
+| partner_name | 我男朋友/老婆/对象…叫X | my boyfriend/wife/partner… is called X, my girlfriend Emma |
+| pets | 我的猫叫X, 我养了一只狗 | my dog is called X, our cat Miso, I have a cat |
 | likes | 我(很/最…)喜欢X, 我爱吃X | I love/like/enjoy/adore X |
 | dislikes | 我讨厌X, 我不喜欢X, 我受不了X | I hate/dislike X, I can't stand X, I don't like X |
 | allergies | 我对X过敏, 我X过敏 | I'm allergic to X, I have a X allergy |
@@ -108,6 +108,11 @@ _EN_DATE = (
     r"May|June|July|August|September|October|November|December)(?:,? \d{4})?)"
 )
 _EN_NAME = r"(?P<v>[A-Z][a-z'\-]+(?: [A-Z][a-z'\-]+)?)"
+_EN_CAP_NAME = (
+    r"(?!(?:Monday|Tuesday|Wednesday|Thursday|Friday|Saturday|Sunday|January|February|March|April|May|"
+    r"June|July|August|September|October|November|December)\b)"
+    r"(?-i:(?P<v>[A-Z][a-z'\-]+(?: [A-Z][a-z'\-]+)?))(?![A-Za-z'\-])"
+)
 _ZH_HEAD = r"(?:^|(?<=[，,。.!！?？；;~～\s]))"
 _ZH_ADV = r"(?:真的|其实|一直|特别|非常|超级|超|很|最|好|挺|还挺|也|都|还是|比较)*"
 _EN_ADV = r"(?:really |absolutely |just |totally |kinda |kind of |also |still |truly |so )*"
@@ -239,6 +244,20 @@ _RULES: list[tuple[str, str, re.Pattern[str], bool]] = [
         "en_partner",
         PARTNER_NAME,
         re.compile(rf"\bmy (?:{_EN_PARTNER})(?:'s name is| is called| is named|,) {_EN_NAME}", re.I),
+        True,
+    ),
+    # "my girlfriend Emma", "our cat Miso": a capitalised name right after the word (case-sensitive,
+    # so "my girlfriend loves jazz" names nobody).
+    (
+        "en_partner_apposition",
+        PARTNER_NAME,
+        re.compile(rf"\b(?:my|our) (?:{_EN_PARTNER}) {_EN_CAP_NAME}", re.I),
+        True,
+    ),
+    (
+        "en_pet_apposition",
+        PETS,
+        re.compile(rf"\b(?:my|our) (?P<kind>{_PET_KINDS_EN}) {_EN_CAP_NAME}", re.I),
         True,
     ),
     (

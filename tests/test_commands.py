@@ -144,6 +144,11 @@ FORGET_WIDER = [
     ("忘记所有关于猫的事", "forget_topic", "猫"),
     ("forget everything about my ex", "forget_topic", "ex"),
     ("Please forget everything I said about my boss", "forget_topic", "boss"),
+    ("Forget what I said about the concert.", "forget_topic", "concert"),
+    ("Could you delete what I told you about my ex?", "forget_topic", "ex"),
+    ("把演唱会的事都忘了吧", "forget_topic", "演唱会"),
+    ("把我和前任有关的事情全删了", "forget_topic", "前任"),
+    ("把我前任的事都忘了", "forget_topic", "前任"),
     ("删除所有关于我的数据", "forget_all", None),
     ("把我的数据全部删掉", "forget_all", None),
     ("忘掉关于我的一切", "forget_all", None),
@@ -166,10 +171,18 @@ def test_forget_topic_and_everything_detected(text: str, kind: str, topic: str |
         "我忘了关于他的事情",
         "我删除了关于他的记录",
         "我们聊聊关于旅行的事吧",
+        "我把演唱会的事忘了",
+        "Forget about work, let's have fun tonight",
+        "I forget what I said about the concert",
     ],
 )
 def test_statements_about_forgetting_are_not_commands(text: str) -> None:
     assert detect(text) == []
+
+
+@pytest.mark.parametrize("text", ["把刚才的事忘了", "把昨天的事都忘了吧", "把我说的事都忘了"])
+def test_a_time_word_is_not_a_topic_to_forget(text: str) -> None:
+    assert all(c.kind != "forget_topic" for c in detect(text))
 
 
 def test_topic_matches_its_variants_and_whole_words() -> None:

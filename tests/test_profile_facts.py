@@ -38,6 +38,8 @@ CASES = [
     ("I work as a nurse", "occupation", "nurse"),
     ("我男朋友叫阿杰", "partner_name", "阿杰"),
     ("my wife is called Anna", "partner_name", "Anna"),
+    ("I went to a concert with my girlfriend Emma.", "partner_name", "Emma"),
+    ("Our cat Miso knocked over my coffee", "pets", "cat Miso"),
     ("我的猫叫芝麻", "pets", "猫 芝麻"),
     ("my cat is named Sesame", "pets", "cat Sesame"),
     ("我养了一只狗", "pets", "狗"),
@@ -104,6 +106,8 @@ def test_a_rename_is_cut_at_the_clause_boundary(text: str, value: str) -> None:
         "我是一个很懒的人",
         "今天好累",
         "call me Dave",
+        "my girlfriend loves jazz",
+        "my husband Sunday morning was grumpy",
     ],
 )
 def test_questions_pronouns_and_chit_chat_state_no_fact(text: str) -> None:
