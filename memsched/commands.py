@@ -309,7 +309,7 @@ FORGET_TOPIC_RULES: list[tuple[str, re.Pattern[str]]] = [
 # Words that name a time or a message rather than a topic: "把刚才的事忘了" asks to forget the last
 # message (a `forget_last` rule), "把昨天的事都忘了" names no topic to search for.
 _NOT_TOPICS = frozenset(
-    "it that this them 那 这 那些 这些 刚才 刚刚 之前 以前 上次 上一条 那句 这句 昨天 今天 前天 那天 我说 你说".split()
+    "it that this them 那 这 那些 这些 刚才 刚刚 之前 以前 上次 上一条 那句 这句 昨天 今天 前天 那天 我说 你说".split()  # noqa: SIM905 - a word list reads better as text
 )
 
 # A topic also matches its common variants (data, not fitted to any dataset: kinship words).
