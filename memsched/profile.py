@@ -48,10 +48,10 @@ KEYS: tuple[str, ...] = (
     BIRTHDAY,
     LOCATION,
     OCCUPATION,
-    TIMEZONE,
     SLEEP_TIME,
     LIKES,
     DISLIKES,
+    TIMEZONE,  # last: the prompt's clock line already names it
 )
 # Keys that hold a set of values: a new value joins the others instead of replacing them.
 MULTI_KEYS: frozenset[str] = frozenset({PETS, LIKES, DISLIKES, ALLERGIES})
@@ -257,7 +257,7 @@ class Profile:
         """The system-prompt section for the user's current facts, or "" when there are none.
 
         One line per key, canonical keys first: `- preferred name (...): 大王 (since 2024-10-15;
-        formerly 小王)`, `- likes: jazz, hiking`. Formerly-used values are named for keys where old
+        formerly 小王)` (the date only for a value that replaced another), `- likes: jazz, hiking`. Formerly-used values are named for keys where old
         mentions would mislead. With `max_tokens` (costed by `count`), lines that do not fit are
         left out, least important key first.
         """
@@ -298,5 +298,6 @@ def _line(key: str, facts: list[dict[str, Any]]) -> str:
         replaces = fact["meta"].get("replaces")
         if replaces and not same_value(replaces, fact["value"]) and replaces not in former:
             former.append(replaces)
-    note = f"since {since}" + (f"; formerly {', '.join(former[:3])}" if former else "")
-    return f"- {label}: {fact['value']} ({note})"
+    # The date only where it tells something: when the value replaced another one.
+    note = f" (since {since}; formerly {', '.join(former[:3])})" if former else ""
+    return f"- {label}: {fact['value']}{note}"

@@ -165,6 +165,31 @@ def test_section_is_compact_ordered_and_within_its_budget(store: SQLiteStore) ->
     assert short.splitlines() == lines[:3]  # the least important key goes first
 
 
+def test_a_full_profile_fits_the_default_share(store: SQLiteStore) -> None:
+    """Twelve facts fit the smallest share a shipped strategy gives the profile (5 % of 2,000 tokens):
+    a line carries its date only when the value replaced another, and the timezone (already on the
+    prompt's clock line) is the first to go."""
+    from memsched.config import DEFAULT_TOKENIZER
+    from memsched.text.tokens import get_counter
+
+    p = Profile(store)
+    facts = [
+        ("name", "Thomas"), (PREFERRED_NAME, "Tom"), ("occupation", "nurse"), ("location", "Boston"),
+        ("allergies", "peanuts"), ("birthday", "March 3rd"), ("partner_name", "Emma"), ("pets", "cat Miso"),
+        (LIKES, "jazz"), (LIKES, "hiking"), ("dislikes", "cilantro"), ("timezone", "America/New_York"),
+    ]  # fmt: skip
+    for i, (key, value) in enumerate(facts):
+        p.set("u", key, value, at=T0 + timedelta(minutes=i))
+    p.set("u", "location", "Chicago", at=T0 + timedelta(days=30))
+    count = get_counter(DEFAULT_TOKENIZER).count
+    section = p.section("u", max_tokens=100, count=count)
+    assert count(section) <= 100
+    for value in ("Tom", "Thomas", "nurse", "peanuts", "March 3rd", "Emma", "cat Miso", "jazz", "cilantro"):
+        assert value in section, value
+    assert "- location: Chicago (since " in section and "formerly Boston" in section
+    assert "- name: Thomas\n" in section  # no date on a value that replaced nothing
+
+
 def test_llm_extraction_is_validated_and_dated_by_its_turn(fake: FakeOpenAI, store: SQLiteStore) -> None:
     turns = [
         Turn("u", "s", "user", "周末去了趟海边，我现在在深圳上班", created_at=T0),
