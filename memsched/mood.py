@@ -7,8 +7,8 @@ The stored row is the mood as last set; readers decay it to their own time (`Moo
   affectionate, casual with happy cues -> happy) sets that mood when it is at least as strong as the
   carried one after decay; the same label adds up (capped at 1) and collects the cause turn ids;
 * an apology and its acceptance (in either order of the two speakers: the user apologises and the
-  reply accepts, or the reply apologised and the user accepts) reset it to neutral; an apology alone
-  halves an upset mood;
+  reply accepts, or the reply apologised and the user accepts) reset it to neutral; an apology or an
+  acceptance alone halves an upset mood;
 * intensity halves every `HALF_LIFE_HOURS[label]`; below `FLOOR` it reads as neutral.
 """
 
@@ -102,7 +102,9 @@ def update(
     ids = tuple(turn_ids)
     if carried.label == "upset" and (acceptance and previous_apology):
         return MoodUpdate(Mood("neutral", 0.0, ids, now, {"repaired": True}), "repaired")
-    if carried.label == "upset" and apology and label in (None, "upset"):
+    if carried.label == "upset" and (apology or acceptance) and label in (None, "upset"):
+        # An apology, or a forgiveness nobody asked for ("It's okay, I forgive you."), is half a repair:
+        # the message's own reading as conflict must not make the mood stronger.
         softened = carried.intensity / 2
         if softened < FLOOR:
             return MoodUpdate(Mood("neutral", 0.0, ids, now, {"repaired": True}), "repaired")

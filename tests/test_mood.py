@@ -1,0 +1,40 @@
+"""The carried mood's rules (memsched.mood): what strengthens, softens, repairs and decays it."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+
+from memsched.mood import FLOOR, Mood, update
+
+T0 = datetime(2024, 10, 21, 14, 30, tzinfo=UTC)
+UPSET = Mood("upset", 0.8, (1, 3), T0)
+
+
+def test_the_same_feeling_again_strengthens_it_and_collects_its_cause() -> None:
+    out = update(UPSET, label="upset", intensity=0.6, now=T0 + timedelta(minutes=1), turn_ids=[5])
+    assert out.event == "reinforced"
+    assert out.mood.intensity > UPSET.intensity and out.mood.cause_turn_ids == (1, 3, 5)
+
+
+def test_a_message_expressing_nothing_keeps_the_mood_as_it_was() -> None:
+    out = update(UPSET, label=None, intensity=0.0, now=T0 + timedelta(hours=1), turn_ids=[5])
+    assert out.event == "kept" and out.mood == UPSET
+
+
+def test_an_apology_or_an_unasked_forgiveness_halves_it_and_both_repair_it() -> None:
+    later = T0 + timedelta(minutes=5)
+    for cue in ({"apology": True}, {"acceptance": True}):
+        # Even when the message reads as conflict on its own ("It's okay, I forgive you.").
+        out = update(UPSET, label="upset", intensity=0.6, now=later, turn_ids=[7], **cue)
+        assert out.event == "softened" and out.mood.intensity == UPSET.intensity / 2
+    repaired = update(UPSET, label=None, intensity=0.0, now=later, acceptance=True, previous_apology=True)
+    assert repaired.event == "repaired" and repaired.mood.label == "neutral"
+
+
+def test_a_stronger_other_feeling_replaces_it_and_time_fades_it() -> None:
+    sad = update(UPSET, label="sad", intensity=0.9, now=T0 + timedelta(minutes=1), turn_ids=[9])
+    assert sad.event == "set" and sad.mood.label == "sad" and sad.mood.cause_turn_ids == (9,)
+    assert update(UPSET, label="happy", intensity=0.5, now=T0).event == "kept"
+    next_morning = UPSET.at(T0 + timedelta(hours=10))
+    assert next_morning.label == "upset" and FLOOR < next_morning.intensity < UPSET.intensity
+    assert UPSET.at(T0 + timedelta(days=3)).label == "neutral"
