@@ -8,6 +8,7 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Iterable, Mapping, Sequence
+from concurrent.futures import Future
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -15,7 +16,8 @@ import numpy as np
 
 from memsched.cache import LRUCache
 from memsched.contextual import ContextIndex
-from memsched.embed.base import Embedder
+from memsched.embed.base import Embedder, background_pause
+from memsched.embed.batch import Submits
 from memsched.model import Candidate, Hit, content_hash
 from memsched.store.base import Store
 from memsched.text.segment import cjk_ratio
@@ -126,39 +128,57 @@ class Retriever:
         Cheap when nothing is new: a per-(user, model) watermark skips turns already checked.
         `chunk` texts are embedded at a time (default: eight model batches); `pause()` is called
         before each chunk, which lets background work step aside for a turn in flight.
+
+        Each round takes one chunk per embedder and stores all of them in one transaction; the
+        batched models (`Submits`: MiniLM, the gloss layer) run in their dispatcher while the others
+        embed here. A turn's reply (the proxy's post-reply work) thus costs one commit for all its
+        vectors, not one per embedder, and one query per embedder to find it.
         """
         done = 0
         top = self.store.max_turn_id(user_id)
+        todo: list[tuple[Embedder, tuple[str, str], int]] = []
         for embedder in self.embedders.values():
             key = (user_id, embedder.model_id)
-            han_only = bool(getattr(embedder, "han_only", False))  # embed.gloss: Chinese turns only
             after = self._checked.get(key) or 0
-            if after >= top:
-                continue
-            while True:
-                if pause is not None:
-                    pause()
+            if after < top:
+                todo.append((embedder, key, after))
+        while todo:
+            if pause is not None:
+                pause()
+            found: list[tuple[Embedder, tuple[str, str], int, list[tuple[int, str]], int]] = []
+            for embedder, key, after in todo:
+                limit = chunk or embedder.batch_size * 8
                 missing = self.store.turns_missing_vectors(
                     user_id,
                     embedder.model_id,
-                    limit=chunk or embedder.batch_size * 8,
+                    limit=limit,
                     after_id=after,
-                    han_only=han_only,
+                    han_only=bool(getattr(embedder, "han_only", False)),  # embed.gloss: Chinese turns only
                 )
-                if not missing:
-                    break
-                texts = [text for _, text in missing]
-                vectors = embedder.embed(texts)
-                self.store.put_vectors(
-                    user_id,
-                    embedder.model_id,
-                    [(content_hash(t), v) for t, v in zip(texts, vectors, strict=True)],
+                found.append((embedder, key, after, missing, limit))
+            started = [
+                (embedder, texts, _embed_soon(embedder, texts))
+                for embedder, _, _, missing, _ in found
+                if (texts := [text for _, text in missing])
+            ]
+            batches = []
+            for embedder, texts, vectors in started:
+                matrix = vectors.result() if isinstance(vectors, Future) else vectors
+                batches.append(
+                    (embedder.model_id, [(content_hash(t), v) for t, v in zip(texts, matrix, strict=True)])
                 )
+            if batches:
+                self.store.put_vector_batches(user_id, batches)
+            todo = []
+            for embedder, key, after, missing, limit in found:
                 done += len(missing)
-                if progress is not None:
+                if missing and progress is not None:
                     progress(len(missing))
-            with self._lock:
-                self._checked.put(key, max(self._checked.get(key) or 0, top))
+                if len(missing) >= limit:  # more may be missing: another round
+                    todo.append((embedder, key, after))
+                    continue
+                with self._lock:
+                    self._checked.put(key, max(self._checked.get(key) or 0, top))
         return done
 
     def put_vector(self, user_id: str, name: str, text: str, vector: np.ndarray) -> None:
@@ -416,3 +436,16 @@ class Retriever:
 
 def _ms(t0: float) -> float:
     return round((time.perf_counter() - t0) * 1000.0, 3)
+
+
+# Texts a post-reply call hands to a model's batcher at most (a reply, a message, a few glosses);
+# bigger chunks (an import's backlog) run in the calling thread as before.
+SUBMIT_MAX_TEXTS = 16
+
+
+def _embed_soon(embedder: Embedder, texts: Sequence[str]) -> Future[np.ndarray] | np.ndarray:
+    """Start `texts`' embedding in the model's batcher and return at once, or embed them now (an
+    embedder without one, background work, a big chunk)."""
+    if isinstance(embedder, Submits) and background_pause() is None and len(texts) <= SUBMIT_MAX_TEXTS:
+        return embedder.submit(texts)
+    return embedder.embed(texts)

@@ -491,6 +491,46 @@ class Scheduler:
             ticket, user_id, session_id, message, now, timezone, False, system_prompt, images, hold
         )
 
+    async def aprepare_held(
+        self,
+        user_id: str,
+        session_id: str,
+        message: str,
+        *,
+        now: datetime | None = None,
+        timezone: str | None = None,
+        system_prompt: str | None = None,
+        images: Sequence[Image] = (),
+    ) -> tuple[SessionHold, TurnResult]:
+        """`ahold_session` then `aprepare` with that hold, in one trip to a worker thread: returns
+        the hold (give it to `record` and `release_session`) and the prepared turn. The place in
+        line is taken at the call. If preparing fails the session is released; if the caller is
+        cancelled meanwhile, the session is released once the thread is done with it."""
+        _check(user_id, session_id, message or _image_only(images))
+        ticket = self._gates.take((user_id, session_id))
+
+        def run() -> tuple[SessionHold, TurnResult]:
+            hold = self._renewed(self._acquire(ticket, user_id, session_id))
+            try:
+                return hold, self._run(
+                    None, user_id, session_id, message, now, timezone, False, system_prompt, images, hold
+                )
+            except BaseException:
+                self._unhold(hold)
+                raise
+
+        task = asyncio.ensure_future(asyncio.to_thread(run))
+        try:
+            # Shielded: a cancelled caller must not leave the session held by a thread's result.
+            return await asyncio.shield(task)
+        except asyncio.CancelledError:
+            task.add_done_callback(self._release_abandoned_prepare)
+            raise
+
+    def _release_abandoned_prepare(self, task: asyncio.Future[tuple[SessionHold, TurnResult]]) -> None:
+        if not task.cancelled() and task.exception() is None:
+            self.release_session(task.result()[0])
+
     async def _in_thread(self, ticket: _Ticket | None, *args: Any) -> TurnResult:
         started = threading.Event()
 

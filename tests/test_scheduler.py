@@ -469,6 +469,59 @@ def test_a_held_session_keeps_another_process_out_until_the_reply_is_recorded(
         a.prepare("u", "s", "third", hold=hold)
 
 
+def test_aprepare_held_holds_the_session_until_released_and_lets_go_on_failure_or_cancel(
+    make: Factory, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The proxy's hold + prepare in one worker-thread trip: the session stays held (store lease
+    included) until `release_session`; a preparation that fails, or whose caller is cancelled,
+    leaves the session free."""
+    memory, a = make(recent_max_turns=50)
+
+    async def prepared() -> None:
+        hold, result = await a.aprepare_held("u", "s", "first message")
+        assert hold.owner is not None and a.locks.holder("u", "s") == hold.owner
+        assert [t.content for t in memory.store.session_turns("u", "s")] == ["first message"]
+        assert any("first message" in str(m.get("content")) for m in result.messages)
+        a.record("u", "s", "assistant", "first reply", hold=hold)
+        a.release_session(hold)
+        assert a.locks.holder("u", "s") is None and a.queued("u", "s") == 0
+
+    asyncio.run(prepared())
+
+    real = a._run
+    monkeypatch.setattr(a, "_run", lambda *args: (_ for _ in ()).throw(RuntimeError("boom")))
+    with pytest.raises(RuntimeError, match="boom"):
+        asyncio.run(a.aprepare_held("u", "s", "fails"))
+    assert a.locks.holder("u", "s") is None and a.queued("u", "s") == 0
+
+    gate = threading.Event()
+
+    def slow(*args: Any) -> Any:
+        gate.wait(30)
+        return real(*args)
+
+    monkeypatch.setattr(a, "_run", slow)
+
+    async def cancelled() -> None:
+        task = asyncio.ensure_future(a.aprepare_held("u", "s", "abandoned"))
+        while not a.queued("u", "s"):  # the thread has the session and prepares
+            await asyncio.sleep(0.01)
+        task.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await task
+        gate.set()
+        for _ in range(3000):  # the thread finishes, then gives the session back
+            if not a.queued("u", "s"):
+                break
+            await asyncio.sleep(0.01)
+
+    asyncio.run(cancelled())
+    assert a.locks.holder("u", "s") is None and a.queued("u", "s") == 0
+    monkeypatch.setattr(a, "_run", real)
+    hold, _ = asyncio.run(a.aprepare_held("u", "s", "next message"))  # free: taken at once
+    a.release_session(hold)
+
+
 def test_turn_needs_an_llm_and_valid_ids(tmp_path: Path) -> None:
     from memsched.errors import ConfigError, InputError
 

@@ -231,3 +231,60 @@ def test_big_users_search_through_a_graph_the_worker_writes_and_forgetting_unlin
     store.forget_user("u")
     if path is not None:
         assert not path.exists()
+
+
+def test_put_vector_batches_stores_every_models_vectors_in_one_transaction(
+    store: Store, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    a, b = store.add_turns([Turn("u", "s", "user", "first"), Turn("u", "s", "assistant", "second")])
+    rng = np.random.default_rng(3)
+    one, two = _unit(rng, 2), _unit(rng, 2)
+    opened = []
+    real = store.transaction
+    monkeypatch.setattr(store, "transaction", lambda: opened.append(1) or real())
+    store.put_vector_batches(
+        "u",
+        [
+            ("m1", [(content_hash(a.text), one[0]), (content_hash(b.text), one[1])]),
+            ("m2", [(content_hash(b.text), two[1])]),
+            ("m3", []),  # nothing for this model: no rows, no error
+        ],
+    )
+    store.put_vector_batches("u", [])  # nothing at all: no transaction
+    assert opened == [1]
+    for model, held in (("m1", {a.id: one[0], b.id: one[1]}), ("m2", {b.id: two[1]})):
+        ids, matrix, _ = store.load_vectors("u", model)
+        got = {int(i): matrix[k] for k, i in enumerate(ids)}
+        assert sorted(got) == sorted(held)
+        for turn_id, vec in held.items():
+            np.testing.assert_allclose(got[turn_id], vec, atol=1e-6)
+    assert store.load_vectors("u", "m3")[0].size == 0
+
+
+def test_index_user_embeds_every_layer_and_commits_them_together(
+    store: Store, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """One round per chunk: each embedder's missing turns are found, embedded and stored in one
+    commit for all embedders; a second call finds nothing to do and writes nothing."""
+    embedders = {"a": HashEmbedder(dim=16), "b": HashEmbedder(dim=24)}
+    retriever = Retriever(store, embedders)  # type: ignore[arg-type]
+    turns = store.add_turns([Turn("u", "s", "user", f"message {i}") for i in range(5)])
+    commits = []
+    real = store.put_vector_batches
+    monkeypatch.setattr(store, "put_vector_batches", lambda u, b: commits.append(b) or real(u, b))
+    assert retriever.index_user("u") == 10  # five turns x two embedders
+    assert len(commits) == 1 and [m for m, _ in commits[0]] == ["hash-16", "hash-24"]
+    for name, embedder in embedders.items():
+        ids, matrix, _ = store.load_vectors("u", embedder.model_id)
+        assert sorted(int(i) for i in ids) == [t.id for t in turns], name
+        want = embedder.embed([t.text for t in turns])
+        got = {int(i): matrix[k] for k, i in enumerate(ids)}
+        np.testing.assert_allclose(np.stack([got[int(t.id)] for t in turns if t.id]), want, atol=1e-6)
+    assert retriever.index_user("u") == 0 and len(commits) == 1
+    # A backlog bigger than a chunk takes several rounds and misses nothing.
+    more = store.add_turns([Turn("u", "s", "user", f"later {i}") for i in range(5)])
+    assert retriever.index_user("u", chunk=2) == 10
+    assert len(commits) == 1 + 3  # 2 + 2 + 1 turns per round
+    for embedder in embedders.values():
+        ids, _, _ = store.load_vectors("u", embedder.model_id)
+        assert {t.id for t in more} <= {int(i) for i in ids}

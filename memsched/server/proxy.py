@@ -160,17 +160,31 @@ class ProxyTurn:
     # -- prepare ----------------------------------------------------------------------------------
 
     async def prepare(self) -> list[dict[str, Any]]:
-        """Record the user's message, build the scheduled context; returns the first upstream messages."""
-        self.prepared = await self.svc.scheduler.aprepare(
-            self.user,
-            self.session_id,
-            self.message,
-            now=self.now,
-            timezone=self.timezone,
-            system_prompt=self.persona,
-            images=self.images,
-            hold=self.hold,
-        )
+        """Record the user's message, build the scheduled context; returns the first upstream messages.
+
+        Without a `hold` yet, the session is taken in the same worker-thread trip (`aprepare_held`)
+        and stays held (`self.hold`) until the reply is recorded."""
+        if self.hold is None:
+            self.hold, self.prepared = await self.svc.scheduler.aprepare_held(
+                self.user,
+                self.session_id,
+                self.message,
+                now=self.now,
+                timezone=self.timezone,
+                system_prompt=self.persona,
+                images=self.images,
+            )
+        else:
+            self.prepared = await self.svc.scheduler.aprepare(
+                self.user,
+                self.session_id,
+                self.message,
+                now=self.now,
+                timezone=self.timezone,
+                system_prompt=self.persona,
+                images=self.images,
+                hold=self.hold,
+            )
         messages = [dict(m) for m in self.prepared.messages]
         if (
             self.images

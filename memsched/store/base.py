@@ -191,6 +191,13 @@ class VectorStore(Protocol):
     def put_vectors_tx(
         self, tx: Tx, user_id: str, model_id: str, items: Sequence[tuple[str, np.ndarray]]
     ) -> None: ...
+    def put_vector_batches(
+        self, user_id: str, batches: Sequence[tuple[str, Sequence[tuple[str, np.ndarray]]]]
+    ) -> None:
+        """`put_vectors` for several models (`(model id, items)` pairs) in ONE transaction: a turn's
+        vectors under each embedder commit together, at the cost of one commit."""
+        ...
+
     def vector_count(self, user_id: str, model_id: str) -> int: ...
     def load_vectors(self, user_id: str, model_id: str) -> tuple[np.ndarray, np.ndarray, tuple[int, int]]:
         """(turn ids, float32 matrix, the `vector_version` they are complete up to) of all the user's

@@ -550,6 +550,18 @@ class PostgresStore(
         with self.transaction() as tx:
             self.put_vectors_tx(tx, user_id, model_id, items)
 
+    def put_vector_batches(
+        self, user_id: str, batches: Sequence[tuple[str, Sequence[tuple[str, np.ndarray]]]]
+    ) -> None:
+        batches = [(model_id, items) for model_id, items in batches if items]
+        if not batches:
+            return
+        for model_id, items in batches:
+            self._ensure_vector_index(model_id, int(np.asarray(items[0][1]).shape[-1]))
+        with self.transaction() as tx:
+            for model_id, items in batches:
+                self.put_vectors_tx(tx, user_id, model_id, items)
+
     def put_vectors_tx(
         self, tx: Tx, user_id: str, model_id: str, items: Sequence[tuple[str, np.ndarray]]
     ) -> None:

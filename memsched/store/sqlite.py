@@ -450,6 +450,17 @@ class SQLiteStore(
             # The embedding worker's writes keep each user's vectors packed (sqlite_vectors.py).
             self._repack(tx, user_id, model_id)
 
+    def put_vector_batches(
+        self, user_id: str, batches: Sequence[tuple[str, Sequence[tuple[str, np.ndarray]]]]
+    ) -> None:
+        batches = [(model_id, items) for model_id, items in batches if items]
+        if not batches:
+            return
+        with self.transaction() as tx:
+            for model_id, items in batches:
+                self.put_vectors_tx(tx, user_id, model_id, items)
+                self._repack(tx, user_id, model_id)
+
     def vector_count(self, user_id: str, model_id: str) -> int:
         return int(
             self.db.execute(

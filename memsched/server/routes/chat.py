@@ -49,7 +49,8 @@ async def chat(body: ChatRequest, request: Request, svc: Service = Depends(get_s
     # The request is checked in full before the configuration (a 400 names the field, then a 503).
     meta = body.metadata
     user = user_id(request, body.user or (meta.user if meta else None))
-    messages = [m.model_dump(exclude_unset=True) for m in body.messages]
+    dumped = body.model_dump(exclude_unset=True)  # once: the messages and the fields forwarded
+    messages: list[dict[str, Any]] = dumped["messages"]
     last = next((i for i in range(len(messages) - 1, -1, -1) if messages[i].get("role") == "user"), None)
     if last is None:
         raise InputError("messages: must contain a user message")
@@ -69,7 +70,7 @@ async def chat(body: ChatRequest, request: Request, svc: Service = Depends(get_s
     persona = "\n\n".join(
         proxy.text_of(m.get("content")) for m in messages if m.get("role") in ("system", "developer")
     )
-    forward = {k: v for k, v in body.model_dump(exclude_unset=True).items() if k not in proxy.OWNED}
+    forward = {k: v for k, v in dumped.items() if k not in proxy.OWNED}
     stream_options = body.stream_options or {}
     if body.stream and body.stream_options is not None:
         forward["stream_options"] = body.stream_options
@@ -99,9 +100,9 @@ async def chat(body: ChatRequest, request: Request, svc: Service = Depends(get_s
         svc.order.release(key)
 
     try:
-        # Held until the reply is recorded: the next message of the session, sent to this process
-        # or another, is prepared with this exchange in its context.
-        turn.hold = await svc.scheduler.ahold_session(turn.user, turn.session_id)
+        # The session is held (taken with the preparation, in one worker-thread trip) until the reply
+        # is recorded: the next message of the session, sent to this process or another, is
+        # prepared with this exchange in its context.
         upstream_messages = await turn.prepare()
         assert turn.prepared is not None
         headers = {TRACE_HEADER: turn.prepared.trace_id}
