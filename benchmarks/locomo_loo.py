@@ -82,6 +82,8 @@ def sweeps() -> dict[str, dict[str, Variant]]:
             "questions=0": _opts(question_penalty=0.0),
         },
         "terms_weight": {f"terms w={w:g}": _weights(terms=w) for w in (0.25, 0.5, 1.0)},
+        # Redundancy: maximal marginal relevance over turn vectors (PagingOptions.novelty).
+        "novelty": {f"novelty={v:g}": _opts(novelty=v) for v in (0.0, 0.1, 0.2, 0.3, 0.7, 1.0)},
     }
     for grid in out.values():
         grid.setdefault(DEFAULT, Variant())
@@ -98,6 +100,7 @@ _STAGE_NAMES = {
     "+ speaker focus": "+focus",
     "+ soft terms": "+terms",
     "+ names out of BM25": "+names",
+    "+ question penalty": "+questions",
 }
 
 

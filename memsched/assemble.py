@@ -6,6 +6,7 @@ configured tokenizer including the chat format's per-message overhead.
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -44,7 +45,10 @@ def turn_line(turn: Turn) -> str:
 def format_memory(turns: Sequence[Turn]) -> str:
     """Recalled turns grouped by session in time order, one dated header per group.
 
-    `[2023-05-08, session_1]` then `Caroline: ...` lines; a `…` marks skipped turns inside a group.
+    `[2023-05-08]` then `Caroline: ...` lines; a `…` marks skipped turns inside a group. Two groups
+    that start on the same day carry the time too (`[2023-05-08 13:56]`). The session's id is not
+    shown: it tells the model nothing the date does not, and a long id (a UUID is ~25 tokens) in
+    every header is budget that recalled turns could use.
     """
     if not turns:
         return ""
@@ -55,9 +59,11 @@ def format_memory(turns: Sequence[Turn]) -> str:
         groups.setdefault(t.session_id, []).append(t)
     order = sorted(groups, key=lambda s: (groups[s][0].created_at, groups[s][0].id or 0))
     lines = [MEMORY_HEADER]
+    days = Counter(format_date(groups[s][0]) for s in order)
     for session_id in order:
         group = sorted(groups[session_id], key=lambda t: t.seq if t.seq is not None else 0)
-        lines.append(f"[{format_date(group[0])}, {session_id}]")
+        day = format_date(group[0])
+        lines.append(f"[{day} {group[0].created_at:%H:%M}]" if days[day] > 1 else f"[{day}]")
         prev_seq: int | None = None
         for t in group:
             if prev_seq is not None and t.seq is not None and t.seq > prev_seq + 1:
@@ -222,7 +228,7 @@ def _pack_recall(
     for t in recalled:
         line = counter.count(turn_line(t)) + 2  # +1 newline, +1 for a possible "…"/date
         if t.session_id not in sessions:
-            line += counter.count(f"[{format_date(t)}, {t.session_id}]") + 1
+            line += counter.count(f"[{format_date(t)}]") + 1  # "[date hh:mm]" is checked at the end
         cost = line + (header_cost if not chosen else 0)
         if used + cost > room:
             dropped += 1

@@ -38,6 +38,7 @@ from memsched.cache import LRUCache
 from memsched.errors import LLMError
 from memsched.model import Candidate, Hit
 from memsched.text.segment import cjk_ratio, has_cjk, terms
+from memsched.vectors import blas_single_thread
 from memsched.vocab import TermVectors, Vocabulary, query_terms, soft_hits
 
 if TYPE_CHECKING:
@@ -104,6 +105,12 @@ class PagingOptions:
     # are questions). Chosen leave-one-out on the dev conversations (BENCHMARKS.md "Leave-one-out").
     question_penalty: float = 1.0
     question_top: int = 200
+    # Redundancy (maximal marginal relevance over turn vectors, `_novelty`): the head's
+    # (`novelty_top`) scores are discounted x(1 - novelty x the highest cosine to a turn placed
+    # above), so near-copies of one exchange give way to distinct evidence. Chosen leave-one-out on
+    # the dev conversations (every fold chose 0.5 among 0 to 1; BENCHMARKS.md "Redundancy").
+    novelty: float = 0.5
+    novelty_top: int = 120
     # Cooperative layer: skip the LLM when the fused top is this far ahead of the next page.
     confident_ratio: float = 1.2
     cache_similarity: float = 0.9  # same-session query this similar: reuse the last decision
@@ -125,7 +132,8 @@ STAGES: dict[str, PagingOptions] = {
     "+multihop": _before(entity_focus=False, cooperative=False, terms=False),
     "+focus": _before(terms=False),
     "+terms": _before(),
-    "+names": PagingOptions(question_penalty=0.0),
+    "+names": PagingOptions(question_penalty=0.0, novelty=0.0),
+    "+questions": PagingOptions(novelty=0.0),
     "full": PagingOptions(),
     # Methods measured and left off by default (each added to the full default on its own):
     "+feedback": PagingOptions(feedback=1.0),
@@ -133,7 +141,8 @@ STAGES: dict[str, PagingOptions] = {
     "+diversity": PagingOptions(diversity=0.2),
 }
 """The ablation ladder of `memsched eval locomo --ablation`: each stage adds one part ("+names"
-leaves speaker names out of the BM25 query, "full" adds the question penalty); the last three add, one at a time, methods that are measured but off by default."""
+leaves speaker names out of the BM25 query, "+questions" adds the question penalty, "full" the
+redundancy re-ranking); the last three add, one at a time, methods that are measured but off by default."""
 
 
 @dataclass(slots=True)
@@ -661,6 +670,10 @@ class Pager:
             t0 = time.perf_counter()
             ranked = self._penalise_questions(user_id, ranked)
             timings["questions"] = _ms(t0)
+        if opts.novelty > 0 and ranked:
+            t0 = time.perf_counter()
+            ranked = self._novelty(user_id, ranked)
+            timings["novelty"] = _ms(t0)
         if opts.diversity > 0 and ranked:
             t0 = time.perf_counter()
             ranked = self._diversify(user_id, ranked)
@@ -923,6 +936,39 @@ class Pager:
             if share > 0:
                 c.fused *= 1.0 - opts.question_penalty * share
                 c.scores["questions"] = round(share, 3)
+        return sorted(head, key=lambda c: (-c.fused, c.turn_id)) + tail
+
+    def _novelty(self, user_id: str, ranked: list[Candidate]) -> list[Candidate]:
+        """Maximal marginal relevance over the head (`novelty_top` candidates): greedily, each next
+        turn is the one whose fused score x (1 - novelty x its highest cosine to a turn already
+        placed) is best, so a budget holds fewer near-copies of one exchange ("Family time matters
+        to me" again and again) and more distinct evidence. Candidates without a vector keep their
+        score; the tail stays below the head."""
+        opts = self.options
+        head, tail = ranked[: opts.novelty_top], ranked[opts.novelty_top :]
+        name = next(iter(self.retriever.embedders), None)
+        if name is None or len(head) < 2:
+            return ranked
+        found = self.retriever.vectors_by_id(user_id, name, [c.turn_id for c in head])
+        keep = [c for c in head if c.turn_id in found]
+        if len(keep) < 2:
+            return ranked
+        matrix = np.stack([found[c.turn_id] for c in keep]).astype(np.float32, copy=False)
+        with blas_single_thread():
+            sims = matrix @ matrix.T
+        np.clip(sims, 0.0, 1.0, out=sims)
+        base = np.array([c.fused for c in keep], dtype=np.float64)
+        nearest = np.zeros(len(keep), dtype=np.float64)
+        open_ = np.ones(len(keep), dtype=bool)
+        for _ in range(len(keep)):
+            score = np.where(open_, base * (1.0 - opts.novelty * nearest), -np.inf)
+            i = int(np.argmax(score))
+            open_[i] = False
+            if nearest[i] > 0:
+                keep[i].scores["novelty"] = round(1.0 - opts.novelty * float(nearest[i]), 4)
+            # Greedy MMR's picks come out in non-increasing score, so sorting keeps its order.
+            keep[i].fused = float(score[i])
+            np.maximum(nearest, sims[i], out=nearest)
         return sorted(head, key=lambda c: (-c.fused, c.turn_id)) + tail
 
     def _diversify(self, user_id: str, ranked: list[Candidate]) -> list[Candidate]:

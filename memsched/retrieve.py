@@ -323,6 +323,14 @@ class Retriever:
             return np.vstack(rows).astype(np.float32) if rows else np.zeros((0, 0), dtype=np.float32)
         return self._index(user_id, name).vectors(turn_ids)
 
+    def vectors_by_id(self, user_id: str, name: str, turn_ids: Sequence[int]) -> dict[int, np.ndarray]:
+        """turn id -> stored vector for one embedder, for those of `turn_ids` that have one."""
+        if self.store.serves_vector_search:
+            found = self.store.turn_vectors(user_id, self.embedders[name].model_id, turn_ids)
+            return {int(t): np.asarray(v, dtype=np.float32) for t, v in found.items()}
+        ids, rows = self._index(user_id, name).vectors_by_id(turn_ids)
+        return {int(t): rows[i] for i, t in enumerate(ids.tolist())}
+
     # -- fusion -------------------------------------------------------------------------------------
 
     def retrieve(

@@ -201,6 +201,12 @@ def graph_generation(path: Path) -> str:
 _blas = ThreadpoolController()
 
 
+def blas_single_thread() -> Any:
+    """A context in which BLAS runs on the calling thread alone: a small product on a busy machine
+    otherwise waits for BLAS's worker threads (see `VectorIndex.search`)."""
+    return _blas.limit(limits=1, user_api="blas")
+
+
 class VectorIndex:
     """The vectors of one (user, model), refreshed from the store by turn id.
 
@@ -322,14 +328,20 @@ class VectorIndex:
 
     def vectors(self, turn_ids: Sequence[int]) -> np.ndarray:
         """The vectors of these turns (rows in index order; in graph mode the graph's copies)."""
+        return self.vectors_by_id(turn_ids)[1]
+
+    def vectors_by_id(self, turn_ids: Sequence[int]) -> tuple[np.ndarray, np.ndarray]:
+        """(ids, rows) of those of these turns the index holds: `rows[i]` is turn `ids[i]`'s vector
+        (in memory first, in index order, then the graph's copies)."""
         with self._lock:
-            rows = self.matrix[np.isin(self.ids, list(turn_ids))]
+            mask = np.isin(self.ids, list(turn_ids))
+            ids, rows = self.ids[mask], self.matrix[mask]
             if self._ann is None or self._members is None:
-                return rows
+                return ids, rows
             wanted = np.array(sorted(set(turn_ids) - set(self.ids.tolist())), dtype=np.int64)
             held = wanted[self._members.covers(wanted)] if len(wanted) else wanted
             if not len(held):
-                return rows
+                return ids, rows
             nodes = self._members.rep_of(held).astype(np.uint64)
             more = np.asarray(self._ann.get(nodes), dtype=np.float32).reshape(len(held), -1)
-            return np.vstack([rows, more]) if len(rows) else more
+            return np.concatenate([ids, held]), (np.vstack([rows, more]) if len(rows) else more)

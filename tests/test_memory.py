@@ -28,7 +28,7 @@ def test_context_pages_in_old_fact_and_traces(mem: Memory) -> None:
     result = mem.context("u", "what is my cat called?", session_id="day2", budget=400)
     system = result.messages[0]["content"]
     assert "Sesame" in system
-    assert "[2024-01-01, day1]" in system
+    assert "[2024-01-01]" in system
     trace = result.trace
     assert trace["tokens"]["total"] <= 400
     assert any(s["session_id"] == "day1" for s in trace["selected"])

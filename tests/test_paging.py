@@ -351,6 +351,40 @@ def test_session_diversity_interleaves_sessions(mem: Memory) -> None:
     assert any("diversity" in c.scores for c in diverse.candidates)
 
 
+def test_novelty_gives_way_to_distinct_turns(tmp_path: Path) -> None:
+    mem = Memory(home=tmp_path / "n", embedders={"hash": HashEmbedder()}, page_size=4)  # type: ignore[arg-type]
+    texts = [
+        "The Alpha module ships in May with the audit log.",
+        "The Alpha module ships in May with the audit log, as planned.",
+        "So the Alpha module ships in May with the audit log.",
+        "Carol reviews the Alpha module's tests.",
+        "Lunch was good today.",
+    ]
+    mem.add_many(
+        [
+            Turn("u", f"s{i}", "user", text, created_at=T0 + timedelta(days=i))  # type: ignore[arg-type]
+            for i, text in enumerate(texts)
+        ]
+    )
+    ids = {t.content: t.id for t in mem.store.iter_turns("u")}
+    query = "Alpha module ships in May audit log"
+    assert PagingOptions().novelty == 0.5  # on by default (chosen leave-one-out)
+    plain = Pager(mem, PagingOptions(cooperative=False, novelty=0.0)).retrieve("u", query)
+    novel = Pager(mem, PagingOptions(cooperative=False, novelty=0.9)).retrieve("u", query)
+    assert sorted(c.turn_id for c in plain.candidates) == sorted(c.turn_id for c in novel.candidates)
+    distinct = ids["Carol reviews the Alpha module's tests."]
+    plain_order = [c.turn_id for c in plain.candidates]
+    novel_order = [c.turn_id for c in novel.candidates]
+    # Without it, the near-copies come first; with it, the distinct turn moves ahead of two of them.
+    assert plain_order.index(distinct) >= 3
+    assert novel_order.index(distinct) == 1
+    assert any("novelty" in c.scores for c in novel.candidates) and "novelty" in novel.timings_ms
+    # The vectors it compares are the stored ones, by turn id, on either store.
+    found = mem.retriever.vectors_by_id("u", "hash", [distinct, 10_000])
+    assert list(found) == [distinct] and found[distinct].shape == (mem.embedders["hash"].dim,)
+    mem.close()
+
+
 def test_question_share_counts_sentences_that_ask() -> None:
     assert question_share("What now?") == 1.0
     assert question_share("I went swimming with the kids. Did you?") == 0.5

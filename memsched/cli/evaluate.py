@@ -57,8 +57,8 @@ def eval_locomo(
         False,
         "--ablation",
         help="Compare memsched's paging stages instead: hybrid only, + bookmarks, + page expansion,"
-        " + multi-hop, + speaker focus, + soft terms, + names out of BM25, full memsched (+ question"
-        " penalty), then full + feedback /"
+        " + multi-hop, + speaker focus, + soft terms, + names out of BM25, + question penalty,"
+        " full memsched (+ redundancy re-ranking), then full + feedback /"
         " contextual vectors / session diversity"
         " (measured, off by default) (offline).",
     ),

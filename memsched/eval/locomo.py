@@ -28,7 +28,8 @@ from memsched.retrieve import FusionWeights
 SYSTEMS = ("memsched", "window", "bm25", "dense", "hybrid")
 # `--ablation`: the paging stages of memsched.paging.STAGES, each adding one part to the one before
 # ("+ soft terms" adds the soft-term layer to "+ speaker focus", "+ names out of BM25" leaves the speaker
-# names a question mentions out of its BM25 search, "full memsched" adds the question penalty).
+# names a question mentions out of its BM25 search, "+ question penalty" demotes turns that only ask,
+# "full memsched" adds the redundancy re-ranking, PagingOptions.novelty).
 ABLATION = (
     "hybrid only",
     "+ bookmarks",
@@ -37,6 +38,7 @@ ABLATION = (
     "+ speaker focus",
     "+ soft terms",
     "+ names out of BM25",
+    "+ question penalty",
     "full memsched",
     "+ feedback",
     "+ contextual vectors",
@@ -53,6 +55,7 @@ _ABLATION_STAGE = dict(
             "+focus",
             "+terms",
             "+names",
+            "+questions",
             "full",
             "+feedback",
             "+context",
