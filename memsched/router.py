@@ -5,12 +5,9 @@ Decided in about a millisecond with no LLM, from three kinds of evidence added u
 example messages per mode in `data/mode_prototypes.toml`, compared with the vectors the turn computes
 anyway), and the carried state (the user's mood after decay, the session's previous mode). Signals:
 recall / topic-shift cues, the user's local clock against their learned bedtime for `late_night`,
-and the similarity of the new message to the current topic segment. Everything tunable is data
-(`DEFAULT_CUES`, `TOPIC_THRESHOLDS`, `ModeWeights`); what a mode *does* lives in strategies.toml.
-
-Measured on hand-made 三体 -> 番茄炒蛋 examples, dense similarity separates topics in English
-(MiniLM) but hardly in Chinese (MiniLM and WordLlama put every short Chinese sentence at 0.5-0.75),
-so the thresholds for CJK text are low and the cue words carry most of the Chinese signal.
+and the topic judge's verdict on the new message (`memsched.topic`, which the scheduler runs with
+the segment's stored vectors). Everything tunable is data (`DEFAULT_CUES`, `ModeWeights`,
+`memsched.topic.DEFAULT_PARAMS`); what a mode *does* lives in strategies.toml.
 """
 
 from __future__ import annotations
@@ -28,7 +25,8 @@ from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 import numpy as np
 
 from memsched.classify import ModeClassifier
-from memsched.text.segment import cjk_ratio, terms
+from memsched.text.segment import cjk_ratio
+from memsched.topic import TopicJudgement
 
 if TYPE_CHECKING:
     from memsched.embed.base import Embedder
@@ -103,21 +101,6 @@ DEFAULT_CUES: dict[str, dict[str, list[str]]] = {
     },
 }
 
-# Below this cosine similarity to the recent window's mean, a message counts as a new topic.
-# Keyed by embedder name, then by script of the message.
-TOPIC_THRESHOLDS: dict[str, dict[str, float]] = {
-    "minilm": {"latin": 0.12, "cjk": 0.45},
-    "wordllama": {"latin": 0.05, "cjk": 0.40},
-    # Hashed bags of jieba words: 三体 and 三体人 share nothing, so Chinese similarity is noise.
-    "hash": {"latin": 0.05, "cjk": -1.0},
-    "openai": {"latin": 0.25, "cjk": 0.25},
-}
-DEFAULT_TOPIC_THRESHOLD = {"latin": 0.1, "cjk": 0.1}
-# Similarity alone says little about "ok", "哈哈" or "嗯嗯": it needs a message with some content.
-MIN_TERMS_FOR_SIMILARITY = 3
-# A message with no content word in common with the current segment shifts the topic unless its
-# embedding similarity is at least this much above the segment threshold.
-LEXICAL_MARGIN = 0.2
 LATE_NIGHT = (23, 5)  # local hours [23:00, 05:00): the window until a user's bedtime is learned
 
 
@@ -255,6 +238,7 @@ class Route:
     mode_scores: dict[str, float] = field(default_factory=dict)
     topic_similarity: float | None = None
     topic_threshold: float | None = None
+    topic: dict[str, Any] | None = None  # the topic judge's verdict (`TopicJudgement.as_dict`)
     local_time: str | None = None
     notes: list[str] = field(default_factory=list)
     mode_reason: str = ""
@@ -282,6 +266,7 @@ class Route:
             "late_window": self.late_window,
             "topic_similarity": None if self.topic_similarity is None else round(self.topic_similarity, 4),
             "topic_threshold": self.topic_threshold,
+            "topic": self.topic,
             "local_time": self.local_time,
             "notes": list(self.notes),
         }
@@ -313,17 +298,6 @@ def local_time(now: datetime, timezone: str | None) -> tuple[datetime, str | Non
         return now, f"unknown timezone {timezone!r}; using UTC (send an IANA name such as Asia/Shanghai)"
 
 
-def topic_similarity(query: np.ndarray, window: Sequence[np.ndarray]) -> float | None:
-    """Cosine similarity of `query` to the mean of the `window` vectors (None when there are none)."""
-    if not window:
-        return None
-    mean = np.mean(np.stack([np.asarray(v, dtype=np.float32) for v in window]), axis=0)
-    norm = float(np.linalg.norm(mean)) * float(np.linalg.norm(query))
-    if norm == 0.0:
-        return None
-    return float(np.dot(mean, query) / norm)
-
-
 def in_window(minute: int, window: tuple[int, int]) -> bool:
     """Whether a minute of the day (0..1439) falls in [start, end), a window that may wrap midnight."""
     start, end = window
@@ -344,7 +318,6 @@ class Router:
         self,
         cues: Mapping[str, Mapping[str, Sequence[str]]] | None = None,
         *,
-        topic_thresholds: Mapping[str, Mapping[str, float]] | None = None,
         late_night: tuple[int, int] = LATE_NIGHT,
         prototypes: Prototypes | None = None,
         weights: ModeWeights = DEFAULT_WEIGHTS,
@@ -356,7 +329,6 @@ class Router:
         self._moods = {name: _compile(list(words)) for name, words in cues.get("moods", {}).items()}
         self._repair = {name: _compile(list(words)) for name, words in cues.get("repair", {}).items()}
         self._intense = _compile(list(cues.get("intensifiers", {}).get("all", [])))
-        self.topic_thresholds = dict(topic_thresholds if topic_thresholds is not None else TOPIC_THRESHOLDS)
         self.late_night = late_night
         self.prototypes = prototypes
         self.weights = weights
@@ -382,10 +354,6 @@ class Router:
             bool(apology and self._found(apology, text)),
             bool(acceptance and self._found(acceptance, text)),
         )
-
-    def threshold(self, embedder: str | None, message: str) -> float:
-        table = self.topic_thresholds.get(embedder or "", DEFAULT_TOPIC_THRESHOLD)
-        return float(table["cjk" if cjk_ratio(message) > 0.5 else "latin"])
 
     def decide_mode(
         self,
@@ -475,8 +443,7 @@ class Router:
         *,
         now: datetime | None = None,
         timezone: str | None = None,
-        similarity: float | None = None,
-        embedder: str | None = None,
+        topic: TopicJudgement | None = None,
         segment_turns: int = 0,
         min_segment_turns: int = 2,
         command: bool = False,
@@ -487,20 +454,17 @@ class Router:
         carried: Carried | None = None,
         late_window: tuple[int, int] | None = None,
         late_source: str = "default",
-        lexical_overlap: float | None = None,
     ) -> Route:
         """Decide mode and signals for `message`.
 
-        `similarity` is the message's cosine similarity to the current topic segment (from
-        `topic_similarity`, computed with `embedder`); `segment_turns` is how many user turns that
-        segment has — a shift needs at least `min_segment_turns` of them, since a topic of one line
-        is not worth leaving. A cue ("换个话题", "by the way") raises topic_shift on its own.
+        `topic` is the topic judge's verdict on the message (`memsched.topic.judge`: a shift it
+        confirmed raises topic_shift); `segment_turns` is how many user turns the current segment
+        has — a cue ("换个话题", "by the way") raises topic_shift on its own once it has at least
+        `min_segment_turns`, since a topic of one line is not worth leaving.
         `vectors` (the message's embeddings, by embedder name) are compared with the mode
         prototypes; `carried` is the user's mood and the session's last mode. `late_window` is the
         user's late-night window in local minutes of the day (learned from their routine), else the
-        default hours. `lexical_overlap` is the share of the message's content words found in the
-        segment: a contentful message sharing none of them shifts the topic unless it is clearly
-        similar by embedding (`LEXICAL_MARGIN` above the threshold).
+        default hours.
         """
         cues: dict[str, list[str]] = {}
         notes: list[str] = []
@@ -537,24 +501,10 @@ class Router:
             boost = len(self._found(self._intense, message)) + message.count("!") + message.count("！")
             intensity = min(1.0, 0.45 + 0.15 * max(0, n - 1) + 0.1 * min(boost, 3) + (0.1 if n else 0.0))
 
-        threshold: float | None = None
-        cue_shift = signals["topic_shift"]
-        sim_shift = False
-        if similarity is not None and len(terms(message)) >= MIN_TERMS_FOR_SIMILARITY:
-            threshold = self.threshold(embedder, message)
-            sim_shift = similarity < threshold
-        if (
-            lexical_overlap is not None
-            and lexical_overlap == 0.0
-            and len(terms(message)) >= MIN_TERMS_FOR_SIMILARITY
-            and (
-                similarity is None
-                or similarity < max(self.threshold(embedder, message), 0.0) + LEXICAL_MARGIN
-            )
-        ):
-            sim_shift = True
-            notes.append("topic: no content word in common with the current segment")
-        signals["topic_shift"] = (cue_shift or sim_shift) and segment_turns >= min_segment_turns
+        cue_shift = signals["topic_shift"] and segment_turns >= min_segment_turns
+        signals["topic_shift"] = cue_shift or (topic is not None and topic.shift)
+        if topic is not None:
+            notes.extend(topic.notes)
 
         local: str | None = None
         window = late_window or (self.late_night[0] * 60, self.late_night[1] * 60)
@@ -571,8 +521,9 @@ class Router:
             signals=signals,
             cues=cues,
             mode_scores=scores,
-            topic_similarity=similarity,
-            topic_threshold=threshold,
+            topic_similarity=None if topic is None else topic.score,
+            topic_threshold=None if topic is None else topic.threshold,
+            topic=None if topic is None else topic.as_dict(),
             local_time=local,
             notes=notes,
             mode_reason=reason,

@@ -67,12 +67,13 @@ from memsched.model import Role, Turn, as_utc, content_hash, utcnow
 from memsched.profile import DEFAULT_PROFILE_SHARE, PREFERRED_NAME, TIMEZONE, Profile
 from memsched.profile_extract import apply as apply_facts
 from memsched.profile_extract import extract as extract_facts
-from memsched.router import NO_PROTOTYPES, Prototypes, Route, Router, topic_similarity
+from memsched.router import NO_PROTOTYPES, Prototypes, Route, Router
 from memsched.store.base import SessionLease
 from memsched.strategy import StrategyTable
 from memsched.summarize import compress, covered_seq, create_summary, default_max_tokens, render
-from memsched.text.segment import cjk_ratio, terms
+from memsched.text.segment import cjk_ratio
 from memsched.text.timeexpr import clock_line, local_now, stamp
+from memsched.topic import TopicJudgement, advance, contentful, judge, topic_params_for
 from memsched.trace import Metrics, Stopwatch
 from memsched.vision import (
     NOT_DESCRIBED,
@@ -96,15 +97,9 @@ log = logging.getLogger("memsched.scheduler")
 MAINTENANCE_DELAY = timedelta(minutes=10)
 DEFAULT_BARRIER_TIMEOUT = 10.0  # seconds a turn waits for the session's P1 jobs before going on
 DEFAULT_LOCK_TIMEOUT = 120.0  # seconds a turn waits for another process's hold on the session
-TOPIC_WINDOW = 6  # turns of the current segment the new message is compared with
-# Word overlap is judged against a longer stretch of the segment, once it is a topic of its own: turns
-# about one topic often share no word with the last few, but rarely with the last thirty.
-LEXICAL_WINDOW = 30
-LEXICAL_MIN_USER_TURNS = 8
-TOPIC_MIN_USER_TURNS = 2  # a segment needs this many user turns before a shift closes it
-
-# Which embedder judges topic shifts, best first (the names of `memory.embedders`).
-TOPIC_EMBEDDER_PREFERENCE = ("minilm", "wordllama", "openai", "hash")
+# Stored turns read back to find the current segment's last user turns (`memsched.topic`).
+TOPIC_LOOKBACK = 48
+TOPIC_MIN_USER_TURNS = 2  # a segment needs this many user turns before a topic cue closes it
 
 
 class ReplyError(LLMError):
@@ -244,6 +239,10 @@ class _TurnState:
     # ones the router reads, which it waits for.
     qvecs: Mapping[str, np.ndarray] = field(default_factory=dict)
     route_vecs: dict[str, np.ndarray] = field(default_factory=dict)
+    topic_vecs: dict[str, np.ndarray] = field(default_factory=dict)  # the topic judge's
+    topic: TopicJudgement | None = None
+    pending_seq: int = -1  # the session's pending topic candidate (a user turn's seq), -1: none
+    topic_summary: dict[str, Any] | None = None  # the summary a late-confirmed shift made before the context
     retrieval: Future[Retrieval | Paging] | None = None  # started beside routing (Memory.retrieval)
     route: Route | None = None
     job_ids: list[int] = field(default_factory=list)
@@ -343,9 +342,7 @@ class Scheduler:
             max_workers=max(1, post_threads), thread_name_prefix="memsched-retrieve"
         )
         self._owner = default_owner("turn")
-        self.topic_embedder = next((n for n in TOPIC_EMBEDDER_PREFERENCE if n in memory.embedders), None)
-        if self.topic_embedder is None and memory.embedders:
-            self.topic_embedder = next(iter(memory.embedders))
+        self.topic_params = topic_params_for(memory.embedders)
         self.worker: Worker | None = None
         if start_workers:
             from memsched.jobs.worker import Worker, parse_window
@@ -887,12 +884,12 @@ class Scheduler:
     @property
     def _route_names(self) -> frozenset[str]:
         """The embedders whose vectors the router reads: mode prototypes (all but `NO_PROTOTYPES`),
-        the classifier's vector blocks, the topic judge. A name outside these (the gloss layer's)
-        changes no routing decision, so the turn does not wait for its vector before routing."""
+        the classifier's vector blocks. The topic judge's embedders depend on the message's script
+        (`TopicParams.embedders`: the gloss vector for Chinese) and are added per turn; any other
+        vector changes no routing decision, so the turn does not wait for it before routing."""
         names = {n for n in self.memory.embedders if n not in NO_PROTOTYPES}
         if self.router.classifier is not None:
             names.update(name for name, _, _ in self.router.classifier.dense_blocks)
-        names.update(n for n in (self.topic_embedder, *TOPIC_EMBEDDER_PREFERENCE) if n)
         return frozenset(names)
 
     def _index(self, user_id: str) -> None:
@@ -976,6 +973,11 @@ class Scheduler:
             # are read by their dense layer.
             reads = self._route_names
             t.route_vecs = {n: t.qvecs[n] for n in t.qvecs if n in reads}
+            # The topic judge's (for Chinese, the gloss vector: the one that separates topics there).
+            judges = self.topic_params.embedders(message)
+            t.topic_vecs = {
+                n: t.route_vecs[n] if n in t.route_vecs else t.qvecs[n] for n in t.qvecs if n in judges
+            }
         self._route(t, t.timezone)
         with sw.stage("context"):
             ctx = self._context(t)
@@ -1121,17 +1123,14 @@ class Scheduler:
         with t.sw.stage("route"):
             state = self.store.session_state(t.user_id, t.session_id)
             t.before = before = self.companion.carried(t.user_id, t.session_id, t.at, state)
-            similarity, segment_users, judge, overlap = self._topic(
-                t.user_id, t.session_id, t.segment_start, t.route_vecs, t.message
-            )
+            segment_users = self._topic(t, int(state.get("topic_pending", -1)))
             weights = self.memory.retriever.weights
             cjk = cjk_ratio(t.message)
             t.route = self.router.route(
                 t.message,
                 now=t.at,
                 timezone=timezone,
-                similarity=similarity,
-                embedder=judge,
+                topic=t.topic,
                 segment_turns=segment_users,
                 min_segment_turns=TOPIC_MIN_USER_TURNS,
                 command=bool(t.commands),
@@ -1142,8 +1141,15 @@ class Scheduler:
                 carried=before.carried,
                 late_window=before.late_window,
                 late_source=before.late_source,
-                lexical_overlap=overlap,
             )
+        if t.route.signals["topic_shift"] and t.topic is not None and t.topic.late:
+            # The new topic began at the pending candidate: the segment before it is summarised now,
+            # before this turn's context, so that this message (the new topic's second) gets no raw
+            # turns of the old one.
+            with t.sw.stage("topic_summary"):
+                t.topic_summary = self._summarise_segment(t, t.segment_start, t.pending_seq - 1)
+                t.summaries = self.store.session_summaries(t.user_id, t.session_id)
+                t.covered = covered_seq(t.summaries)
         with t.sw.stage("strategy"):
             t.plan = self.companion.plan(
                 t.user_id, t.route, before, at=t.at, timezone=timezone, budget=self.config.budget
@@ -1199,6 +1205,9 @@ class Scheduler:
             "recent": ctx.trace.get("recent", []),
             "dropped": ctx.trace.get("dropped", 0),
             "tokens": tokens,
+            # The summary a late-confirmed topic shift made before this context (`_route`); an
+            # immediate shift's is made after the reply (`_finish_segment`).
+            "topic_summary": t.topic_summary,
             "context_timings_ms": ctx.trace.get("timings_ms", {}),
             "jobs": [],
             "turn_ids": [],
@@ -1263,13 +1272,20 @@ class Scheduler:
                 jobs: list[Job] = []
                 state = self._next_state(t.counts, turns, t.covered)
                 assert t.route is not None
-                if t.route.signals["topic_shift"]:
-                    first, last = t.segment_start, user_turn.seq - 1
+                # Where a new segment starts (this message, or the pending candidate when the shift
+                # was confirmed late), and the pending candidate after this message (`topic.advance`).
+                start, state["topic_pending"] = advance(
+                    t.topic, shift=t.route.signals["topic_shift"], index=user_turn.seq, pending=t.pending_seq
+                )
+                if start is not None:
+                    first, last = t.segment_start, start - 1
                     if last > first:  # a segment of one turn is not worth a summary
-                        # An extractive summary is made as soon as the reply is out (`_finish_segment`),
-                        # so the next turn already sees the segment as a summary; this P2 job replaces
-                        # it with the helper LLM's summary when one is configured.
-                        t.finished = (first, last)
+                        # An extractive summary is made at once (`_finish_segment` as soon as the
+                        # reply is out; before the context when the shift was confirmed late), so the
+                        # next turn already sees the segment as a summary; this P2 job replaces it
+                        # with the helper LLM's summary when one is configured.
+                        if start == user_turn.seq:
+                            t.finished = (first, last)
                         jobs.append(
                             Job(
                                 kind="summary",
@@ -1285,7 +1301,7 @@ class Scheduler:
                                 dedupe_key=f"summary:{t.session_id}:{first}-{last}",
                             )
                         )
-                    state["segment_start"] = user_turn.seq
+                    state["segment_start"] = start
                 jobs.extend(page_jobs(turns, self.store.page_size))
                 if t.plan is not None and t.before is not None:
                     values, more = self.companion.record(
@@ -1328,7 +1344,11 @@ class Scheduler:
         """Summarise the topic segment this turn closed, extractively and at once, so that from the next
         turn on it leaves the recent window and its summary stands for it."""
         assert t.finished is not None
-        first, last = t.finished
+        trace["topic_summary"] = self._summarise_segment(t, *t.finished)
+
+    def _summarise_segment(self, t: _TurnState, first: int, last: int) -> dict[str, Any] | None:
+        """The extractive summary of turns first..last of the session, stored (its id, range and time
+        for the trace); None when there was nothing to summarise or it failed (the P2 job makes it)."""
         t0 = time.perf_counter()
         limit = int(self.config.overflow_threshold * self.config.model_context)
         try:
@@ -1345,11 +1365,9 @@ class Scheduler:
         except Exception:  # the P2 job will make it
             log.exception("extractive topic summary of %s/%s failed", t.user_id, t.session_id)
             row = None
-        trace["topic_summary"] = (
-            {"id": row["id"], "first_seq": row["first_seq"], "last_seq": row["last_seq"], "ms": _ms(t0)}
-            if row is not None
-            else None
-        )
+        if row is None:
+            return None
+        return {"id": row["id"], "first_seq": row["first_seq"], "last_seq": row["last_seq"], "ms": _ms(t0)}
 
     def _finish_timings(self, t: _TurnState, trace: dict[str, Any]) -> None:
         timings = dict(t.sw.timings)
@@ -1420,38 +1438,44 @@ class Scheduler:
                 state["live_seq"] = t.seq + 1
         return state
 
-    def _topic(
-        self, user_id: str, session_id: str, segment_start: int, qvecs: Mapping[str, np.ndarray], message: str
-    ) -> tuple[float | None, int, str | None, float | None]:
-        """(similarity of the message to the current segment's last turns, user turns in that window,
-        the embedder that judged it, the share of the message's content words found in that window).
-        Uses the preferred embedder the query was embedded with (the retriever skips embedders whose
-        layer does not count for the query's script)."""
-        name = next((n for n in (self.topic_embedder, *TOPIC_EMBEDDER_PREFERENCE) if n in qvecs), None)
-        longer = [
-            t
-            for t in self.store.session_turns(user_id, session_id, last=LEXICAL_WINDOW)
-            if (t.seq or 0) >= segment_start
+    def _topic(self, t: _TurnState, pending_seq: int) -> int:
+        """Judge whether `t.message` leaves the current topic segment (`memsched.topic.judge`, into
+        `t.topic`; `t.pending_seq` is the candidate it may confirm); returns how many contentful user
+        turns the segment has. Reads the segment's last user turns and their stored vectors (the
+        reply is the LLM's echo of the user's topic, so only the user's own turns are compared)."""
+        params = self.topic_params
+        t.pending_seq = pending_seq if pending_seq >= t.segment_start else -1
+        turns = [
+            x
+            for x in self.store.session_turns(t.user_id, t.session_id, last=TOPIC_LOOKBACK)
+            if x.role == "user" and (x.seq or 0) >= t.segment_start and contentful(x.content, params)
         ]
-        window = longer[-TOPIC_WINDOW:]
-        users = sum(1 for t in window if t.role == "user")
-        overlap: float | None = None
-        words = set(terms(message))
-        if words and sum(1 for t in longer if t.role == "user") >= LEXICAL_MIN_USER_TURNS:
-            seen: set[str] = set()
-            for t in longer:
-                seen.update(terms(t.content))
-            overlap = len(words & seen) / len(words)
-        if name is None or not window:
-            return None, users, name, overlap
-        embedder = self.memory.embedders[name]
-        ids = [t.id for t in window if t.id is not None]
-        stored = self.store.turn_vectors(user_id, embedder.model_id, ids)
-        missing = [t for t in window if t.id not in stored]
-        vectors = list(stored.values())
-        if missing:
-            vectors.extend(embedder.embed([t.text for t in missing]))
-        return topic_similarity(qvecs[name], vectors), users, name, overlap
+        if t.pending_seq >= 0:
+            old = [x for x in turns if (x.seq or 0) < t.pending_seq]
+            pending = [x for x in turns if (x.seq or 0) >= t.pending_seq]
+        else:
+            old, pending = turns, []
+        old = old[-params.window :]
+        names = [n for n in params.embedders(t.message) if n in t.topic_vecs]
+        if not names:
+            t.topic = None
+            return len(turns)
+        vecs: list[dict[str, np.ndarray]] = [{} for _ in (*old, *pending)]
+        both = [*old, *pending]
+        for name in names:
+            embedder = self.memory.embedders[name]
+            ids = [x.id for x in both if x.id is not None]
+            stored = self.store.turn_vectors(t.user_id, embedder.model_id, ids)
+            missing = [i for i, x in enumerate(both) if x.id not in stored]
+            if missing:
+                made = embedder.embed([both[i].text for i in missing])
+                for i, v in zip(missing, made, strict=True):
+                    vecs[i][name] = v
+            for i, x in enumerate(both):
+                if x.id in stored:
+                    vecs[i][name] = stored[x.id]
+        t.topic = judge(t.message, t.topic_vecs, vecs[: len(old)], vecs[len(old) :], params=params)
+        return len(turns)
 
     def _context(self, t: _TurnState) -> ContextResult:
         """The context: profile + command notes as system sections, the session's summaries, the recent

@@ -1,0 +1,229 @@
+"""Topic shifts with the default embedders: precision, recall and F1 per language and half.
+
+    PYTHONPATH=. python benchmarks/topic_shift.py            # the report (both halves, both languages)
+    PYTHONPATH=. python benchmarks/topic_shift.py --tune     # the grid search, on the tuning half only
+    PYTHONPATH=. python benchmarks/topic_shift.py --scenario # the issue's 三体 -> 番茄炒蛋 walk, held out
+
+The data is benchmarks/data/topic_shift.json: hand-written companion conversations (user messages)
+split into topic segments; odd-numbered conversations are the tuning half, even-numbered the report
+half. A predicted shift counts when the new segment it opens starts at the labelled message.
+
+The report runs the functions the scheduler runs (`memsched.topic.judge`, `Router.route` for the
+topic cues, `memsched.topic.advance` for the segment bookkeeping) on the messages' vectors from
+the default embedders (minilm, wordllama, gloss), user turns only, as the scheduler compares.
+`--scenario` runs the issue's walk through `Scheduler.prepare` + `record` (real SQLite store,
+default embedders): 20 turns about 《三体》, then two about 番茄炒蛋, and checks that no shift fires
+inside the sci-fi talk, that the shift is recognised, and that the second cooking message's context
+carries no raw sci-fi turn.
+"""
+
+from __future__ import annotations
+
+import argparse
+import itertools
+import json
+import sys
+import tempfile
+import time
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from memsched.config import Config
+from memsched.memory import Memory
+from memsched.router import Router
+from memsched.topic import DEFAULT_PARAMS, TopicParams, advance, contentful, judge
+
+DATA = Path(__file__).parent / "data" / "topic_shift.json"
+
+SANTI = [
+    "你看过《三体》吗？我觉得黑暗森林法则太震撼了",
+    "叶文洁按下按钮那一刻，你觉得她后悔吗",
+    "智子锁死地球科技这个设定很有意思",
+    "罗辑作为面壁者的计划真的很聪明",
+    "章北海的选择你怎么看",
+    "水滴攻击舰队那一段太惨烈了",
+    "程心是不是太圣母了",
+    "二向箔降维打击太可怕了",
+    "云天明的童话故事里藏了好多信息",
+    "你觉得三体人真的会来吗",
+]
+COOK = ["今晚我想做个番茄炒蛋", "番茄炒蛋要先炒蛋还是先炒番茄？"]
+
+
+def load() -> list[dict[str, Any]]:
+    return list(json.loads(DATA.read_text(encoding="utf-8"))["conversations"])
+
+
+def embed_all(memory: Memory, texts: list[str]) -> dict[str, dict[str, np.ndarray]]:
+    out: dict[str, dict[str, np.ndarray]] = {t: {} for t in texts}
+    for name, embedder in memory.embedders.items():
+        for t, v in zip(texts, embedder.embed(texts), strict=True):
+            out[t][name] = np.asarray(v, dtype=np.float32)
+    return out
+
+
+def run(
+    messages: list[str], vecs: dict[str, dict[str, np.ndarray]], params: TopicParams, router: Router
+) -> set[int]:
+    """The indices where predicted segments start (after the first), as the scheduler would split."""
+    starts: set[int] = set()
+    seg_start, pending = 0, -1
+    for i, m in enumerate(messages):
+        turns = [j for j in range(seg_start, i) if contentful(messages[j], params)]
+        old = [j for j in turns if pending < 0 or j < pending]
+        pend = [j for j in turns if pending >= 0 and j >= pending]
+        verdict = judge(
+            m,
+            vecs[m],
+            [vecs[messages[j]] for j in old[-params.window :]],
+            [vecs[messages[j]] for j in pend],
+            params=params,
+        )
+        route = router.route(m, topic=verdict, segment_turns=len(turns), min_segment_turns=2)
+        start, pending = advance(verdict, shift=route.signals["topic_shift"], index=i, pending=pending)
+        if start is not None:
+            starts.add(start)
+            seg_start = start
+    return starts
+
+
+def score(
+    convs: list[dict[str, Any]], vecs: dict[str, dict[str, np.ndarray]], params: TopicParams, router: Router
+) -> dict[str, Any]:
+    tp = fp = fn = 0
+    for c in convs:
+        messages = [m for s in c["segments"] for m in s["messages"]]
+        truth, k = set(), 0
+        for s in c["segments"]:
+            if k:
+                truth.add(k)
+            k += len(s["messages"])
+        pred = run(messages, vecs, params, router)
+        tp, fp, fn = tp + len(truth & pred), fp + len(pred - truth), fn + len(truth - pred)
+    p = tp / (tp + fp) if tp + fp else 0.0
+    r = tp / (tp + fn) if tp + fn else 0.0
+    f = 2 * p * r / (p + r) if p + r else 0.0
+    return {"precision": round(p, 3), "recall": round(r, 3), "f1": round(f, 3), "tp": tp, "fp": fp, "fn": fn}
+
+
+def report(convs: list[dict[str, Any]], vecs: dict[str, dict[str, np.ndarray]], params: TopicParams) -> None:
+    router = Router()
+    print("| language | half | conversations | shifts | precision | recall | F1 |")
+    print("|---|---|---:|---:|---:|---:|---:|")
+    for lang in ("zh", "en"):
+        for half in ("tune", "report"):
+            part = [c for c in convs if c["lang"] == lang and c["split"] == half]
+            s = score(part, vecs, params, router)
+            print(
+                f"| {lang} | {half} | {len(part)} | {s['tp'] + s['fn']} | {s['precision']:.3f} |"
+                f" {s['recall']:.3f} | {s['f1']:.3f} |"
+            )
+
+
+def tune(convs: list[dict[str, Any]], vecs: dict[str, dict[str, np.ndarray]]) -> None:
+    """Grid search per script on the tuning half only; prints the best settings by F1 (ties: fewer
+    false shifts, then the tuned default's neighbourhood order)."""
+    router = Router()
+    grids = {
+        "cjk": [{"gloss": 1.0}, {"gloss": 1.0, "wordllama": 0.5}, {"gloss": 1.0, "minilm": 0.5}],
+        "latin": [{"minilm": 1.0}, {"minilm": 1.0, "wordllama": 0.25}],
+    }
+    for script, lang in (("cjk", "zh"), ("latin", "en")):
+        part = [c for c in convs if c["lang"] == lang and c["split"] == "tune"]
+        best: list[tuple[float, int, str]] = []
+        base = getattr(DEFAULT_PARAMS, script)
+        for weights, far, d_far, d_pair, window, min_turns in itertools.product(
+            grids[script],
+            np.arange(-0.25, 0.051, 0.025),
+            (0.0, 0.05),
+            (-0.05, 0.0, 0.05),
+            (4, 6, 8),
+            (2, 3),
+        ):
+            sp = replace(
+                base,
+                weights=weights,
+                far=round(float(far), 3),
+                confirm_far=round(float(far + d_far), 3),
+                confirm_pair=round(float(far + d_pair), 3),
+            )
+            params = replace(DEFAULT_PARAMS, window=window, min_turns=min_turns, **{script: sp})
+            s = score(part, vecs, params, router)
+            best.append((s["f1"], -s["fp"], f"{sp} window={window} min_turns={min_turns} {s}"))
+        best.sort(key=lambda x: (x[0], x[1]), reverse=True)
+        print(f"== {script} ({lang}, tuning half)")
+        for row in best[:8]:
+            print(row[2])
+
+
+def scenario() -> int:
+    from datetime import datetime, timedelta
+
+    from memsched.scheduler import Scheduler
+
+    home = tempfile.mkdtemp()
+    memory = Memory(Config.load(home=home))
+    failures = 0
+    at = datetime.fromisoformat("2024-10-22T19:00:00+08:00")
+    with Scheduler(memory, start_workers=False) as sched:
+        walk = SANTI * 2 + COOK
+        p0 = []
+        for i, text in enumerate(walk):
+            t0 = time.perf_counter()
+            res = sched.prepare("u", "s", text, now=at + timedelta(minutes=i), timezone="Asia/Shanghai")
+            p0.append((time.perf_counter() - t0) * 1000)
+            sched.record("u", "s", "assistant", "嗯嗯，我在听。", now=at + timedelta(minutes=i, seconds=30))
+            route = res.trace["route"]
+            shift = route["signals"]["topic_shift"]
+            print(f"{i:2d} shift={shift!s:5} topic={route['topic']} {text}")
+            if i < len(SANTI) * 2 and shift:
+                print("   FAIL: a shift inside the sci-fi talk")
+                failures += 1
+            if i == len(walk) - 1:
+                # The summary quotes sentences (extractive); raw turns are the recent window's
+                # messages and the recalled memories.
+                system = str(res.messages[0]["content"])
+                recalled = (
+                    system.split("Memories from earlier conversations", 1)[-1] if "Memories" in system else ""
+                )
+                sent = "\n".join(str(m["content"]) for m in res.messages[1:]) + recalled
+                raw = [line for line in SANTI if line in sent]
+                print(f"   raw sci-fi turns in the context: {len(raw)}; summaries: {res.trace['summaries']}")
+                if raw:
+                    failures += 1
+                    print("   FAIL: the second cooking message still carries raw sci-fi turns")
+                if not any(t["route"]["signals"]["topic_shift"] for t in sched.traces("u", "s", limit=2)):
+                    failures += 1
+                    print("   FAIL: no shift recognised")
+    memory.close()
+    print("scenario:", "ok" if not failures else f"{failures} failure(s)")
+    return 1 if failures else 0
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--tune", action="store_true", help="grid search on the tuning half")
+    ap.add_argument("--scenario", action="store_true", help="the issue's 三体 -> 番茄炒蛋 walk")
+    args = ap.parse_args()
+    if args.scenario:
+        return scenario()
+    convs = load()
+    memory = Memory(Config.load(home=tempfile.mkdtemp()))
+    try:
+        texts = sorted({m for c in convs for s in c["segments"] for m in s["messages"]})
+        vecs = embed_all(memory, texts)
+    finally:
+        memory.close()
+    print(f"embedders: {sorted(next(iter(vecs.values())))}; {len(texts)} messages")
+    if args.tune:
+        tune(convs, vecs)
+    else:
+        report(convs, vecs, DEFAULT_PARAMS)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
