@@ -135,13 +135,14 @@ def tune(convs: list[dict[str, Any]], vecs: dict[str, dict[str, np.ndarray]]) ->
         part = [c for c in convs if c["lang"] == lang and c["split"] == "tune"]
         best: list[tuple[float, int, str]] = []
         base = getattr(DEFAULT_PARAMS, script)
-        for weights, far, d_far, d_pair, window, min_turns in itertools.product(
+        for weights, far, d_far, d_pair, closer, window, min_turns in itertools.product(
             grids[script],
             np.arange(-0.25, 0.051, 0.025),
             (0.0, 0.05),
             (-0.05, 0.0, 0.05),
-            (4, 6, 8),
-            (2, 3),
+            (-9.0, 0.0, 0.05, 0.1),
+            (6,),
+            (3,),
         ):
             sp = replace(
                 base,
@@ -149,6 +150,7 @@ def tune(convs: list[dict[str, Any]], vecs: dict[str, dict[str, np.ndarray]]) ->
                 far=round(float(far), 3),
                 confirm_far=round(float(far + d_far), 3),
                 confirm_pair=round(float(far + d_pair), 3),
+                closer=closer,
             )
             params = replace(DEFAULT_PARAMS, window=window, min_turns=min_turns, **{script: sp})
             s = score(part, vecs, params, router)
@@ -170,12 +172,14 @@ def scenario() -> int:
     at = datetime.fromisoformat("2024-10-22T19:00:00+08:00")
     with Scheduler(memory, start_workers=False) as sched:
         walk = SANTI * 2 + COOK
-        p0 = []
+        p0: list[float] = []
+        timings: list[dict[str, float]] = []
         for i, text in enumerate(walk):
             t0 = time.perf_counter()
             res = sched.prepare("u", "s", text, now=at + timedelta(minutes=i), timezone="Asia/Shanghai")
             p0.append((time.perf_counter() - t0) * 1000)
             sched.record("u", "s", "assistant", "嗯嗯，我在听。", now=at + timedelta(minutes=i, seconds=30))
+            timings.append(res.trace["timings_ms"])
             route = res.trace["route"]
             shift = route["signals"]["topic_shift"]
             print(f"{i:2d} shift={shift!s:5} topic={route['topic']} {text}")
@@ -199,6 +203,10 @@ def scenario() -> int:
                     failures += 1
                     print("   FAIL: no shift recognised")
     memory.close()
+    for stage in ("embed_query", "route", "topic_summary", "total"):
+        got = [t[stage] for t in timings[3:] if stage in t]
+        if got:
+            print(f"{stage}: median {np.median(got):.1f} ms, max {max(got):.1f} ms over {len(got)} turns")
     print("scenario:", "ok" if not failures else f"{failures} failure(s)")
     return 1 if failures else 0
 

@@ -43,7 +43,9 @@ class ScriptParams:
     prior: Mapping[str, float]  # coherence assumed while the segment has fewer than 3 turns
     far: float  # a message scoring below this is a candidate shift
     confirm_far: float  # the next message must score below this too ...
-    confirm_pair: float  # ... and the two together below this
+    confirm_pair: float  # ... and the two together below this ...
+    # ... and the message at least this much closer to the candidate than to the old segment.
+    closer: float = 0.0
 
 
 @dataclass(frozen=True, slots=True)
@@ -65,11 +67,12 @@ class TopicParams:
 # Tuned on the tuning half of benchmarks/data/topic_shift.json by benchmarks/topic_shift.py --tune.
 DEFAULT_PARAMS = TopicParams(
     cjk=ScriptParams(
-        weights={"gloss": 1.0, "wordllama": 0.5},
+        weights={"gloss": 1.0},
         prior={"gloss": 0.22, "wordllama": 0.55, "minilm": 0.65},
-        far=-0.025,
-        confirm_far=-0.025,
-        confirm_pair=0.025,
+        far=0.0,
+        confirm_far=0.0,
+        confirm_pair=0.0,
+        closer=0.0,
     ),
     latin=ScriptParams(
         weights={"minilm": 1.0},
@@ -77,6 +80,7 @@ DEFAULT_PARAMS = TopicParams(
         far=-0.15,
         confirm_far=-0.10,
         confirm_pair=-0.10,
+        closer=0.0,
     ),
 )
 
@@ -100,6 +104,24 @@ def coherence(window: Sequence[np.ndarray]) -> float | None:
     return float(
         np.mean([units[k] @ _mean([u for j, u in enumerate(units) if j != k]) for k in range(len(units))])
     )
+
+
+def closeness(
+    params: ScriptParams, message: Vectors, pending: Sequence[Vectors], segment: Sequence[Vectors]
+) -> float | None:
+    """How much closer `message` is to the pending candidate's turns than to the old segment: the
+    weighted sum of (similarity to the candidate's mean) - (similarity to the segment's mean)."""
+    total, seen = 0.0, False
+    for name, weight in params.weights.items():
+        q = message.get(name)
+        ps = [m[name] for m in pending if name in m and np.any(m[name])]
+        ws = [s[name] for s in segment if name in s and np.any(s[name])]
+        if not weight or q is None or not np.any(q) or not ps or not ws:
+            continue
+        q = _unit(q)
+        total += weight * (float(q @ _mean(ps)) - float(q @ _mean(ws)))
+        seen = True
+    return total if seen else None
 
 
 def relative_score(
@@ -193,7 +215,14 @@ def judge(
             )
         return out
     out.pair_score = relative_score(script, [*pending, vectors], window)
-    if out.pair_score is not None and out.score < script.confirm_far and out.pair_score < script.confirm_pair:
+    closer = closeness(script, vectors, pending, window)
+    if (
+        out.pair_score is not None
+        and out.score < script.confirm_far
+        and out.pair_score < script.confirm_pair
+        and closer is not None
+        and closer >= script.closer
+    ):
         out.shift = out.late = True
         out.notes.append(
             f"topic: this message and the one before are both far from the segment"

@@ -1,5 +1,6 @@
 """The companion scenarios through the HTTP service, asserting on what reaches the (fake) upstream LLM:
-mood carried across sessions, its decay and repair, the learned bedtime, nudges, topic switches."""
+mood carried across sessions, its decay and repair, the learned bedtime, nudges (topic switches:
+test_topic_switch.py)."""
 
 from __future__ import annotations
 
@@ -271,74 +272,7 @@ def test_state_and_nudges_of_an_unknown_user_are_404(server: str) -> None:
     assert r.status_code in (400, 404)
 
 
-# A real discussion of a novel keeps naming it and its people (the lexical topic check relies on that).
-SANTI_ZH = [
-    "我最近在读《三体》，黑暗森林法则太震撼了",
-    "三体里宇宙社会学的两条公理你怎么看",
-    "黑暗森林里的猜疑链和技术爆炸这两个概念很妙",
-    "罗辑当面壁者那段，三体人完全看不透他",
-    "三体人用智子封锁了地球的基础物理研究",
-    "一个水滴就摧毁了整个舰队，三体人太强了",
-    "章北海带着自然选择号逃离，他早就看透了黑暗森林",
-    "叶文洁在红岸基地回复了三体人的信号",
-    "三体人的世界有恒纪元和乱纪元",
-    "罗辑最后用黑暗森林威慑住了三体人",
-]
-SANTI_EN = [
-    "I've been reading The Three-Body Problem, the dark forest theory blew my mind",
-    "What do you think of the two axioms of cosmic sociology in Three-Body",
-    "The chain of suspicion in the dark forest is such a clever idea",
-    "Luo Ji as a Wallfacer, the Trisolarans could not read him at all",
-    "The Trisolarans used sophons to lock down physics research on Earth",
-    "One Trisolaran droplet destroyed the entire fleet",
-    "Zhang Beihai saw the dark forest coming and fled on the Natural Selection",
-    "Ye Wenjie answered the Trisolarans from Red Coast Base",
-    "The Trisolaran world has stable eras and chaotic eras",
-    "In the end Luo Ji held off the Trisolarans with dark forest deterrence",
-]
-SWITCH = {
-    "zh": (
-        SANTI_ZH,
-        "今晚我想做个番茄炒蛋",
-        "番茄炒蛋要先炒蛋还是先炒番茄？",
-        "三体里的黑暗森林法则是什么来着？",
-    ),
-    "en": (
-        SANTI_EN,
-        "Tonight I want to cook tomato scrambled eggs",
-        "For tomato scrambled eggs, do I cook the eggs or the tomatoes first?",
-        "Remind me, what was the dark forest theory in The Three-Body Problem?",
-    ),
-}
-
-
-@pytest.mark.parametrize("lang", ["zh", "en"])
-def test_a_finished_topic_leaves_the_context_as_a_summary(server: str, fake: FakeOpenAI, lang: str) -> None:
-    santi, cook, question, back = SWITCH[lang]
-    at = DAY.replace(hour=19)
-    for i in range(40):  # 40 turns (20 exchanges) about the novel
-        chat(server, "wei", "s", santi[i % len(santi)], at + timedelta(minutes=i))
-    switch = chat(server, "wei", "s", cook, at + timedelta(minutes=41))
-    assert switch["route"]["signals"]["topic_shift"]
-    assert switch["topic_summary"] is not None
-
-    q = chat(server, "wei", "s", question, at + timedelta(minutes=42))
-    sent = reply_request(fake)["messages"]
-    raw = "\n".join(str(m["content"]) for m in sent[1:])
-    system = str(sent[0]["content"])
-    assert not any(line in raw for line in santi)  # no raw sci-fi turn in the recent window ...
-    memory_block = system.split("Memories from earlier conversations", 1)[-1] if "Memories" in system else ""
-    assert not any(line in memory_block for line in santi)  # ... nor among the recalled memories
-    assert "Earlier in this conversation (turns 0-" in system  # the summary stands for them
-    assert cook in raw
-    assert q["tokens"]["saved_by_summaries"] > 0
-    assert q["tokens"]["full_history"] - q["tokens"]["total"] > 0
-
-    # A later question about the novel still recalls the raw turns.
-    chat(server, "wei", "s", back, at + timedelta(minutes=43))
-    system = system_of(fake)
-    memory_block = system.split("Memories from earlier conversations", 1)[-1]
-    assert any(line in memory_block for line in santi)
+# The topic switch through the service, with the default embedders: test_topic_switch.py.
 
 
 def test_forgetting_the_words_that_caused_a_mood_forgets_the_mood(server: str, fake: FakeOpenAI) -> None:

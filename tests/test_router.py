@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from memsched.classify import ModeClassifier
-from memsched.router import DEFAULT_CUES, MODES, Router, topic_similarity
+from memsched.router import DEFAULT_CUES, MODES, Router
 
 
 @pytest.fixture(autouse=True)
@@ -70,36 +70,12 @@ def test_topic_shift_cue_needs_a_segment_to_leave() -> None:
     assert not router.route("我们继续聊三体吧", segment_turns=3).signals["topic_shift"]
 
 
-def test_topic_shift_from_similarity() -> None:
-    router = Router()
-    low = router.route(
-        "I want to make tomato egg stir fry tonight", similarity=0.01, embedder="minilm", segment_turns=3
-    )
-    assert low.signals["topic_shift"] and low.topic_threshold == pytest.approx(0.12)
-    high = router.route(
-        "Why didn't the Trisolarans attack Earth directly", similarity=0.4, embedder="minilm", segment_turns=3
-    )
-    assert not high.signals["topic_shift"]
-    # A message with almost no content says nothing about the topic, however low the similarity.
-    assert not router.route("haha ok", similarity=-0.2, embedder="minilm", segment_turns=3).signals[
-        "topic_shift"
-    ]
-
-
 def test_cues_are_data() -> None:
     cues = {"modes": {**DEFAULT_CUES["modes"], "conflict": ["哼"]}, "signals": {"recall": ["pizza"]}}
     route = Router(cues).route("哼，pizza")
     assert route.mode == "conflict"
     assert route.signals["recall"]
     assert route.cues["recall"] == ["pizza"]
-
-
-def test_topic_similarity() -> None:
-    a = np.array([1.0, 0.0], dtype=np.float32)
-    b = np.array([0.0, 1.0], dtype=np.float32)
-    assert topic_similarity(a, [a, a]) == pytest.approx(1.0)
-    assert topic_similarity(a, [b]) == pytest.approx(0.0)
-    assert topic_similarity(a, []) is None
 
 
 def test_route_as_dict_is_json_ready() -> None:
