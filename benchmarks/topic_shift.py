@@ -27,14 +27,16 @@ import tempfile
 import time
 from dataclasses import replace
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from memsched.config import Config
 from memsched.memory import Memory
 from memsched.router import Router
-from memsched.topic import DEFAULT_PARAMS, TopicParams, advance, contentful, judge
+
+if TYPE_CHECKING:
+    from memsched.topic import TopicParams
 
 DATA = Path(__file__).parent / "data" / "topic_shift.json"
 
@@ -69,6 +71,8 @@ def run(
     messages: list[str], vecs: dict[str, dict[str, np.ndarray]], params: TopicParams, router: Router
 ) -> set[int]:
     """The indices where predicted segments start (after the first), as the scheduler would split."""
+    from memsched.topic import advance, contentful, judge
+
     starts: set[int] = set()
     seg_start, pending = 0, -1
     for i, m in enumerate(messages):
@@ -126,6 +130,8 @@ def report(convs: list[dict[str, Any]], vecs: dict[str, dict[str, np.ndarray]], 
 def tune(convs: list[dict[str, Any]], vecs: dict[str, dict[str, np.ndarray]]) -> None:
     """Grid search per script on the tuning half only; prints the best settings by F1 (ties: fewer
     false shifts, then the tuned default's neighbourhood order)."""
+    from memsched.topic import DEFAULT_PARAMS
+
     router = Router()
     grids = {
         "cjk": [{"gloss": 1.0}, {"gloss": 1.0, "wordllama": 0.5}, {"gloss": 1.0, "minilm": 0.5}],
@@ -211,14 +217,70 @@ def scenario() -> int:
     return 1 if failures else 0
 
 
+def through_scheduler(convs: list[dict[str, Any]]) -> int:
+    """The same table, from the segment starts the real scheduler stores (session state), one
+    session per conversation, a fixed short reply recorded after each message."""
+    from datetime import datetime, timedelta
+
+    from memsched.scheduler import Scheduler
+
+    memory = Memory(Config.load(home=tempfile.mkdtemp()))
+    at = datetime.fromisoformat("2024-10-22T19:00:00+08:00")
+    rows: dict[tuple[str, str], list[int]] = {}
+    with Scheduler(memory, start_workers=False) as sched:
+        for c in convs:
+            messages = [m for s in c["segments"] for m in s["messages"]]
+            truth, k = set(), 0
+            for s in c["segments"]:
+                if k:
+                    truth.add(k)
+                k += len(s["messages"])
+            pred: set[int] = set()
+            start = 0
+            seq_of: dict[int, int] = {}
+            for i, m in enumerate(messages):
+                res = sched.prepare("u", c["id"], m, now=at + timedelta(minutes=i))
+                turn = memory.store.session_turns("u", c["id"], last=1)[0]
+                seq_of[int(turn.seq or 0)] = i
+                reply = "嗯嗯。" if c["lang"] == "zh" else "I see."
+                sched.record("u", c["id"], "assistant", reply, now=at + timedelta(minutes=i, seconds=30))
+                now_start = int(memory.store.session_state("u", c["id"]).get("segment_start", 0))
+                if now_start != start:
+                    start = now_start
+                    pred.add(seq_of[now_start])
+                del res
+            tp, fp, fn = len(truth & pred), len(pred - truth), len(truth - pred)
+            row = rows.setdefault((c["lang"], c["split"]), [0, 0, 0])
+            row[0], row[1], row[2] = row[0] + tp, row[1] + fp, row[2] + fn
+    memory.close()
+    print("| language | half | shifts | precision | recall | F1 |")
+    print("|---|---|---:|---:|---:|---:|")
+    for lang in ("zh", "en"):
+        for half in ("tune", "report"):
+            tp, fp, fn = rows.get((lang, half), [0, 0, 0])
+            p = tp / (tp + fp) if tp + fp else 0.0
+            r = tp / (tp + fn) if tp + fn else 0.0
+            f = 2 * p * r / (p + r) if p + r else 0.0
+            print(f"| {lang} | {half} | {tp + fn} | {p:.3f} | {r:.3f} | {f:.3f} |")
+    return 0
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--tune", action="store_true", help="grid search on the tuning half")
     ap.add_argument("--scenario", action="store_true", help="the issue's 三体 -> 番茄炒蛋 walk")
+    ap.add_argument(
+        "--scheduler",
+        action="store_true",
+        help="run each conversation through Scheduler.prepare + record instead (slower; also runs on"
+        " a checkout without memsched.topic, for the detector before it)",
+    )
     args = ap.parse_args()
     if args.scenario:
         return scenario()
     convs = load()
+    if args.scheduler:
+        return through_scheduler(convs)
     memory = Memory(Config.load(home=tempfile.mkdtemp()))
     try:
         texts = sorted({m for c in convs for s in c["segments"] for m in s["messages"]})
@@ -229,6 +291,8 @@ def main() -> int:
     if args.tune:
         tune(convs, vecs)
     else:
+        from memsched.topic import DEFAULT_PARAMS
+
         report(convs, vecs, DEFAULT_PARAMS)
     return 0
 
