@@ -135,7 +135,6 @@ def latency(router: Router, rows: list[dict[str, Any]], memory: Memory, vecs: li
                 vectors=v,
                 embedders=memory.embedders,
                 embedder_weights={n: weights.dense_weight(n, cjk) for n in v},
-                similarity=0.3,
                 segment_turns=3,
             )
             timings.append((time.perf_counter() - t0) * 1000.0)
