@@ -9,7 +9,6 @@ statistics (`postgres_base`); jobs claimed with `FOR UPDATE SKIP LOCKED` and ann
 
 from __future__ import annotations
 
-import hashlib
 import logging
 import re
 import threading
@@ -27,15 +26,16 @@ from memsched.store.postgres_base import (
     TURN_COLUMNS,
     PgTx,
     as_vector,
+    bm25_args,
     bm25_sql,
     chunks,
     dt,
     dumps,
+    hnsw_index_name,
     pg_tx,
     query_lexemes,
     row_to_turn,
     ts,
-    tsquery_literal,
     tsvector_literal,
 )
 from memsched.store.postgres_bookmarks import PgBookmarksMixin
@@ -490,8 +490,8 @@ class PostgresStore(
         if not lexes:
             return []
         rows = self._all(
-            bm25_sql("turns", "SELECT fts_docs, fts_len FROM users WHERE id = %s"),
-            (user_id, user_id, tsquery_literal(user_id, lexes), lexes, limit),
+            bm25_sql("turns", "SELECT fts_docs, fts_len FROM users WHERE id = %(u)s"),
+            bm25_args(user_id, lexes, limit),
         )
         return [Hit(turn_id=int(r[0]), score=float(r[1]), rank=i + 1) for i, r in enumerate(rows)]
 
@@ -603,7 +603,7 @@ class PostgresStore(
             return
         from psycopg import errors, sql
 
-        name = "embeddings_hnsw_" + hashlib.blake2b(f"{model_id}/{dim}".encode(), digest_size=6).hexdigest()
+        name = hnsw_index_name(model_id, dim)
         try:
             with self._pool.connection() as conn, conn.transaction():
                 conn.execute("SET LOCAL lock_timeout = '5s'")

@@ -5,7 +5,8 @@ jieba for CJK, stop words dropped), split and stemmed the way FTS5's `porter uni
 does it, and stored as a tsvector built here (lexemes given verbatim, with positions): no Postgres
 parser or dictionary is involved, so the server's locale cannot change what is indexed. Ranking is
 BM25 (k1 = 1.2, b = 0.75, FTS5's formula) with per-user statistics, computed in SQL from the
-lexemes' positions: term frequency from `unnest(tsvector)`, document frequency over the matches.
+lexemes' positions: term frequency from `unnest(tsvector)` over each lexeme's newest matches (at
+most `BM25_CANDIDATES_PER_TERM`), document frequency counted over all of them (`bm25_sql`).
 """
 
 from __future__ import annotations
@@ -35,6 +36,9 @@ TURN_COLUMNS = "id, user_id, session_id, seq, page_id, role, speaker, content, c
 # BM25 as FTS5 computes it.
 BM25_K1 = 1.2
 BM25_B = 0.75
+# Newest matches of one query lexeme that are ranked (`bm25_sql`). LoCoMo's users (~600 turns) never
+# reach it; a 100k-turn user's common words do (BENCHMARKS.md, "One user on PostgreSQL", session 15).
+BM25_CANDIDATES_PER_TERM = 1000
 
 
 class PgTx(Tx):
@@ -179,6 +183,11 @@ def tsquery_literal(user_id: str, lexes: Sequence[str]) -> str:
     return f"{_quote(user_tag(user_id))} & (" + " | ".join(_quote(lx) for lx in lexes) + ")"
 
 
+def hnsw_index_name(model_id: str, dim: int) -> str:
+    """The name of the model's partial HNSW index on `embeddings` (one per model and width)."""
+    return "embeddings_hnsw_" + hashlib.blake2b(f"{model_id}/{dim}".encode(), digest_size=6).hexdigest()
+
+
 def sources_gone(tx: PgTx, user_id: str, turn_ids: Sequence[int]) -> bool:
     """Whether any of these turns no longer exists (see `store.lineage.sources_gone`)."""
     ids = sorted({int(i) for i in turn_ids})
@@ -191,9 +200,17 @@ def sources_gone(tx: PgTx, user_id: str, turn_ids: Sequence[int]) -> bool:
 
 
 def bm25_sql(table: str, stats: str, length_column: str = "fts_len") -> str:
-    """BM25 over `table`'s `fts` column for one user: parameters user (for `stats`), user, tsquery,
-    lexemes, limit. `stats` selects (documents, total length) of the user's collection. Returns
+    """BM25 over `table`'s `fts` column for one user, with the parameters of `bm25_args`. `stats`
+    selects (documents, total length) of the user's collection (parameter `%(u)s`). Returns
     (id, score) best first; nothing when the user has no documents.
+
+    Ranked are, for each query lexeme, its newest `cap` matches among the user's rows (all of them
+    when it has fewer): a lexeme the user wrote in thousands of turns no longer makes every one of
+    them a candidate. Statistics stay exact: each lexeme's document frequency counts all its
+    matches (the GIN index answers the count), N and the average length are the user's. A turn
+    left out matches only lexemes with more than `cap` matches, so when those lexemes' largest
+    possible contributions (idf x (k1 + 1) each) add up to less than the k-th score, the top k are
+    exactly FTS5's; otherwise they are the best among recent matches (BENCHMARKS.md, session 15).
 
     The statistics are read in the same statement as the matches, so both see one snapshot: read
     apart, a document stored in between (by another process) could make a term's document
@@ -202,19 +219,41 @@ def bm25_sql(table: str, stats: str, length_column: str = "fts_len") -> str:
         WITH st AS (
             SELECT s.n::float8 AS n, greatest(s.total::float8 / greatest(s.n, 1), 1.0) AS avgdl
             FROM ({stats}) AS s(n, total)
+        ), q AS (
+            SELECT x.lexeme, x.tq FROM unnest(%(lexes)s::text[], %(tqs)s::tsquery[]) AS x(lexeme, tq)
+        ), df AS MATERIALIZED (
+            -- each tsquery carries the user's tag: the count is the user's rows only
+            SELECT q.lexeme, (SELECT count(*) FROM {table} d WHERE d.fts @@ q.tq) AS n FROM q
+        ), pick AS (
+            -- "+ 0": ordered by an expression no btree has, the newest matches come from the GIN
+            -- index's bitmap, not from walking the user's whole history backwards through a btree
+            SELECT DISTINCT ON (r.id) r.* FROM q CROSS JOIN LATERAL (
+                SELECT d.id, d.{length_column} AS dl, d.fts FROM {table} d
+                WHERE d.user_id = %(u)s AND d.fts @@ q.tq ORDER BY d.id + 0 DESC LIMIT %(cap)s
+            ) r
         ), cand AS (
-            SELECT d.id, d.{length_column} AS dl, u.lexeme,
-                   coalesce(array_length(u.positions, 1), 1) AS tf
-            FROM {table} d CROSS JOIN LATERAL unnest(d.fts) u
-            WHERE d.user_id = %s AND d.fts @@ %s::tsquery AND u.lexeme = ANY(%s::text[])
-        ), df AS (SELECT lexeme, count(*) AS n FROM cand GROUP BY lexeme)
+            SELECT p.id, p.dl, u.lexeme, coalesce(array_length(u.positions, 1), 1) AS tf
+            FROM pick p CROSS JOIN LATERAL unnest(p.fts) u
+            WHERE u.lexeme = ANY(%(lexes)s::text[])
+        )
         SELECT c.id,
                sum(greatest(ln(greatest((st.n - d.n + 0.5) / (d.n + 0.5), 1.0)), 1e-6)
                    * c.tf * {BM25_K1 + 1} / (c.tf + {BM25_K1} * ({1 - BM25_B} + {BM25_B} * c.dl / st.avgdl))) AS s
         FROM cand c JOIN df d USING (lexeme) CROSS JOIN st
         WHERE st.n > 0
-        GROUP BY c.id ORDER BY s DESC, c.id LIMIT %s
+        GROUP BY c.id ORDER BY s DESC, c.id LIMIT %(k)s
     """
+
+
+def bm25_args(user_id: str, lexes: Sequence[str], limit: int) -> dict[str, Any]:
+    """The parameters of `bm25_sql` for the user's `lexes` (from `query_lexemes`)."""
+    return {
+        "u": user_id,
+        "lexes": list(lexes),
+        "tqs": [tsquery_literal(user_id, [lx]) for lx in lexes],
+        "cap": BM25_CANDIDATES_PER_TERM,
+        "k": limit,
+    }
 
 
 def chunks(ids: Sequence[int], size: int = 5000) -> Iterator[list[int]]:

@@ -18,6 +18,7 @@ from memsched.store.postgres_base import (
     PgMixin,
     PgTx,
     as_vector,
+    bm25_args,
     bm25_sql,
     chunks,
     dt,
@@ -25,7 +26,6 @@ from memsched.store.postgres_base import (
     query_lexemes,
     sources_gone,
     ts,
-    tsquery_literal,
     tsvector_literal,
 )
 
@@ -229,9 +229,9 @@ class PgBookmarksMixin(PgMixin):
             return []
         rows = self._all(
             bm25_sql(
-                "bookmarks", "SELECT count(*), coalesce(sum(fts_len), 0) FROM bookmarks WHERE user_id = %s"
+                "bookmarks", "SELECT count(*), coalesce(sum(fts_len), 0) FROM bookmarks WHERE user_id = %(u)s"
             ),
-            (user_id, user_id, tsquery_literal(user_id, lexes), lexes, limit),
+            bm25_args(user_id, lexes, limit),
         )
         return [Hit(turn_id=int(r[0]), score=float(r[1]), rank=i + 1) for i, r in enumerate(rows)]
 

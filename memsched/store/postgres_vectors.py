@@ -5,11 +5,17 @@ A user with fewer than `HNSW_MIN_VECTORS` vectors for a model is searched exactl
 user costs the same whether the table holds 10k or 10M rows). A larger user is searched through the
 model's HNSW index (`PostgresStore._ensure_vector_index`), filtered by user. pgvector (0.6 in the
 `pgserver` wheel) filters *after* the graph walk: a walk keeps `hnsw.ef_search` candidates and the
-user's share of them is roughly the user's share of the index, so `ef_search` is raised until the
-walk should find twice the rows asked for (pgvector allows at most 1,000); when it still comes back
-short, the exact search answers instead. A user who owns most of the index (one big user per
+user's share of them is roughly the user's share of the model's index, so `ef_search` is raised
+until the walk should find twice the rows asked for (pgvector allows at most 1,000); a user whose
+share is too small for that is searched exactly without a walk, and a walk that still comes back
+short is answered by the exact search. A user who owns most of the index (one big user per
 database or shard) is served from the graph; a big user on a shared index costs up to one exact
 scan of their own rows, never of anyone else's.
+
+Both plans rank vectors first and map them to turns afterwards, nearest first, and stop as soon as
+`k` turns are found (an incremental sort over the vectors' distances): a text said many times is one
+vector standing for many turns, and joining every vector of a user to its turns before ranking cost
+more than the ranking (BENCHMARKS.md, "One user on PostgreSQL at 100k, session 15").
 
 Hits are turns: a vector is keyed by its text's hash, so one vector can stand for several turns
 with the same text, and a vector with no turn (a bookmark's, a query's not yet recorded) is skipped.
@@ -26,14 +32,24 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from memsched.model import Hit
-from memsched.store.postgres_base import PgMixin
+from memsched.store.postgres_base import PgMixin, hnsw_index_name
 
-HNSW_MIN_VECTORS = 20_000  # below this a user's exact search is cheaper than a graph walk
+HNSW_MIN_VECTORS = 5_000  # below this a user's exact search costs about what a walk costs (~5 ms)
 EF_MAX = 1000  # pgvector's upper bound for hnsw.ef_search
 EF_MIN = 100  # pgvector's default (40) loses a little recall at k = 50; 100 costs little more
 _COUNT_TTL_S = 300.0  # how long a user's vector count (which only picks the plan) is trusted
 
+# Exact: the user's nearest vectors (their btree finds them; PostgreSQL computes every distance),
+# then their turns, nearest first. `lim` vectors are ranked; when they stand for fewer than `k`
+# turns (vectors with no turn: a bookmark's, a forgotten turn's text kept by a bookmark), the
+# unlimited form answers.
 _EXACT = (
+    "SELECT t.id, 1 - n.dist AS s FROM ("
+    " SELECT content_hash, vector <=> %(q)s AS dist FROM embeddings"
+    " WHERE user_id = %(u)s AND model = %(m)s AND dim = %(d)s ORDER BY vector <=> %(q)s LIMIT %(lim)s) n"
+    " JOIN turns t ON t.user_id = %(u)s AND t.content_hash = n.content_hash ORDER BY n.dist, t.id LIMIT %(k)s"
+)
+_EXACT_ALL = (
     "SELECT t.id, 1 - (e.vector <=> %(q)s) AS s FROM embeddings e JOIN turns t"
     " ON t.user_id = e.user_id AND t.content_hash = e.content_hash"
     " WHERE e.user_id = %(u)s AND e.model = %(m)s AND e.dim = %(d)s"
@@ -41,14 +57,14 @@ _EXACT = (
 )
 
 # The inner query matches the partial HNSW index (its expression and predicate) so the planner can
-# walk the graph; the outer one maps vectors to turns.
+# walk the graph; it is a subquery, not a materialized CTE, so the planner knows its rows come
+# ordered by distance and the join to turns stops at the k-th turn (an incremental sort).
 _GRAPH = (
-    "WITH near AS MATERIALIZED ("
+    "SELECT t.id, 1 - n.dist AS s FROM ("
     " SELECT content_hash, (vector::vector({d}) <=> %(q)s::vector({d})) AS dist FROM embeddings"
     " WHERE model = %(m)s AND dim = {d} AND user_id = %(u)s"
-    " ORDER BY vector::vector({d}) <=> %(q)s::vector({d}) LIMIT %(lim)s)"
-    " SELECT t.id, 1 - n.dist AS s FROM near n JOIN turns t"
-    " ON t.user_id = %(u)s AND t.content_hash = n.content_hash ORDER BY n.dist, t.id LIMIT %(k)s"
+    " ORDER BY vector::vector({d}) <=> %(q)s::vector({d}) LIMIT %(lim)s) n"
+    " JOIN turns t ON t.user_id = %(u)s AND t.content_hash = n.content_hash ORDER BY n.dist, t.id LIMIT %(k)s"
 )
 
 
@@ -95,9 +111,14 @@ class PgVectorSearchMixin(PgMixin):
             self._count_cache[key] = (now, n)
         return n
 
-    def _index_rows(self) -> int:
-        """The planner's estimate of the vectors table's rows (every model's)."""
-        row = self._one("SELECT reltuples::bigint FROM pg_class WHERE relname = 'embeddings'")
+    def _index_rows(self, model_id: str, dim: int) -> int:
+        """The planner's estimate of the rows in the model's HNSW index (every user's vectors of
+        that model; the table's count, every model's, when the index is not made yet)."""
+        row = self._one(
+            "SELECT coalesce(max(c.reltuples) FILTER (WHERE c.relname = %s), max(c.reltuples))::bigint"
+            " FROM pg_class c WHERE c.relname IN (%s, 'embeddings')",
+            (hnsw_index_name(model_id, dim), hnsw_index_name(model_id, dim)),
+        )
         return int(row[0]) if row and row[0] is not None else 0
 
     def search_vectors(
@@ -108,15 +129,18 @@ class PgVectorSearchMixin(PgMixin):
         q = np.asarray(query, dtype=np.float32).reshape(-1)
         if k <= 0 or not q.size:
             return []
-        args = {"q": q, "u": user_id, "m": model_id, "d": int(q.size), "k": int(k)}
+        args = {"q": q, "u": user_id, "m": model_id, "d": int(q.size), "k": int(k), "lim": 2 * int(k)}
         mine = self._user_vectors(user_id, model_id)
         if not exact and mine >= HNSW_MIN_VECTORS:
-            share = mine / max(self._index_rows(), mine)
-            ef = min(EF_MAX, max(EF_MIN, 2 * k, math.ceil(2 * k / share)))
-            hits = self._graph(args, ef)
-            if len(hits) >= k:
-                return hits
+            share = mine / max(self._index_rows(model_id, int(q.size)), mine)
+            ef = max(EF_MIN, 2 * k, math.ceil(2 * k / share))
+            if ef <= EF_MAX:
+                hits = self._graph(args, ef)
+                if len(hits) >= k:
+                    return hits
         rows = self._all(_EXACT, args)
+        if len(rows) < k:
+            rows = self._all(_EXACT_ALL, args)
         return [Hit(turn_id=int(r[0]), score=float(r[1]), rank=i + 1) for i, r in enumerate(rows)]
 
     def _graph(self, args: dict[str, Any], ef: int) -> list[Hit]:
