@@ -31,6 +31,9 @@ from memsched.vectors import (
 )
 
 RRF_K = 60  # the constant of plain reciprocal-rank fusion (Cormack et al.)
+# Turn ids past this process's own look after which `index_user` asks the store how far another
+# process (or an earlier run) found every turn to have vectors (`Store.vectors_checked`).
+CHECKED_READ_GAP = 1000
 # The gloss layer's weight for Chinese queries: chosen on half the bilingual test's questions and
 # checked on the other half (BENCHMARKS.md, "Chinese recall").
 GLOSS_WEIGHT = 2.0
@@ -136,17 +139,25 @@ class Retriever:
         """
         done = 0
         top = self.store.max_turn_id(user_id)
-        todo: list[tuple[Embedder, tuple[str, str], int]] = []
+        todo: list[tuple[Embedder, tuple[str, str], int, bool]] = []
         for embedder in self.embedders.values():
             key = (user_id, embedder.model_id)
-            after = self._checked.get(key) or 0
+            known = self._checked.get(key)
+            after = known or 0
+            if after < top and (known is None or top - after >= CHECKED_READ_GAP):
+                # Not looked at by this process yet, or many turns since: another process (or an
+                # earlier run) may have checked them, as the store records (SQLite; never PostgreSQL).
+                after = max(after, self.store.vectors_checked(user_id, embedder.model_id))
+                if after >= top:
+                    with self._lock:
+                        self._checked.put(key, max(self._checked.get(key) or 0, top))
             if after < top:
-                todo.append((embedder, key, after))
+                todo.append((embedder, key, after, known is None))
         while todo:
             if pause is not None:
                 pause()
-            found: list[tuple[Embedder, tuple[str, str], int, list[tuple[int, str]], int]] = []
-            for embedder, key, after in todo:
+            found: list[tuple[Embedder, tuple[str, str], int, bool, list[tuple[int, str]], int]] = []
+            for embedder, key, after, record in todo:
                 limit = chunk or embedder.batch_size * 8
                 missing = self.store.turns_missing_vectors(
                     user_id,
@@ -155,10 +166,10 @@ class Retriever:
                     after_id=after,
                     han_only=bool(getattr(embedder, "han_only", False)),  # embed.gloss: Chinese turns only
                 )
-                found.append((embedder, key, after, missing, limit))
+                found.append((embedder, key, after, record, missing, limit))
             started = [
                 (embedder, texts, _embed_soon(embedder, texts))
-                for embedder, _, _, missing, _ in found
+                for embedder, _, _, _, missing, _ in found
                 if (texts := [text for _, text in missing])
             ]
             batches = []
@@ -170,15 +181,22 @@ class Retriever:
             if batches:
                 self.store.put_vector_batches(user_id, batches)
             todo = []
-            for embedder, key, after, missing, limit in found:
+            for embedder, key, after, record, missing, limit in found:
                 done += len(missing)
                 if missing and progress is not None:
                     progress(len(missing))
+                record = record or bool(missing)
                 if len(missing) >= limit:  # more may be missing: another round
-                    todo.append((embedder, key, after))
+                    todo.append((embedder, key, after, record))
                     continue
                 with self._lock:
                     self._checked.put(key, max(self._checked.get(key) or 0, top))
+                if record:
+                    # A process's first look, or turns stored without vectors (an import): record
+                    # how far every turn has one, so the next process's first look starts here
+                    # instead of at the user's first turn. (A turn stored with its vectors, the
+                    # scheduler's way, writes nothing here.)
+                    self.store.set_vectors_checked(user_id, embedder.model_id, top)
         return done
 
     def put_vector(self, user_id: str, name: str, text: str, vector: np.ndarray) -> None:

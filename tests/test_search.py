@@ -76,3 +76,26 @@ def test_terms_mix_languages() -> None:
     assert "番茄" in terms("我想吃番茄炒蛋") or "番茄炒蛋" in terms("我想吃番茄炒蛋")
     assert "the" not in terms("the Three-Body Problem")
     assert fts_query("the a an") is None
+
+
+def test_a_rare_word_is_found_among_many_turns_with_a_common_one(
+    store: Store, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """PostgreSQL ranks only each word's newest matches (`BM25_CANDIDATES_PER_TERM`, made small
+    here): an old turn with a rare word is still found, and a word's older matches are not."""
+    from memsched.store import postgres_base
+
+    monkeypatch.setattr(postgres_base, "BM25_CANDIDATES_PER_TERM", 5)
+    zebras = store.add_turns(
+        [Turn("u", "s0", "user", f"the zebra number {i} crossed the garden") for i in range(3)]
+    )
+    store.add_turns([Turn("u", f"s{1 + i // 10}", "user", f"garden chores, day {i}") for i in range(40)])
+    hits = store.search_bm25("u", "zebra garden", limit=3)
+    assert sorted(h.turn_id for h in hits) == sorted(t.id or 0 for t in zebras)
+    # the three zebra turns also match "garden": they outrank turns with only the common word
+    assert len(store.search_bm25("u", "zebra garden", limit=50)) >= 8
+    if not store.serves_vector_search:  # SQLite: FTS5 ranks every match
+        assert len(store.search_bm25("u", "garden", limit=50)) == 43
+    else:  # PostgreSQL: the five newest matches of "garden", nothing older
+        newest = store.search_bm25("u", "garden", limit=50)
+        assert len(newest) == 5 and min(h.turn_id for h in newest) > max(t.id or 0 for t in zebras)

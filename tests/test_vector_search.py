@@ -288,3 +288,81 @@ def test_index_user_embeds_every_layer_and_commits_them_together(
     for embedder in embedders.values():
         ids, _, _ = store.load_vectors("u", embedder.model_id)
         assert {t.id for t in more} <= {int(i) for i in ids}
+
+
+@pytest.mark.parametrize("graph", [False, True])
+def test_vectors_said_many_times_fill_k_from_the_nearest_and_skip_turnless_ones(
+    store: Store, monkeypatch: pytest.MonkeyPatch, graph: bool
+) -> None:
+    """Each of 20 texts said 6 times (one vector, six turns), and 30 bookmark-like vectors with no
+    turn nearer to the query than any turn's: the k hits are the nearest texts' turns, in order."""
+    if graph:
+        if not store.serves_vector_search:
+            pytest.skip("SQLite has no graph path; the exact run covers it")
+        monkeypatch.setattr(postgres_vectors, "HNSW_MIN_VECTORS", 1)
+    rng = np.random.default_rng(5)
+    texts = [f"text {i}" for i in range(20)]
+    turns = store.add_turns([Turn("u", f"s{r}", "user", t) for r in range(6) for t in texts])
+    query = np.zeros(DIM, dtype=np.float32)
+    query[0] = 1.0
+    vectors = np.zeros((20, DIM), dtype=np.float32)
+    for i in range(20):  # text i is nearer to the query than text i + 1
+        vectors[i, 0], vectors[i, 1 + i] = 1.0, 0.3 + 0.1 * i
+    vectors /= np.linalg.norm(vectors, axis=1, keepdims=True)
+    text_hash = {t.content: t.hash for t in turns}
+    store.put_vectors("u", MODEL, [(text_hash[t], v) for t, v in zip(texts, vectors, strict=True)])
+    near = np.tile(query, (30, 1)) + 0.01 * _unit(rng, 30)
+    store.put_vectors("u", MODEL, [(content_hash(f"bookmark {i}"), v) for i, v in enumerate(near)])
+    by_text: dict[str, list[int]] = {}
+    for t in turns:
+        by_text.setdefault(t.content, []).append(int(t.id or 0))
+    want = [tid for t in texts[:3] for tid in sorted(by_text[t])][:15]
+    hits = store.search_vectors("u", MODEL, query, 15)
+    assert [h.turn_id for h in hits] == want
+
+
+def test_a_new_process_starts_its_vector_check_where_the_store_says(
+    store: Store, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`index_user` records how far every turn has vectors (SQLite), so a process that starts does
+    not look through the whole history again; turns stored after that point are still embedded."""
+    emb = HashEmbedder(dim=DIM)
+    store.add_turns([Turn("u", "s", "user", f"old message {i}") for i in range(30)])
+    Retriever(store, {"hash": emb}).index_user("u")
+    top = store.max_turn_id("u")
+    looked: list[int] = []
+    real = store.turns_missing_vectors
+
+    def spy(
+        user_id: str, model_id: str, limit: int = 1000, after_id: int = 0, han_only: bool = False
+    ) -> list[tuple[int, str]]:
+        looked.append(after_id)
+        return real(user_id, model_id, limit=limit, after_id=after_id, han_only=han_only)
+
+    monkeypatch.setattr(store, "turns_missing_vectors", spy)
+    (new,) = store.add_turns([Turn("u", "s", "user", "a message stored without vectors")])
+    fresh = Retriever(store, {"hash": emb})  # another process
+    assert fresh.index_user("u") == 1
+    assert new.id in set(store.load_vectors("u", emb.model_id)[0].tolist())
+    if store.serves_vector_search:  # PostgreSQL records nothing (ids may commit out of order)
+        assert store.vectors_checked("u", emb.model_id) == 0 and looked[0] == 0
+    else:
+        assert looked[0] == top and store.vectors_checked("u", emb.model_id) == new.id
+        store.set_vectors_checked("u", emb.model_id, 1)  # never moves back
+        assert store.vectors_checked("u", emb.model_id) == new.id
+    store.forget_user("u")
+    assert store.vectors_checked("u", emb.model_id) == 0
+
+
+def test_speakers_are_the_named_ones_sorted(store: Store) -> None:
+    store.add_turns(
+        [
+            Turn("u", "s", "user", "hi", speaker="Melanie"),
+            Turn("u", "s", "assistant", "hello"),
+            Turn("u", "s", "user", "again", speaker="Caroline"),
+            Turn("u", "s", "user", "and again", speaker="Melanie"),
+            Turn("v", "s", "user", "other user", speaker="Zed"),
+        ]
+    )
+    assert store.speakers("u") == ["Caroline", "Melanie"]
+    assert store.speakers("nobody") == []

@@ -134,8 +134,9 @@ class TurnStore(Protocol):
         ...
 
     def turn_meta_update(self, tx: Tx, user_id: str, turn_id: int, meta: dict[str, Any]) -> None: ...
-    def speakers(self, user_id: str) -> dict[str, int]:
-        """Speaker label -> number of turns, for the user's named speakers (roles are not names)."""
+    def speakers(self, user_id: str) -> list[str]:
+        """The labels of the user's named speakers (roles are not names), sorted. Costs one index
+        seek per speaker, not a scan of the user's turns."""
         ...
 
     def delete_turns(self, user_id: str, ids: Sequence[int]) -> int:
@@ -176,6 +177,18 @@ class VectorStore(Protocol):
 
     def vector_version(self, user_id: str, model_id: str) -> tuple[int, int]:
         """A pair that changes whenever the user gains turns or vectors for `model_id`."""
+        ...
+
+    def vectors_checked(self, user_id: str, model_id: str) -> int:
+        """The turn id up to which every turn of the user was found to have its `model_id` vector
+        (`set_vectors_checked`), so a process that starts does not look through the whole history
+        again; 0 when nothing is recorded (or the store cannot promise it: PostgreSQL)."""
+        ...
+
+    def set_vectors_checked(self, user_id: str, model_id: str, turn_id: int) -> None:
+        """Record that every turn of the user up to `turn_id` has its vector (never moves back).
+        Only sound where turn ids become visible in order (SQLite's single writer); a store whose
+        writers can commit a lower id after a higher one (PostgreSQL) keeps nothing."""
         ...
 
     def vectors_since(

@@ -86,7 +86,7 @@ def _later() -> list[Migration]:
     from memsched.store.sqlite_keys import m007_api_keys
     from memsched.store.sqlite_profile import m008_profile_superseded_by
     from memsched.store.sqlite_state import m004_state
-    from memsched.store.sqlite_vectors import m011_vector_packs
+    from memsched.store.sqlite_vectors import m011_vector_packs, m012_vectors_checked
     from memsched.store.sqlite_vocab import m010_term_vectors
 
     return [
@@ -100,6 +100,7 @@ def _later() -> list[Migration]:
         ("009_companion", m009_companion),
         ("010_term_vectors", m010_term_vectors),
         ("011_vector_packs", m011_vector_packs),
+        ("012_vectors_checked", m012_vectors_checked),
     ]
 
 

@@ -238,6 +238,9 @@ M008_PROFILE_SUPERSEDED_BY = "ALTER TABLE profile_facts ADD COLUMN superseded_by
 # Session locks are advisory locks now (`postgres_locks.py`): the lease rows are gone.
 M011_ADVISORY_SESSION_LOCKS = "DROP TABLE IF EXISTS session_locks;"
 
+# speakers(): one seek per distinct speaker instead of a scan of the user's turns.
+M012_TURNS_USER_SPEAKER = "CREATE INDEX turns_user_speaker ON turns(user_id, speaker);"
+
 
 # Names follow SQLite's where a migration has a twin there (005 and 006 had nothing to do here:
 # identities are never reused, and the full-text index is per-user from the start).
@@ -251,4 +254,5 @@ MIGRATIONS: list[tuple[str, str]] = [
     ("009_companion", M009_COMPANION),
     ("010_term_vectors", M010_TERM_VECTORS),
     ("011_advisory_session_locks", M011_ADVISORY_SESSION_LOCKS),
+    ("012_turns_user_speaker", M012_TURNS_USER_SPEAKER),
 ]

@@ -72,6 +72,24 @@ def m011_vector_packs(db: sqlite3.Connection) -> None:
     )
 
 
+def m012_vectors_checked(db: sqlite3.Connection) -> None:
+    run_script(
+        db,
+        """
+        -- How far each user's turns are known to have vectors, per model (Retriever.index_user):
+        -- derived, a cache of a scan; forgetting the user deletes it with every user_id table.
+        CREATE TABLE vectors_checked (
+            user_id TEXT NOT NULL,
+            model TEXT NOT NULL,
+            turn_id INTEGER NOT NULL,
+            PRIMARY KEY (user_id, model)
+        ) WITHOUT ROWID;
+        -- speakers(): one seek per distinct speaker instead of a scan of the user's turns
+        CREATE INDEX turns_user_speaker ON turns(user_id, speaker);
+        """,
+    )
+
+
 def join_rows(rows: list[Any]) -> tuple[np.ndarray, np.ndarray]:
     """(ids, matrix) from (turn id, dim, vector bytes) rows."""
     if not rows:
@@ -100,6 +118,21 @@ class VectorPackMixin(SQLiteMixin):
     path: str
 
     # -- per-user graphs (memsched.vectors) -------------------------------------------------------------
+
+    def vectors_checked(self, user_id: str, model_id: str) -> int:
+        row = self.db.execute(
+            "SELECT turn_id FROM vectors_checked WHERE user_id = ? AND model = ?", (user_id, model_id)
+        ).fetchone()
+        return int(row[0]) if row else 0
+
+    def set_vectors_checked(self, user_id: str, model_id: str, turn_id: int) -> None:
+        # One writer at a time: every turn id below `turn_id` was committed before it.
+        with self.transaction() as tx:
+            tx.execute(
+                "INSERT INTO vectors_checked (user_id, model, turn_id) VALUES (?, ?, ?)"
+                " ON CONFLICT (user_id, model) DO UPDATE SET turn_id = max(turn_id, excluded.turn_id)",
+                (user_id, model_id, int(turn_id)),
+            )
 
     def vector_graph_path(self, user_id: str, model_id: str) -> Path | None:
         """`<database>.graphs/<user hash>-<model hash>.usearch` (None for an in-memory database).

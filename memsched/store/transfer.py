@@ -172,7 +172,7 @@ TABLES: tuple[Table, ...] = (
 )
 
 # SQLite tables deliberately not copied (see the module docstring), besides FTS5 tables and their shadows.
-SKIPPED = frozenset({"migrations", "session_locks", "sqlite_sequence", "vector_packs"})
+SKIPPED = frozenset({"migrations", "session_locks", "sqlite_sequence", "vector_packs", "vectors_checked"})
 
 
 @dataclass(slots=True)
