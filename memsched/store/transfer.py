@@ -9,7 +9,8 @@ FTS5 indexes), the per-user BM25 statistics, and an HNSW index per embedder mode
 
 Not copied: `migrations` (the target has its own), `session_locks` (leases of processes that are
 gone), `vector_packs` (SQLite's packed copy of each user's vectors, derived from `embeddings`;
-PostgreSQL searches the vectors in place) and the FTS5 shadow tables (rebuilt as above). A job that was running in the source is copied
+PostgreSQL searches the vectors in place), `vectors_checked` (how far SQLite found every turn to
+have vectors: PostgreSQL keeps no such watermark) and the FTS5 shadow tables (rebuilt as above). A job that was running in the source is copied
 as queued with no lease: its worker is gone, and a PostgreSQL worker runs it again.
 
 * Idempotent: a row whose key the target already holds is compared with the source's and skipped
