@@ -21,6 +21,7 @@ with every layer's scores; `memsched.llm.llm_calls()` counts the LLM calls it ma
 
 from __future__ import annotations
 
+import heapq
 import itertools
 import re
 import threading
@@ -957,17 +958,24 @@ class Pager:
         with blas_single_thread():
             sims = matrix @ matrix.T
         np.clip(sims, 0.0, 1.0, out=sims)
-        base = np.array([c.fused for c in keep], dtype=np.float64)
+        # Lazy greedy: a candidate's score only falls as turns are placed, so a popped candidate whose
+        # re-scored value still beats every other (stale, hence higher or equal) score is the best.
+        # Same order as re-scoring everything at each step, at a fraction of the numpy calls.
+        base = [c.fused for c in keep]
         nearest = np.zeros(len(keep), dtype=np.float64)
-        open_ = np.ones(len(keep), dtype=bool)
-        for _ in range(len(keep)):
-            score = np.where(open_, base * (1.0 - opts.novelty * nearest), -np.inf)
-            i = int(np.argmax(score))
-            open_[i] = False
-            if nearest[i] > 0:
-                keep[i].scores["novelty"] = round(1.0 - opts.novelty * float(nearest[i]), 4)
-            # Greedy MMR's picks come out in non-increasing score, so sorting keeps its order.
-            keep[i].fused = float(score[i])
+        heap = [(-b, i) for i, b in enumerate(base)]
+        heapq.heapify(heap)
+        while heap:
+            _, i = heapq.heappop(heap)
+            near = float(nearest[i])
+            score = base[i] * (1.0 - opts.novelty * near)
+            if heap and score < -heap[0][0]:
+                heapq.heappush(heap, (-score, i))
+                continue
+            if near > 0:
+                keep[i].scores["novelty"] = round(1.0 - opts.novelty * near, 4)
+            # Greedy picks come out in non-increasing score, so the final sort keeps their order.
+            keep[i].fused = score
             np.maximum(nearest, sims[i], out=nearest)
         return sorted(head, key=lambda c: (-c.fused, c.turn_id)) + tail
 
