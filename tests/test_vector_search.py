@@ -366,3 +366,34 @@ def test_speakers_are_the_named_ones_sorted(store: Store) -> None:
     )
     assert store.speakers("u") == ["Caroline", "Melanie"]
     assert store.speakers("nobody") == []
+
+
+def test_storing_a_few_vectors_reads_no_pack_until_enough_are_missing(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A reply's vector (one row) only checks how many rows the pack lacks: the chunks themselves
+    (15 MB of MiniLM vectors for a 10,000-turn user) are read only when the tail is rewritten."""
+    from memsched.store.sqlite import SQLiteStore
+
+    monkeypatch.setattr(sqlite_vectors, "CHUNK_ROWS", 64)
+    # A pack lacks a row for each turn and each vector stored since it was written.
+    monkeypatch.setattr(sqlite_vectors, "REPACK_MIN", 20)
+    store = SQLiteStore(tmp_path / "m.db")
+    held = _fill(store, "u", 100, batch=50)  # packed
+    reads: list[str] = []
+    real = store._pack
+    monkeypatch.setattr(store, "_pack", lambda db, u, m: reads.append(u) or real(db, u, m))
+    rng = np.random.default_rng(7)
+    vectors = _unit(rng, 10)
+    new = []
+    for i in range(10):  # each reply: its turn, then its vector
+        new.extend(store.add_turns([Turn("u", "s", "assistant", f"reply {i}")]))
+        store.put_vectors("u", MODEL, [(content_hash(new[-1].text), vectors[i])])
+        assert reads == ([] if i < 9 else ["u"])  # 18 rows missing after nine: under REPACK_MIN
+    packed = raw_sql(store, "SELECT sum(n) FROM vector_packs WHERE user_id = ?", ("u",))[0][0]
+    assert packed == 110
+    ids, matrix, _ = store.load_vectors("u", MODEL)
+    got = {int(i): matrix[k] for k, i in enumerate(ids)}
+    assert set(got) == set(held) | {t.id for t in new}
+    np.testing.assert_allclose(got[int(new[9].id or 0)], vectors[9], atol=1e-6)
+    store.close()

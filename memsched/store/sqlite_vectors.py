@@ -211,9 +211,17 @@ class VectorPackMixin(SQLiteMixin):
         return [Hit(turn_id=int(ids[i]), score=float(sims[i]), rank=r + 1) for r, i in enumerate(order)]
 
     def _repack(self, tx: Any, user_id: str, model_id: str) -> None:
-        """Inside a write transaction: bring the pack up to date when enough rows are missing."""
-        rows, packed = self._pack(tx, user_id, model_id)
-        after_vector, after_turn = packed or (0, 0)
+        """Inside a write transaction: bring the pack up to date when enough rows are missing.
+
+        Most calls (a reply's vectors, a few rows) only find that too few rows are missing: that
+        check reads the last chunk's version, not the chunks (a 10,000-turn user's MiniLM pack is
+        15 MB); they are read only to be rewritten."""
+        last = tx.execute(
+            "SELECT version_vector, version_turn FROM vector_packs WHERE user_id = ? AND model = ?"
+            " ORDER BY chunk DESC LIMIT 1",
+            (user_id, model_id),
+        ).fetchone()
+        after_vector, after_turn = (int(last[0]), int(last[1])) if last else (0, 0)
         missing = tx.execute(
             "SELECT (SELECT count(*) FROM embeddings WHERE user_id = ? AND model = ? AND rowid > ?)"
             " + (SELECT count(*) FROM turns WHERE user_id = ? AND id > ?)",
@@ -221,6 +229,7 @@ class VectorPackMixin(SQLiteMixin):
         ).fetchone()[0]
         if missing < REPACK_MIN:
             return
+        rows, _ = self._pack(tx, user_id, model_id)
         version = self.vector_version(user_id, model_id)
         new_ids, new_matrix = self._vectors_since(tx, user_id, model_id, after_vector, after_turn)
         if rows and len(new_ids):
