@@ -250,6 +250,9 @@ class _TurnState:
     before: Before | None = None
     plan: Plan | None = None
     finished: tuple[int, int] | None = None  # a topic segment that this turn closed (first, last seq)
+    state: dict[str, Any] | None = (
+        None  # the session's state as the overflow check read it (None: read again)
+    )
 
 
 @dataclass(slots=True, eq=False)
@@ -1084,7 +1087,7 @@ class Scheduler:
             t.profile_text = self._profile_section(t.user_id, DEFAULT_PROFILE_SHARE)
             sections = (clock_line(t.at, t.timezone), t.profile_text, *(a.note for a in t.applied))
             t.sections = [s for s in sections if s]
-            state = self.store.session_state(t.user_id, t.session_id)
+            state = t.state = self.store.session_state(t.user_id, t.session_id)
             t.summaries = self.store.session_summaries(t.user_id, t.session_id)
             t.counts = self._counts(t.user_id, t.session_id, state, covered_seq(t.summaries))
             system = "\n\n".join([t.persona, *t.sections])
@@ -1097,6 +1100,7 @@ class Scheduler:
         if t.live <= t.limit:
             return
         t0 = time.perf_counter()
+        t.state = None  # compressing writes the state: routing reads it again
         event = compress(
             self.memory,
             t.user_id,
@@ -1121,7 +1125,8 @@ class Scheduler:
     def _route(self, t: _TurnState, timezone: str | None) -> None:
         t.segment_start = max(int(t.counts.get("segment_start", 0)), t.covered + 1)
         with t.sw.stage("route"):
-            state = self.store.session_state(t.user_id, t.session_id)
+            # Nothing writes the session's state between the overflow check and here (but compressing).
+            state = t.state if t.state is not None else self.store.session_state(t.user_id, t.session_id)
             t.before = before = self.companion.carried(t.user_id, t.session_id, t.at, state)
             segment_users = self._topic(t, int(state.get("topic_pending", -1)))
             weights = self.memory.retriever.weights
