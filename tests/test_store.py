@@ -184,3 +184,24 @@ def test_sqlite_writers_of_one_process_queue_in_process(tmp_path: Path) -> None:
     with pytest.raises(sqlite3.OperationalError), s.transaction(), s.transaction():
         pass
     s.close()
+
+
+def test_a_turn_of_a_known_session_and_page_costs_four_statements(tmp_path: Path) -> None:
+    """Users, sessions and pages are inserted when new only: a turn of a known session and page is
+    the seq update, the page lookup, the turn and its full-text row; seqs and pages are as before."""
+    store = SQLiteStore(tmp_path / "m.db", page_size=4)
+    store.add_turns([Turn("u", "s", "user", "t0")])
+    seen: list[str] = []
+    store.db.set_trace_callback(lambda sql: seen.append(sql))
+    for i in range(1, 6):  # seq 4 opens page 1
+        store.add_turns([Turn("u", "s", "user", f"t{i}")])
+    store.db.set_trace_callback(None)
+    own = [s for s in seen if not s.startswith("--") and s not in ("BEGIN IMMEDIATE", "COMMIT")]
+    assert len(own) == 4 * 5 + 1, own
+    assert [t.seq for t in store.session_turns("u", "s")] == list(range(6))
+    assert [(p.page_no, p.turn_count) for p in store.pages("u")] == [(0, 4), (1, 2)]
+    # A new session of a known user, and a new user, get their rows as before.
+    store.add_turns([Turn("u", "s2", "user", "other session"), Turn("v", "s", "user", "other user")])
+    assert [s.id for s in store.sessions("u")] == ["s", "s2"] and store.has_user("v")
+    assert [(s.id, s.turn_count) for s in store.sessions("v")] == [("s", 1)]
+    store.close()

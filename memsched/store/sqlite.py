@@ -208,24 +208,32 @@ class SQLiteStore(
                 continue
             stored.append(turn)
             now = ts(turn.created_at)
-            tx.execute("INSERT OR IGNORE INTO users VALUES (?, ?)", (turn.user_id, now))
-            tx.execute(
-                "INSERT OR IGNORE INTO sessions (user_id, id, created_at) VALUES (?, ?, ?)",
-                (turn.user_id, turn.session_id, now),
-            )
-            (seq,) = tx.execute(
+            # The session's next seq; the user and session rows are made only when it has none yet
+            # (the write transaction is exclusive: nothing comes between the look and the insert).
+            # Two statements per turn of a known session and page, five for a new one.
+            taken = tx.execute(
                 "UPDATE sessions SET next_seq = next_seq + 1 WHERE user_id = ? AND id = ? RETURNING next_seq - 1",
                 (turn.user_id, turn.session_id),
             ).fetchone()
+            if taken is None:
+                tx.execute("INSERT OR IGNORE INTO users VALUES (?, ?)", (turn.user_id, now))
+                tx.execute(
+                    "INSERT INTO sessions (user_id, id, created_at, next_seq) VALUES (?, ?, ?, 1)",
+                    (turn.user_id, turn.session_id, now),
+                )
+                taken = (0,)
+            (seq,) = taken
             page_no = seq // self.page_size
-            tx.execute(
-                "INSERT OR IGNORE INTO pages (user_id, session_id, page_no, created_at) VALUES (?, ?, ?, ?)",
-                (turn.user_id, turn.session_id, page_no, now),
-            )
-            (page_id,) = tx.execute(
+            page = tx.execute(
                 "SELECT id FROM pages WHERE user_id = ? AND session_id = ? AND page_no = ?",
                 (turn.user_id, turn.session_id, page_no),
             ).fetchone()
+            if page is None:
+                page = tx.execute(
+                    "INSERT INTO pages (user_id, session_id, page_no, created_at) VALUES (?, ?, ?, ?) RETURNING id",
+                    (turn.user_id, turn.session_id, page_no, now),
+                ).fetchone()
+            (page_id,) = page
             cur = tx.execute(
                 "INSERT INTO turns (user_id, session_id, seq, page_id, role, speaker, content, created_at,"
                 " external_id, content_hash, meta) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
