@@ -14,6 +14,7 @@ Also the read side used by the REST endpoints and the CLI: `state(user)`.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
@@ -88,14 +89,25 @@ class Companion:
 
     # -- before routing ---------------------------------------------------------------------------
 
-    def carried(self, user_id: str, session_id: str, at: datetime, state: dict[str, Any]) -> Before:
+    def carried(
+        self,
+        user_id: str,
+        session_id: str,
+        at: datetime,
+        state: dict[str, Any],
+        last: Sequence[Turn] | None = None,
+    ) -> Before:
+        """What the turn starts from: the user's mood and routine, the session's last mode, whether
+        the last turn was an apology. `last`: the session's last turn (a list of at most one), when
+        the caller has read it."""
         mood = moods.from_row(self.store.mood_get(user_id)).at(at)
         routine = routines.from_row(self.store.routine_get(user_id))
         window, source = routine.late_window()
         prev_mode = state.get("last_mode")
         prev_at = state.get("last_mode_at")
         age = at.timestamp() - float(prev_at) if prev_at is not None else None
-        last = self.store.session_turns(user_id, session_id, last=1)
+        if last is None:
+            last = self.store.session_turns(user_id, session_id, last=1)
         previous_apology = bool(
             last and last[0].role == "assistant" and self.router.repair_cues(last[0].content)[0]
         )

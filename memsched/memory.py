@@ -239,11 +239,23 @@ class Memory:
         names = [n for n in self.embedders if self.retriever.weights.dense_weight(n, cjk) > 0]
         return embed_soon(self.embedders, names, message)
 
-    def recent_turns(self, user_id: str, session_id: str | None, after_seq: int | None = None) -> list[Turn]:
-        """The session's recent window as `context` takes it (after `after_seq`, when given)."""
+    def recent_turns(
+        self,
+        user_id: str,
+        session_id: str | None,
+        after_seq: int | None = None,
+        tail: Sequence[Turn] | None = None,
+    ) -> list[Turn]:
+        """The session's recent window as `context` takes it (after `after_seq`, when given). `tail`:
+        the session's last turns, in order, at least `recent_max_turns` of them unless the session
+        has fewer, when the caller read them already (the window is cut from it, not read again)."""
         if not session_id:
             return []
-        recent = self.store.session_turns(user_id, session_id, last=self.config.recent_max_turns)
+        n = self.config.recent_max_turns
+        if tail is not None:
+            recent = list(tail[max(0, len(tail) - n) :])
+        else:
+            recent = self.store.session_turns(user_id, session_id, last=n)
         if after_seq is not None:  # the turns up to there are covered by summaries
             recent = [t for t in recent if t.seq is not None and t.seq > after_seq]
         return recent
@@ -257,10 +269,13 @@ class Memory:
         recent_after_seq: int | None = None,
         query_vectors: Mapping[str, Any] | None = None,
         exclude_turn_ids: Iterable[int] = (),
+        recent: Sequence[Turn] | None = None,
     ) -> Retrieval | Paging:
         """The ranked candidates `context` computes for the same arguments. The scheduler runs it on
-        another thread while it routes the message, and hands the result to `context(retrieval=)`."""
-        recent = self.recent_turns(user_id, session_id, recent_after_seq)
+        another thread while it routes the message, and hands the result to `context(retrieval=)`.
+        `recent`: the recent window as `recent_turns` returns it, when the caller has read it."""
+        if recent is None:
+            recent = self.recent_turns(user_id, session_id, recent_after_seq)
         exclude = {t.id for t in recent if t.id is not None} | set(exclude_turn_ids)
         qvecs = query_vectors if query_vectors else self.query_vectors(message)
         return self._retrieve(user_id, message, session_id, exclude, qvecs)
@@ -315,6 +330,7 @@ class Memory:
         exclude_turn_ids: Iterable[int] = (),
         lexical_only_turn_ids: Iterable[int] = (),
         retrieval: Future[Retrieval | Paging] | None = None,
+        recent: Sequence[Turn] | None = None,
     ) -> ContextResult:
         """Build the messages for the next LLM call: system, recalled memory, recent turns, `message`.
 
@@ -327,7 +343,8 @@ class Memory:
         `exclude_turn_ids` are never recalled; `lexical_only_turn_ids` only when a keyword layer
         (BM25) found them — e.g. a finished topic that its summary stands for, which comes back when
         the message names it but not by mere embedding similarity. `retrieval` is the result of
-        `self.retrieval(...)` started earlier with the same arguments (used instead of searching again).
+        `self.retrieval(...)` started earlier with the same arguments (used instead of searching again);
+        `recent` the recent window as `recent_turns` returns it, when the caller has read it.
         """
         t_start = time.perf_counter()
         cfg = self.config
@@ -337,7 +354,9 @@ class Memory:
         timings: dict[str, float] = {}
 
         t0 = time.perf_counter()
-        recent = self.recent_turns(user_id, session_id, recent_after_seq)
+        if recent is None:
+            recent = self.recent_turns(user_id, session_id, recent_after_seq)
+        recent = list(recent)
         timings["recent"] = _ms(t0)
         if backfill:
             t0 = time.perf_counter()

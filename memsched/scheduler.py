@@ -250,9 +250,11 @@ class _TurnState:
     before: Before | None = None
     plan: Plan | None = None
     finished: tuple[int, int] | None = None  # a topic segment that this turn closed (first, last seq)
-    state: dict[str, Any] | None = (
-        None  # the session's state as the overflow check read it (None: read again)
-    )
+    # The session's state as the overflow check read it (None: read it again).
+    state: dict[str, Any] | None = None
+    # The session's last turns (read once the turn's commands and compression are done, before
+    # retrieval starts): the recent window, the topic lookback and the last turn are cut from it.
+    tail: list[Turn] = field(default_factory=list)
 
 
 @dataclass(slots=True, eq=False)
@@ -960,6 +962,10 @@ class Scheduler:
             self._index(user_id)
         t.qvecs = pending if pending is not None else self.memory.query_vectors(message)
         t.covered = covered_seq(t.summaries)
+        t.tail = self.store.session_turns(
+            user_id, session_id, last=max(TOPIC_LOOKBACK, self.config.recent_max_turns)
+        )
+        recent = self.memory.recent_turns(user_id, session_id, t.covered, tail=t.tail)
         # Retrieval needs only the message, its vectors and the recent window, all known now: it runs
         # on another thread (BM25, bookmarks and the soft layer's pool first, the dense layers when
         # the vectors are in) while this one waits for the vectors the router reads and routes.
@@ -970,6 +976,7 @@ class Scheduler:
             session_id=session_id,
             recent_after_seq=t.covered,
             query_vectors=t.qvecs,
+            recent=recent,
         )
         with sw.stage("embed_query"):  # what is left of it after the stages above
             # Only the vectors the router reads are waited for here; the others (the gloss layer's)
@@ -1127,7 +1134,7 @@ class Scheduler:
         with t.sw.stage("route"):
             # Nothing writes the session's state between the overflow check and here (but compressing).
             state = t.state if t.state is not None else self.store.session_state(t.user_id, t.session_id)
-            t.before = before = self.companion.carried(t.user_id, t.session_id, t.at, state)
+            t.before = before = self.companion.carried(t.user_id, t.session_id, t.at, state, last=t.tail[-1:])
             segment_users = self._topic(t, int(state.get("topic_pending", -1)))
             weights = self.memory.retriever.weights
             cjk = cjk_ratio(t.message)
@@ -1452,7 +1459,7 @@ class Scheduler:
         t.pending_seq = pending_seq if pending_seq >= t.segment_start else -1
         turns = [
             x
-            for x in self.store.session_turns(t.user_id, t.session_id, last=TOPIC_LOOKBACK)
+            for x in t.tail[max(0, len(t.tail) - TOPIC_LOOKBACK) :]
             if x.role == "user" and (x.seq or 0) >= t.segment_start and contentful(x.content, params)
         ]
         if t.pending_seq >= 0:
@@ -1495,6 +1502,7 @@ class Scheduler:
             "recent_after_seq": t.covered,
             "query_vectors": t.qvecs,
             "retrieval": t.retrieval,
+            "recent": self.memory.recent_turns(t.user_id, t.session_id, t.covered, tail=t.tail),
             # A finished topic is represented by its summary: its raw turns come back only when the
             # message names them (a keyword hit), not by mere embedding similarity.
             "lexical_only_turn_ids": [

@@ -23,7 +23,7 @@ from memsched.jobs.worker import Worker
 from memsched.llm.client import OpenAIChatClient, llm_calls
 from memsched.model import content_hash
 from memsched.profile import PREFERRED_NAME
-from memsched.scheduler import ReplyError, Scheduler
+from memsched.scheduler import TOPIC_LOOKBACK, ReplyError, Scheduler
 from memsched.testing import Delay, Fail, FakeOpenAI
 
 # Runs on SQLite and on PostgreSQL (conftest.py, `backend`).
@@ -520,6 +520,24 @@ def test_aprepare_held_holds_the_session_until_released_and_lets_go_on_failure_o
     monkeypatch.setattr(a, "_run", real)
     hold, _ = asyncio.run(a.aprepare_held("u", "s", "next message"))  # free: taken at once
     a.release_session(hold)
+
+
+def test_a_turn_reads_the_sessions_last_turns_once(make: Factory, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The recent window (retrieval and context), the topic window and the last turn are cut from
+    one read of the session's tail; the retry check reads the last turn before commands run."""
+    memory, scheduler = make(recent_max_turns=4)
+    for i in range(6):
+        scheduler.turn("u", "s", f"message number {i} about hiking")
+    reads: list[int | None] = []
+    real = memory.store.session_turns
+    monkeypatch.setattr(
+        memory.store, "session_turns", lambda u, s, last=None: reads.append(last) or real(u, s, last=last)
+    )
+    result = scheduler.prepare("u", "s", "and what about the mountains")
+    assert sorted(reads, key=str) == [1, TOPIC_LOOKBACK]
+    sent = [str(m["content"]) for m in result.messages]
+    # the recent window: the last four stored turns, then the new message
+    assert sent[-5:] == [t.content for t in real("u", "s")[-5:-1]] + ["and what about the mountains"]
 
 
 def test_turn_needs_an_llm_and_valid_ids(tmp_path: Path) -> None:
