@@ -6,7 +6,8 @@ user costs the same whether the table holds 10k or 10M rows). A larger user is s
 model's HNSW index (`PostgresStore._ensure_vector_index`), filtered by user. pgvector (0.6 in the
 `pgserver` wheel) filters *after* the graph walk: a walk keeps `hnsw.ef_search` candidates and the
 user's share of them is roughly the user's share of the model's index, so `ef_search` is raised
-until the walk should find twice the rows asked for (pgvector allows at most 1,000); a user whose
+until the walk should find the rows asked for with three standard deviations to spare (pgvector
+allows at most 1,000; a user who owns the index walks with ef = k, at least 100); a user whose
 share is too small for that is searched exactly without a walk, and a walk that still comes back
 short is answered by the exact search. A user who owns most of the index (one big user per
 database or shard) is served from the graph; a big user on a shared index costs up to one exact
@@ -133,7 +134,9 @@ class PgVectorSearchMixin(PgMixin):
         mine = self._user_vectors(user_id, model_id)
         if not exact and mine >= HNSW_MIN_VECTORS:
             share = mine / max(self._index_rows(model_id, int(q.size)), mine)
-            ef = max(EF_MIN, 2 * k, math.ceil(2 * k / share))
+            # The user's rows among `ef` walked are about ef x share (binomial): enough for k, with
+            # three standard deviations to spare. A user who owns the index needs ef = k.
+            ef = max(EF_MIN, math.ceil((k + 3 * math.sqrt(k * (1 - share))) / share))
             if ef <= EF_MAX:
                 hits = self._graph(args, ef)
                 if len(hits) >= k:
