@@ -293,6 +293,65 @@ def test_the_shipped_classifier_routes_fresh_messages_in_both_languages(tmp_path
         memory.close()
 
 
+# Hard cases written for this test (not in the labelled or the blind set): sarcasm, "算了吧" and
+# "whatever" in every mode, teasing that borrows conflict words, distress passed off as a joke.
+HARD_CASES = [
+    ("笑死，我把袜子穿反了一整天", "casual"),
+    ("算了吧，这家店排队太长，换一家吃", "casual"),
+    ("烦，快递又延迟了", "casual"),
+    ("Whatever, pizza's fine for dinner", "casual"),
+    ("I'm dead, my dog just sneezed on my face lol", "casual"),
+    ("Ugh, forgot my umbrella at home", "casual"),
+    ("哟，大忙人终于有空回消息了", "conflict"),
+    ("行吧，反正你也不会听", "conflict"),
+    ("真棒，又是我一个人在等", "conflict"),
+    ("Oh look, the busy one finally has time to reply", "conflict"),
+    ("Whatever. Like you'd ever listen", "conflict"),
+    ("Great, waiting alone again. Love that for me", "conflict"),
+    ("我没事，就是最近老是一个人发呆", "comfort"),
+    ("算了吧，反正我怎么努力都不够", "comfort"),
+    ("哈哈，今天又被拒稿了，挺好的", "comfort"),
+    ("I'm fine, I've just been staring at the wall a lot lately", "comfort"),
+    ("Whatever, nothing I do is ever enough", "comfort"),
+    ("Ha, another rejection letter today, great", "comfort"),
+    ("哼，你今天怎么这么乖，是不是做了坏事", "intimacy"),
+    ("你再这样撩我，我要报警了", "intimacy"),
+    ("笨笨的，过来让我抱一下", "intimacy"),
+    ("Hmph, why are you so sweet today, what did you do", "intimacy"),
+    ("Keep flirting like this and I'm calling the cops", "intimacy"),
+    ("You goof, come here and let me hug you", "intimacy"),
+]
+
+
+def test_the_shipped_classifier_reads_hard_cases_above_a_floor(tmp_path: Path) -> None:
+    """The default router of a turn on 24 hard messages (3 per mode and language). The classifier
+    fitted on the 944 lines before session 15 got 14 right; the floor is 18 (0.75) and each mode
+    must get at least half of its six."""
+    from memsched.memory import Memory
+    from memsched.router import Prototypes
+    from memsched.text.segment import cjk_ratio
+
+    router = Router(prototypes=Prototypes(), classifier=ModeClassifier.load())
+    memory = Memory(home=tmp_path / "m")
+    try:
+        weights = memory.retriever.weights
+        right: dict[str, int] = dict.fromkeys(MODES, 0)
+        for text, mode in HARD_CASES:
+            vecs = memory.retriever.embed_query(text)
+            cjk = cjk_ratio(text)
+            got = router.route(
+                text,
+                vectors=vecs,
+                embedders=memory.embedders,
+                embedder_weights={n: weights.dense_weight(n, cjk) for n in vecs},
+            ).mode
+            right[mode] += got == mode
+    finally:
+        memory.close()
+    assert sum(right.values()) >= 18, right
+    assert all(n >= 3 for n in right.values()), right
+
+
 def test_a_carried_mood_still_shapes_a_neutral_message_with_the_classifier() -> None:
     from memsched.router import Carried, Prototypes
 
