@@ -18,7 +18,8 @@ millisecond on top of what the turn computes anyway:
 The router adds the classifier's centred log-probabilities, times `weight`, to its hand-set cue
 and prototype evidence (stacking: the hand-set prototypes still carry English best, the classifier
 carries Chinese). The weights are package data (`data/mode_classifier.npz`), written by
-`benchmarks/train_mode_classifier.py` from the even lines of tests/data/mode_labelled.txt only.
+`benchmarks/train_mode_classifier.py`: C and the weight chosen on the even lines of
+tests/data/mode_labelled.txt by grouped cross-validation, the model fitted on all its lines.
 Prediction needs numpy alone; scikit-learn is used only to fit (a dev dependency).
 """
 
