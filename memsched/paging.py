@@ -40,7 +40,7 @@ from memsched.errors import LLMError
 from memsched.model import Candidate, Hit
 from memsched.text.segment import cjk_ratio, has_cjk, terms
 from memsched.vectors import blas_single_thread
-from memsched.vocab import TermVectors, Vocabulary, query_terms, soft_hits
+from memsched.vocab import TermPostings, TermVectors, Vocabulary, query_terms, soft_hits
 
 if TYPE_CHECKING:
     from memsched.llm.client import ChatClient
@@ -474,6 +474,8 @@ class Pager:
         # turn id -> question share, per user: a turn's text never changes, so each is read once
         # (dropped with the user's other caches after a delete, which may free its id).
         self._questions: LRUCache[str, dict[int, float]] = LRUCache(size)
+        # user -> which of the user's turns use each term (the soft-term layer's candidates).
+        self._postings: LRUCache[str, TermPostings] = LRUCache(size)
         self._sessions: OrderedDict[tuple[str, str], _SessionDecision] = OrderedDict()
         self.stats: Counter[str] = Counter()  # rerank outcomes: called, skipped:<why>, failed
 
@@ -483,6 +485,7 @@ class Pager:
         other._names, other._vectors, other._speakers = self._names, self._vectors, self._speakers
         other._vocab = self._vocab
         other._questions = self._questions
+        other._postings = self._postings
         return other
 
     # -- caches ------------------------------------------------------------------------------------------
@@ -493,6 +496,7 @@ class Pager:
             self._names.pop(user_id)
             self._speakers.pop(user_id)
             self._questions.pop(user_id)
+            self._postings.pop(user_id)
             for key in [k for k in self._vectors if k[0] == user_id]:
                 self._vectors.pop(key)
             for vkey in [k for k in self._vocab if k[0] == user_id]:
@@ -576,7 +580,11 @@ class Pager:
             threshold=self.options.terms_threshold,
             k=self.options.deep_k,
             exclude=exclude,
+            postings=self._term_postings(user_id),
         )
+
+    def _term_postings(self, user_id: str) -> TermPostings:
+        return self._postings.setdefault(user_id, lambda: TermPostings(user_id))
 
     def _speaker_names(self, user_id: str) -> dict[str, str]:
         """lower-cased speaker name (and first name) -> label."""

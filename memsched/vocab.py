@@ -10,8 +10,8 @@ the user actually mentioned ("Rome", "Spain", "yoga", "jobs"). So:
   vector, stored per user through the store (`TermVectorStore`; removed with the turns that use
   it);
 - at query time, each query term that is not a speaker name is compared with the vocabulary; the
-  user's terms at cosine >= `threshold` (the term itself at 1.0) are its expansions, searched with
-  the full-text index;
+  user's terms at cosine >= `threshold` (the term itself at 1.0) are its expansions, looked up
+  in the user's term postings (`TermPostings`, kept in memory per user);
 - a turn scores the sum, over the query terms, of its best expansion's similarity (a soft
   coordination match): turns that instantiate several of the question's terms rank first.
 
@@ -188,6 +188,98 @@ class TermVectors:
         return np.stack([np.asarray(self._known[w], dtype=np.float32) for w in words])
 
 
+class TermPostings:
+    """Which of one user's turns use each search term, in memory: the soft layer's candidates.
+
+    The soft layer scores every turn that uses one of the query's expansions (up to ~60 terms).
+    Asking the full-text index for them (an OR of every expansion, ranked by BM25, cut at a pool of
+    400) and segmenting the pool's texts again was most of the layer's time; here each turn is
+    segmented once, when it is first seen, and a query only looks its expansions up.
+
+    Built on first use from the user's turns (`terms()` of each: ~20 us for an English turn, ~60 for
+    a Chinese one, so ~0.3 s for 10,000 turns), then extended with the turns added since.
+    `version` is (newest turn id, turn count) as last seen in the store: when the count does not
+    match what was added (turns deleted by another process, or committed out of id order), the
+    index is rebuilt. The pager drops it on every delete of this process (`Pager.forget`).
+    Thread-safe (one lock; a refresh and a scoring take well under a millisecond once built).
+    """
+
+    def __init__(self, user_id: str) -> None:
+        self.user_id = user_id
+        self.version = (0, 0)
+        self._lock = threading.Lock()
+        self._ids = np.zeros(0, dtype=np.int64)  # position -> turn id
+        self._position: dict[int, int] = {}
+        self._postings: dict[str, np.ndarray] = {}  # term -> positions of the turns using it
+
+    def __len__(self) -> int:
+        return len(self._ids)
+
+    def refresh(self, store: Store) -> None:
+        """Take in the user's turns added since the last look (or everything, when out of step)."""
+        with self._lock:
+            self._refresh(store)
+
+    def _refresh(self, store: Store) -> None:
+        newest, count = store.max_turn_id(self.user_id), store.turn_count(self.user_id)
+        if (newest, count) == self.version:
+            return
+        if newest >= self.version[0] and count > self.version[1]:
+            fresh = [(t.id, t.content) for t in store.iter_turns(self.user_id, self.version[0]) if t.id]
+            if fresh and self.version[1] + len(fresh) == count:
+                self._add(fresh)
+                self.version = (max(newest, max(i for i, _ in fresh)), count)
+                return
+        # Out of step: turns were deleted (or a lower id appeared late). Start over.
+        self._ids = np.zeros(0, dtype=np.int64)
+        self._position, self._postings = {}, {}
+        everything = [(t.id, t.content) for t in store.iter_turns(self.user_id) if t.id]
+        self._add(everything)
+        self.version = (max((i for i, _ in everything), default=0), len(everything))
+
+    def _add(self, turns: Sequence[tuple[int, str]]) -> None:
+        start = len(self._ids)
+        grown: dict[str, list[int]] = {}
+        for offset, (tid, content) in enumerate(turns):
+            self._position[tid] = start + offset
+            for term in dict.fromkeys(terms(content)):
+                grown.setdefault(term, []).append(start + offset)
+        self._ids = np.concatenate([self._ids, np.fromiter((t for t, _ in turns), np.int64, len(turns))])
+        for term, positions in grown.items():
+            new = np.asarray(positions, dtype=np.int64)
+            old = self._postings.get(term)
+            self._postings[term] = new if old is None else np.concatenate([old, new])
+
+    def score(self, weight: Sequence[Mapping[str, float]], exclude: set[int]) -> list[tuple[float, int]]:
+        """(score, turn id) of every turn that uses an expansion, best first (ties: lower id first).
+
+        A turn's score is the sum, over the query terms in order, of its best expansion's weight for
+        that term (terms it has no expansion of add nothing), in float64: the same sums, bit for bit,
+        as scoring each turn's own terms one query term after another."""
+        with self._lock:
+            n = len(self._ids)
+            total = np.zeros(n, dtype=np.float64)
+            touched = np.zeros(n, dtype=bool)
+            for w in weight:
+                best = np.full(n, -np.inf, dtype=np.float64)
+                for x, s in w.items():
+                    at = self._postings.get(x)
+                    if at is not None:
+                        best[at] = np.maximum(best[at], s)
+                have = best > -np.inf
+                total[have] += best[have]
+                touched |= have
+            for tid in exclude:
+                at_excluded = self._position.get(tid)
+                if at_excluded is not None:
+                    touched[at_excluded] = False
+            cand = np.flatnonzero(touched & (total > 0))
+            ids = self._ids[cand]
+            scores = total[cand]
+        order = np.lexsort((ids, -scores))
+        return [(float(scores[j]), int(ids[j])) for j in order]
+
+
 def soft_hits(
     store: Store,
     user_id: str,
@@ -199,12 +291,14 @@ def soft_hits(
     threshold: float,
     k: int,
     exclude: set[int],
-    pool: int = 400,
+    postings: TermPostings | None = None,
 ) -> list[Hit]:
     """The soft-term layer: turns ranked by how many of the query's terms they instantiate.
 
     `skip` are terms not to expand (speaker names: the speaker focus handles those); `embed` gives
-    vectors for query terms the vocabulary lacks. [] when the query has no other term."""
+    vectors for query terms the vocabulary lacks; `postings` is the user's term index (the pager
+    keeps one per user; without it one is built from the store now). [] when the query has no other
+    term."""
     q_terms = query_terms(query, skip)
     if not q_terms or len(vocab.terms) == 0:
         return []
@@ -220,7 +314,6 @@ def soft_hits(
     # busy machine made it 40-140 ms (measured under load, BENCHMARKS.md "Soft terms").
     sims = np.einsum("qd,vd->qv", q_matrix, vocab.matrix)
     weight: list[dict[str, float]] = []
-    expanded: set[str] = set()
     for i, t in enumerate(q_terms):
         row = sims[i]
         idx = np.flatnonzero(row >= threshold)
@@ -229,28 +322,8 @@ def soft_hits(
         w = {vocab.terms[j]: float(row[j]) for j in idx}
         w[t] = 1.0
         weight.append(w)
-        expanded.update(w)
-    found = store.search_bm25(user_id, " ".join(sorted(expanded)), pool)
-    ids = [h.turn_id for h in found if h.turn_id not in exclude]
-    # Which query terms each expansion serves, and how well: a turn's terms are looked up here once
-    # each (rather than every query term's expansions intersected with every turn's terms).
-    serves: dict[str, list[tuple[int, float]]] = {}
-    for i, w in enumerate(weight):
-        for x, s in w.items():
-            serves.setdefault(x, []).append((i, s))
-    scored: list[tuple[float, int]] = []
-    for tid, content in store.turn_contents(user_id, ids).items():
-        best: list[float | None] = [None] * len(weight)
-        for x in terms(content):
-            for i, s in serves.get(x, ()):
-                b = best[i]
-                if b is None or s > b:
-                    best[i] = s
-        score = 0.0
-        for b in best:  # summed in query-term order, as before, so scores are bit-identical
-            if b is not None:
-                score += b
-        if score > 0:
-            scored.append((score, tid))
-    scored.sort(key=lambda sv: (-sv[0], sv[1]))
+    if postings is None:
+        postings = TermPostings(user_id)
+    postings.refresh(store)
+    scored = postings.score(weight, exclude)
     return [Hit(turn_id=tid, score=s, rank=r + 1) for r, (s, tid) in enumerate(scored[:k])]

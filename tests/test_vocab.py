@@ -336,3 +336,68 @@ def test_soft_scores_equal_the_plain_definition(store: Store) -> None:
     expected = _reference_soft_scores(store, "u", weight, ids)
     assert hits and {h.turn_id: h.score for h in hits} == expected  # exactly: same sums in the same order
     assert [h.turn_id for h in hits] == sorted(expected, key=lambda t: (-expected[t], t))
+
+
+def test_term_postings_take_in_new_turns_and_start_over_after_a_delete(store: Store) -> None:
+    from memsched.vocab import TermPostings
+
+    first = store.add_turns(_turns("u", [("Ann", "tennis on Sunday"), ("Ann", "tennis and swimming")]))
+    store.add_turns(_turns("v", [("Bob", "tennis with Bob")]))  # another user's turn is never a candidate
+    a, b = (t.id for t in first)
+    postings = TermPostings("u")
+    postings.refresh(store)
+    tennis = [{"tennis": 1.0}]
+    assert postings.score(tennis, set()) == [(1.0, a), (1.0, b)]
+    (c,) = store.add_turns(
+        [
+            Turn(
+                "u",
+                "s2",
+                "user",
+                "more tennis, and swimming",
+                speaker="Ann",
+                created_at=T0 + timedelta(days=1),
+            )
+        ]
+    )
+    assert postings.score(tennis, set()) == [(1.0, a), (1.0, b)]  # not refreshed yet
+    postings.refresh(store)
+    assert len(postings) == 3
+    # Summed over the query terms: "tennis" and "swimming" both instantiated ranks first.
+    both = [{"tennis": 1.0}, {"swimming": 0.75}]
+    assert postings.score(both, set()) == [(1.75, b), (1.75, c.id), (1.0, a)]
+    assert postings.score(both, {b}) == [(1.75, c.id), (1.0, a)]
+    # A delete this index was not told of (another process's) shows in the turn count: rebuilt.
+    store.delete_turns("u", [b])
+    postings.refresh(store)
+    assert len(postings) == 2
+    assert postings.score(both, set()) == [(1.75, c.id), (1.0, a)]
+
+
+def test_the_pager_drops_a_users_postings_on_every_forget_path(mem: Memory) -> None:
+    from memsched.forget import forget
+
+    mem.add_many(
+        _turns("u", [("Bob", "I played tennis."), ("Bob", "A grey week."), ("Bob", "tennis again, and golf")])
+    )
+    maintain_bookmarks(mem, "u")
+    pager = mem.pager
+    query = "Does Bob play tennis?"
+
+    def soft_ids() -> set[int]:
+        return {h.turn_id for h in pager.retrieve("u", query).layers.get("terms", [])}
+
+    ids = [t.id for t in mem.store.iter_turns("u") if t.id is not None]
+    assert soft_ids() == {ids[0], ids[2]}
+    assert "u" in pager._postings
+    mem.delete_turns("u", [ids[0]])
+    assert "u" not in pager._postings
+    assert soft_ids() == {ids[2]}
+    forget(mem, "u", turn_ids=[ids[2]])
+    assert "u" not in pager._postings
+    assert soft_ids() == set()
+    mem.add_many(_turns("u", [("Bob", "tennis on Monday")]))
+    (new,) = (t.id for t in mem.store.iter_turns("u") if t.content == "tennis on Monday")
+    assert soft_ids() == {new}  # a new turn is a candidate on the next query
+    mem.delete_user("u")
+    assert "u" not in pager._postings
