@@ -182,7 +182,7 @@ class Memory:
         progress: Callable[[int], None] | None = None,
         *,
         chunk: int | None = None,
-        pause: Callable[[], None] | None = None,
+        pause: Callable[[], object] | None = None,
     ) -> int:
         """Embed every turn that has no vector yet for the configured embedders (`chunk` texts at a
         time, calling `pause()` before each chunk); then build or extend the on-disk vector graphs

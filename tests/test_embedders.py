@@ -179,3 +179,83 @@ def test_minilm_background_work_pauses_before_each_short_call(no_network: None) 
     assert np.allclose(background, foreground, atol=1e-5)  # same vectors, cut differently
     # 36 words of 3-5 tokens: a handful of calls within the budget (two words a call would be 18).
     assert BACKGROUND_TOKENS == 64 and 2 <= len(pauses) <= 6
+
+
+def test_a_turn_cuts_short_background_minilm_calls_which_run_again(no_network: None) -> None:
+    """A background call started while no turn ran is stopped when a turn starts (the gate's
+    `enter`), then waits for the turn and runs again: same vectors, the turn never shares the
+    cores with it."""
+    import threading
+
+    from memsched.embed.minilm import shared_minilm
+    from memsched.jobs.worker import ForegroundGate
+
+    model = shared_minilm(Config.load())
+    if model.backend != "onnx":
+        pytest.skip("cutting calls short is the ONNX backend's")
+    onnx = model._load()
+    texts = [f"background text number {i} about tennis, pottery and the sea" for i in range(16)]
+    expected = model.embed(texts)
+    gate = ForegroundGate(max_wait=30.0)
+    started, turn_done = threading.Event(), threading.Event()
+    real_run = onnx._session.run
+    seen: list[bool] = []
+
+    class Session:
+        def run(self, names: Any, feeds: Any, options: Any = None) -> Any:
+            seen.append(options is not None)
+            if len(seen) == 1:
+                started.set()  # the first call is in flight: a turn starts now and cuts it short
+                assert turn_done.wait(10)
+                assert options is not None and options.terminate
+                raise RuntimeError("Exiting due to terminate flag being set to true.")
+            return real_run(names, feeds, options)
+
+    def turn() -> None:
+        assert started.wait(10)
+        with gate.turn():
+            turn_done.set()
+
+    real_session, before = onnx._session, onnx.preempted
+    onnx._session = Session()
+    try:
+        t = threading.Thread(target=turn)
+        t.start()
+        with base.background(gate.wait_idle):
+            out = model.embed(texts)
+        t.join(10)
+    finally:
+        onnx._session = real_session
+    assert np.allclose(out, expected, atol=1e-6)
+    assert onnx.preempted == before + 1 and seen[0] and seen[1]
+
+
+def test_a_background_minilm_call_is_cut_short_a_bounded_number_of_times() -> None:
+    """However often turns start, one background call is run again at most MAX_PREEMPTS times, then
+    to its end; and a call made after the pause gave up waiting (a busy foreground) is not cut."""
+    from memsched.embed import minilm_onnx
+
+    class Session:
+        def __init__(self) -> None:
+            self.calls: list[bool] = []
+
+        def run(self, names: Any, feeds: Any, options: Any = None) -> Any:
+            self.calls.append(options is not None)
+            if options is not None:  # a turn starts during every preemptible call
+                assert base.preempt_background() == 1
+                raise RuntimeError("Exiting due to terminate flag being set to true.")
+            n, width = feeds["input_ids"].shape
+            return [np.ones((n, width, minilm_onnx.DIM), dtype=np.float32)]
+
+    model = minilm_onnx.OnnxMiniLM.__new__(minilm_onnx.OnnxMiniLM)
+    model._tokenizer, model.max_length = minilm_onnx._tokenizer(minilm_onnx.model_dir())
+    model.group, model.preempted = 16, 0
+    session = model._session = Session()  # type: ignore[assignment]
+    out = model.embed(["one short text"], pause=lambda: True)
+    assert out.shape == (1, minilm_onnx.DIM) and np.allclose(np.linalg.norm(out, axis=1), 1.0)
+    assert session.calls == [True] * minilm_onnx.MAX_PREEMPTS + [False]
+    assert model.preempted == minilm_onnx.MAX_PREEMPTS
+    session.calls.clear()
+    model.embed(["one short text"], pause=lambda: False)  # the wait for the foreground timed out
+    assert session.calls == [False]
+    assert base.preempt_background() == 0  # nothing left registered

@@ -341,3 +341,16 @@ def test_p2_work_steps_aside_while_a_turn_is_in_flight(memory: Memory, queue: Jo
     waiting.join(timeout=10)
     assert not waiting.is_alive()
     assert EFFECTS == [("s1", 1), ("s2", 2)]
+
+
+def test_the_gate_wait_is_bounded_and_says_whether_the_foreground_went_idle() -> None:
+    """Background work is never starved: a wait for a turn gives up after `max_wait` seconds (and
+    says so: a model call made then runs to its end instead of being cut short by the turn)."""
+    from memsched.jobs.worker import ForegroundGate
+
+    gate = ForegroundGate(max_wait=0.05)
+    assert gate.wait_idle() is True and not gate.busy()
+    with gate.turn():
+        assert gate.busy()
+        assert gate.wait_idle() is False  # a turn that does not end within max_wait
+    assert gate.wait_idle() is True

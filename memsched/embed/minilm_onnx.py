@@ -38,6 +38,9 @@ GROUP = 16
 # a part per (padded) token, the fixed part as much as ~20 tokens (1x8 tokens 5.3 ms, 1x32 9.1 ms,
 # 1x64 15.1 ms, 16x16 47 ms of CPU on the same machine; benchmarks: BENCHMARKS.md "Proxy throughput").
 CALL_TOKENS = 20
+# How many times one background model call may be cut short by turns before it runs to its end
+# whatever comes (each cut wastes what the call had done; see `OnnxMiniLM.embed`).
+MAX_PREEMPTS = 3
 # Largest tolerated difference between the ONNX and the PyTorch vectors on the probe texts.
 TOLERANCE = 1e-4
 PROBES = (
@@ -253,6 +256,7 @@ class OnnxMiniLM:
             options.inter_op_num_threads = 1
         options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
         self._session = ort.InferenceSession(str(onnx_file), options, providers=["CPUExecutionProvider"])
+        self.preempted = 0  # background calls cut short by a turn (and run again)
 
     def embed(
         self,
@@ -267,7 +271,10 @@ class OnnxMiniLM:
         call, 2.4 in sorted groups of 16; BENCHMARKS.md), while each call has a fixed cost too.
 
         Background work passes `pause` (called before each model call) and `max_tokens` (the most
-        padded tokens in one call), so a turn that arrives waits for one short call at most."""
+        padded tokens in one call), so a turn that arrives waits for one short call at most; a call
+        started while the foreground was idle (`pause()` returned True) is cut short when a turn
+        starts (`embed.base.preempt_background`) and run again after it, at most `MAX_PREEMPTS`
+        times, so background work is slowed by turns but never starved by them."""
         out = np.zeros((len(texts), DIM), dtype=np.float32)
         if not texts:
             return out
@@ -277,9 +284,26 @@ class OnnxMiniLM:
         for end in plan_calls([len(encodings[i].ids) for i in order], self.group, max_tokens=max_tokens):
             rows = order[start:end]
             start = end
-            if pause is not None:
-                pause()
             enc = _pad([encodings[i] for i in rows])
-            hidden = self._session.run(None, enc)[0]
+            hidden = self._run(enc, pause) if pause is not None else self._session.run(None, enc)[0]
             out[rows] = _pool(hidden, enc["attention_mask"])
         return out
+
+    def _run(self, enc: dict[str, np.ndarray], pause: Callable[[], object]) -> np.ndarray:
+        """One background model call: after `pause()`, and again if a turn cut it short."""
+        import onnxruntime as ort
+
+        from memsched.embed.base import preemptible
+
+        for attempt in range(MAX_PREEMPTS + 1):
+            if pause() is not True or attempt == MAX_PREEMPTS:
+                return self._session.run(None, enc)[0]  # the foreground is busy: run to the end
+            options = ort.RunOptions()
+            try:
+                with preemptible(options):
+                    return self._session.run(None, enc, options)[0]
+            except Exception:
+                if not options.terminate:
+                    raise
+                self.preempted += 1
+        raise AssertionError("unreachable")

@@ -57,7 +57,7 @@ class TaskContext:
     queue: JobQueue
     llm: ChatClient | None = None
     # Called between chunks of long background work: blocks while a P0 turn is in flight here.
-    pause: Callable[[], None] = lambda: None
+    pause: Callable[[], object] = lambda: None
 
 
 TaskFn = Callable[[TaskContext, "Job"], None]

@@ -16,6 +16,7 @@ from datetime import datetime
 from datetime import time as dtime
 from typing import TYPE_CHECKING, Any
 
+from memsched.embed.base import preempt_background
 from memsched.errors import ConfigError, InputError, MemschedError
 from memsched.jobs.queue import Job, JobQueue, Priority, default_owner
 from memsched.jobs.tasks import TaskContext, UnknownTaskError, get_task, load_task_modules
@@ -55,8 +56,12 @@ def in_window(window: Window, at: dtime) -> bool:
 class ForegroundGate:
     """Counts the P0 turns in flight in one process; background (P2) work waits while there are any.
 
-    Waits are bounded (`max_wait` seconds), so a steady stream of turns slows P2 work but never
-    starves it.
+    Background work waits at its safe points: before claiming a P2 job, and before each model call
+    of its embedding chunks (`wait_idle`, the pause hook of `embed.base.background`). A turn that
+    starts also cuts short the background model calls in flight (`embed.base.preempt_background`):
+    they wait for it and run again. Waits are bounded (`max_wait` seconds, ~20 turns of a busy
+    session), so a steady stream of turns slows P2 work but never starves it: a wait that times out
+    lets the work go on, and a model call cut short three times runs to its end.
     """
 
     def __init__(self, max_wait: float = 2.0) -> None:
@@ -73,6 +78,7 @@ class ForegroundGate:
         with self._lock:
             self._active += 1
             self._idle.clear()
+        preempt_background()
 
     def leave(self) -> None:
         with self._lock:
@@ -88,8 +94,9 @@ class ForegroundGate:
         finally:
             self.leave()
 
-    def wait_idle(self) -> None:
-        self._idle.wait(self.max_wait)
+    def wait_idle(self) -> bool:
+        """Wait until no turn is in flight (True), or `max_wait` seconds at most (False)."""
+        return self._idle.wait(self.max_wait)
 
 
 class Worker:
