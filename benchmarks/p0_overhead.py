@@ -149,7 +149,14 @@ def main() -> None:
 
         llm = OpenAIChatClient(fake.base_url, None, "fake", retries=0)
         sched = Scheduler(memory, llm=llm, summary_llm=None, start_workers=False)
-        # Warm-up before the backlog, so model loading is not measured.
+        # Warm-up before the backlog, so model loading is not measured: what `memsched serve` loads
+        # at start (the bookmark jobs' jieba tables, the gloss dictionary; ~1-2 s of CPU holding the
+        # GIL in the first bookmark job otherwise), then a few turns.
+        from memsched import keywords
+        from memsched.text import gloss
+
+        keywords.warm_up()
+        gloss.warm_up()
         for i in range(args.warmup):
             sched.turn(USER, SESSION, questions[i % len(questions)])
             _idle(sched)

@@ -729,6 +729,7 @@ class Pager:
         if opts.terms and term_vectors is not None:
             soft_job = _soft_executor().submit(self._timed_soft_layer, user_id, query, exclude, term_vectors)
         # One search at the deeper k; the base ranking is the same hits cut at turn_k, fused again.
+        # With the soft layer on, the turn layers are fused once, together with its hits.
         wide = self.retriever.retrieve(
             user_id,
             query,
@@ -737,21 +738,22 @@ class Pager:
             query_vectors=qvecs,
             expand=False,
             lexical_query=lexical,
+            fuse=soft_job is None,
         )
         timings.update(wide.timings_ms)
         if soft_job is not None:
             t0 = time.perf_counter()
             soft, timings["terms_layer"] = soft_job.result()
             timings["terms"] = _ms(t0)  # what is left of the layer after the turn layers
-            if soft:
-                wide = self.retriever.retrieve(
-                    user_id,
-                    query,
-                    k=max(opts.deep_k, opts.turn_k),
-                    exclude=exclude,
-                    expand=False,
-                    hits={**wide.layers, "terms": soft},
-                )
+            wide = self.retriever.retrieve(
+                user_id,
+                query,
+                k=max(opts.deep_k, opts.turn_k),
+                exclude=exclude,
+                expand=False,
+                hits={**wide.layers, "terms": soft} if soft else wide.layers,
+            )
+            timings["fuse"] = wide.timings_ms["fuse"]
         t0 = time.perf_counter()
         base = self.retriever.retrieve(
             user_id, query, k=opts.turn_k, exclude=exclude, expand=False, hits=wide.layers

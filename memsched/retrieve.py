@@ -364,13 +364,15 @@ class Retriever:
         plain_rrf: bool = False,
         hits: dict[str, list[Hit]] | None = None,
         lexical_query: str | None = None,
+        fuse: bool = True,
     ) -> Retrieval:
         """Ranked candidates for `query`.
 
         `layers` picks among "bm25" and the embedder names (default: all). `plain_rrf` gives equal
         weights and k=60 with no expansion: the textbook baseline the eval compares against. `hits`
         fuses layer results the caller already has (e.g. a deeper search cut to rank <= k) instead
-        of searching again.
+        of searching again. With `fuse=False` only the layers are searched (no candidates): for a
+        caller that adds a layer of its own and fuses them all with `hits`.
         """
         timings: dict[str, float] = {}
         cjk = cjk_ratio(query)
@@ -406,6 +408,8 @@ class Retriever:
                     hits[f"context:{name}"] = self.context_dense(user_id, name, vectors[name], k)
                     timings[f"context:{name}"] = _ms(t0)
 
+        if not fuse:
+            return Retrieval(candidates=[], layers=hits, timings_ms=timings)
         t0 = time.perf_counter()
         rrf_k = RRF_K if plain_rrf else w.rrf_k
         by_id: dict[int, Candidate] = {}
