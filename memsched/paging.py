@@ -474,8 +474,11 @@ class Pager:
         # turn id -> question share, per user: a turn's text never changes, so each is read once
         # (dropped with the user's other caches after a delete, which may free its id).
         self._questions: LRUCache[str, dict[int, float]] = LRUCache(size)
-        # user -> which of the user's turns use each term (the soft-term layer's candidates).
-        self._postings: LRUCache[str, TermPostings] = LRUCache(size)
+        # user -> which of the user's turns use each term (the soft-term layer's candidates), within
+        # a quarter of the vector cache's bytes (a 10k-turn user's postings take ~2 MB).
+        self._postings: LRUCache[str, TermPostings] = LRUCache(
+            size, max_weight=memory.retriever.cache_bytes / 4, weigh=lambda p: p.nbytes
+        )
         self._sessions: OrderedDict[tuple[str, str], _SessionDecision] = OrderedDict()
         self.stats: Counter[str] = Counter()  # rerank outcomes: called, skipped:<why>, failed
 
@@ -570,7 +573,7 @@ class Pager:
         vocab = self._vocabulary(user_id, vectors.embedder.model_id)
         if not vocab.terms:
             return []
-        return soft_hits(
+        hits = soft_hits(
             self.store,
             user_id,
             query,
@@ -582,6 +585,8 @@ class Pager:
             exclude=exclude,
             postings=self._term_postings(user_id),
         )
+        self._postings.trim(user_id)  # it may have grown
+        return hits
 
     def _term_postings(self, user_id: str) -> TermPostings:
         return self._postings.setdefault(user_id, lambda: TermPostings(user_id))

@@ -107,7 +107,8 @@ class Retriever:
         # Bounded: memory follows the active users (half the cap for base vectors, half for the
         # contextual ones); an evicted index is reloaded from the store on the user's next query.
         self.cache_users = cache_users
-        cap = cache_mb * 1024 * 1024 / 2
+        self.cache_bytes = cache_mb * 1024 * 1024
+        cap = self.cache_bytes / 2
         self._indexes: LRUCache[tuple[str, str], VectorIndex] = LRUCache(
             cache_users, max_weight=cap, weigh=lambda i: i.nbytes
         )

@@ -197,19 +197,20 @@ class TermPostings:
     segmented once, when it is first seen, and a query only looks its expansions up.
 
     Built on first use from the user's turns (`terms()` of each: ~20 us for an English turn, ~60 for
-    a Chinese one, so ~0.3 s for 10,000 turns), then extended with the turns added since.
+    a Chinese one; BENCHMARKS.md gives the build's cost), then extended with the turns added since.
     `version` is (newest turn id, turn count) as last seen in the store: when the count does not
     match what was added (turns deleted by another process, or committed out of id order), the
-    index is rebuilt. The pager drops it on every delete of this process (`Pager.forget`).
-    Thread-safe (one lock; a refresh and a scoring take well under a millisecond once built).
+    index is rebuilt. The pager drops it on every delete of this process (`Pager.forget`) and keeps
+    a bounded number of bytes of them (`nbytes`). Thread-safe (one lock; a refresh and a scoring
+    take well under a millisecond once built).
     """
 
     def __init__(self, user_id: str) -> None:
         self.user_id = user_id
         self.version = (0, 0)
+        self.nbytes = 0  # about what the index holds in memory
         self._lock = threading.Lock()
-        self._ids = np.zeros(0, dtype=np.int64)  # position -> turn id
-        self._position: dict[int, int] = {}
+        self._ids = np.zeros(0, dtype=np.int64)  # position -> turn id, ascending
         self._postings: dict[str, np.ndarray] = {}  # term -> positions of the turns using it
 
     def __len__(self) -> int:
@@ -228,27 +229,37 @@ class TermPostings:
             fresh = [(t.id, t.content) for t in store.iter_turns(self.user_id, self.version[0]) if t.id]
             if fresh and self.version[1] + len(fresh) == count:
                 self._add(fresh)
-                self.version = (max(newest, max(i for i, _ in fresh)), count)
+                self.version = (int(self._ids[-1]), count)
                 return
         # Out of step: turns were deleted (or a lower id appeared late). Start over.
         self._ids = np.zeros(0, dtype=np.int64)
-        self._position, self._postings = {}, {}
+        self._postings, self.nbytes = {}, 0
         everything = [(t.id, t.content) for t in store.iter_turns(self.user_id) if t.id]
         self._add(everything)
-        self.version = (max((i for i, _ in everything), default=0), len(everything))
+        self.version = (int(self._ids[-1]) if len(self._ids) else 0, len(everything))
 
-    def _add(self, turns: Sequence[tuple[int, str]]) -> None:
+    def _add(self, turns: list[tuple[int, str]]) -> None:
+        """Append turns whose ids are all above the ones held (positions stay in id order)."""
+        turns.sort()
         start = len(self._ids)
-        grown: dict[str, list[int]] = {}
-        for offset, (tid, content) in enumerate(turns):
-            self._position[tid] = start + offset
-            for term in dict.fromkeys(terms(content)):
-                grown.setdefault(term, []).append(start + offset)
-        self._ids = np.concatenate([self._ids, np.fromiter((t for t, _ in turns), np.int64, len(turns))])
-        for term, positions in grown.items():
-            new = np.asarray(positions, dtype=np.int64)
+        index: dict[str, int] = {}
+        term_of: list[int] = []
+        for position, (_, content) in enumerate(turns, start):
+            for term in set(terms(content)):
+                i = index.get(term)
+                if i is None:
+                    i = index[term] = len(index)
+                term_of.append(i)
+                term_of.append(position)
+        pairs = np.asarray(term_of, dtype=np.int32).reshape(-1, 2)
+        pairs = pairs[np.argsort(pairs[:, 0], kind="stable")]  # by term, positions ascending within
+        cuts = np.flatnonzero(np.diff(pairs[:, 0])) + 1
+        for term, positions in zip(index, np.split(pairs[:, 1], cuts) if len(pairs) else [], strict=True):
             old = self._postings.get(term)
-            self._postings[term] = new if old is None else np.concatenate([old, new])
+            self._postings[term] = positions if old is None else np.concatenate([old, positions])
+            self.nbytes += positions.nbytes + (0 if old is not None else 120 + len(term))
+        self._ids = np.concatenate([self._ids, np.fromiter((t for t, _ in turns), np.int64, len(turns))])
+        self.nbytes += 8 * len(turns)
 
     def score(self, weight: Sequence[Mapping[str, float]], exclude: set[int]) -> list[tuple[float, int]]:
         """(score, turn id) of every turn that uses an expansion, best first (ties: lower id first).
@@ -269,10 +280,10 @@ class TermPostings:
                 have = best > -np.inf
                 total[have] += best[have]
                 touched |= have
-            for tid in exclude:
-                at_excluded = self._position.get(tid)
-                if at_excluded is not None:
-                    touched[at_excluded] = False
+            if exclude and n:
+                wanted = np.fromiter(exclude, np.int64, len(exclude))
+                at = np.minimum(np.searchsorted(self._ids, wanted), n - 1)
+                touched[at[self._ids[at] == wanted]] = False
             cand = np.flatnonzero(touched & (total > 0))
             ids = self._ids[cand]
             scores = total[cand]

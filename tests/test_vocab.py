@@ -361,8 +361,9 @@ def test_term_postings_take_in_new_turns_and_start_over_after_a_delete(store: St
         ]
     )
     assert postings.score(tennis, set()) == [(1.0, a), (1.0, b)]  # not refreshed yet
+    held = postings.nbytes
     postings.refresh(store)
-    assert len(postings) == 3
+    assert len(postings) == 3 and postings.nbytes > held > 0  # weighed by the pager's bounded cache
     # Summed over the query terms: "tennis" and "swimming" both instantiated ranks first.
     both = [{"tennis": 1.0}, {"swimming": 0.75}]
     assert postings.score(both, set()) == [(1.75, b), (1.75, c.id), (1.0, a)]
