@@ -185,8 +185,17 @@ def main() -> None:
         overhead: list[float] = []
         stages: dict[str, list[float]] = {}
         llm_ms: list[float] = []
+        worker_threads = list(getattr(worker, "_threads", None) or [])
+        cpu_turn: list[float] = []
+        cpu_worker: list[float] = []
         for i in range(args.turns):
+            # CPU of the whole process during the turn, split into the in-process worker's threads
+            # and the rest (the turn's own threads, the fake LLM server's, the lease renewal).
+            w0, p0 = _thread_cpu(worker_threads), time.process_time()
             result = sched.turn(USER, SESSION, questions[(i + args.warmup) % len(questions)])
+            p1, w1 = time.process_time(), _thread_cpu(worker_threads)
+            cpu_worker.append((w1 - w0) * 1000)
+            cpu_turn.append((p1 - p0 - (w1 - w0)) * 1000)
             trace = result.trace
             overhead.append(float(trace["p0_overhead_ms"]))
             llm_ms.append(float(trace["timings_ms"].get("llm", 0.0)))
@@ -219,6 +228,14 @@ def main() -> None:
             "mean": round(statistics.fmean(overhead), 2),
         },
         "llm_call_ms_p50": _pct(llm_ms, 0.5),
+        # CPU during each turn (wall figures on a shared machine are noisy; these are steadier):
+        # the process less the in-process P2 worker, and the worker alone (what it took from the turn).
+        "cpu_ms_per_turn": {
+            "turn_p50": _pct(cpu_turn, 0.5),
+            "turn_mean": round(statistics.fmean(cpu_turn), 2),
+            "worker_during_turn_p50": _pct(cpu_worker, 0.5),
+            "worker_during_turn_mean": round(statistics.fmean(cpu_worker), 2),
+        },
         "stage_ms_p50": {k: _pct(v, 0.5) for k, v in sorted(stages.items())},
         "stage_ms_p99": {k: _pct(v, 0.99) for k, v in sorted(stages.items())},
         "backlog": {"jobs": args.backlog, "p2_queued_at_start": depth_start, "p2_queued_at_end": depth_end},
@@ -230,6 +247,15 @@ def main() -> None:
         "load_average_at_end": os.getloadavg(),
     }
     print(json.dumps(result, indent=2, ensure_ascii=False))
+
+
+def _thread_cpu(threads: list[Any]) -> float:
+    """CPU seconds used so far by these (live) threads."""
+    total = 0.0
+    for t in threads:
+        if t.ident is not None and t.is_alive():
+            total += time.clock_gettime(time.pthread_getcpuclockid(t.ident))
+    return total
 
 
 def _idle(sched: Scheduler) -> None:
