@@ -14,6 +14,7 @@ import json
 import os
 import random
 import statistics
+import sys
 import tempfile
 import time
 from datetime import UTC, datetime, timedelta
@@ -25,24 +26,8 @@ from memsched.memory import Memory
 from memsched.model import Candidate, Turn
 from memsched.paging import Pager, PagingOptions
 
-DATA = Path(__file__).parent / "data" / "bilingual_memory.json"
-
-
-def _texts(node: Any, out: list[str]) -> list[str]:
-    if isinstance(node, dict):
-        for v in node.values():
-            _texts(v, out)
-    elif isinstance(node, list):
-        for v in node:
-            _texts(v, out)
-    elif isinstance(node, str) and len(node) > 20:
-        out.append(node)
-    return out
-
-
-def _pct(values: list[float], q: float) -> float:
-    ordered = sorted(values)
-    return round(ordered[min(len(ordered) - 1, int(q * len(ordered)))], 3)
+sys.path.insert(0, str(Path(__file__).parent))
+from question_penalty import DATA, _pct, _texts  # the same 10k-turn seed and percentile
 
 
 def main() -> None:
