@@ -134,6 +134,7 @@ class Companion:
             apology=route.apology,
             acceptance=route.acceptance,
             previous_apology=before.previous_apology,
+            cued=route.mood_cued,
         )
         choice = self.table.select(route.mode, upd.mood.label, upd.mood.intensity, route.signals)
         strategy = choice.strategy

@@ -95,16 +95,23 @@ def update(
     apology: bool = False,
     acceptance: bool = False,
     previous_apology: bool = False,
+    cued: bool = True,
 ) -> MoodUpdate:
     """The mood after a message. `carried` is already decayed to `now`; `label`/`intensity` is what the
     message expresses (None: nothing); `apology`/`acceptance` are the message's repair cues and
-    `previous_apology` whether the turn before it (the other speaker) apologised."""
+    `previous_apology` whether the turn before it (the other speaker) apologised. An uncued reading
+    (`cued=False`: no cue word backs it, only the learned parts) never strengthens the carried mood."""
     ids = tuple(turn_ids)
     if carried.label == "upset" and (acceptance and previous_apology):
         return MoodUpdate(Mood("neutral", 0.0, ids, now, {"repaired": True}), "repaired")
-    if carried.label == "upset" and (apology or acceptance) and label in (None, "upset"):
+    if (
+        carried.label == "upset"
+        and (apology or acceptance)
+        and label in (None, "upset", "affectionate", "happy")
+    ):
         # An apology, or a forgiveness nobody asked for ("It's okay, I forgive you."), is half a repair:
-        # the message's own reading as conflict must not make the mood stronger.
+        # the message's own reading as conflict must not make the mood stronger, and a warm one
+        # ("好啦，原谅你了") does not replace it before the repair is complete.
         softened = carried.intensity / 2
         if softened < FLOOR:
             return MoodUpdate(Mood("neutral", 0.0, ids, now, {"repaired": True}), "repaired")
@@ -114,6 +121,8 @@ def update(
     if label is None or label == "neutral":
         return MoodUpdate(carried, "kept")
     if label == carried.label:
+        if not cued:
+            return MoodUpdate(carried, "kept")
         causes = (*carried.cause_turn_ids, *ids)[-MAX_CAUSES:]
         value = min(1.0, max(carried.intensity, intensity) + 0.25 * min(carried.intensity, intensity))
         # The LLM labeller's reading of the cause (labeller.py) still describes a reinforced mood.

@@ -101,6 +101,9 @@ DEFAULT_CUES: dict[str, dict[str, list[str]]] = {
     },
 }
 
+# A mood read from a message by the prototypes and the classifier alone, with no cue word for it: the learned parts also misread neutral talk ("罗辑作为面壁者的计划真的很聪明" as comfort), so such
+# a reading sets only a mild mood and never strengthens one already carried.
+UNCUED_MOOD_INTENSITY = 0.3
 LATE_NIGHT = (23, 5)  # local hours [23:00, 05:00): the window until a user's bedtime is learned
 
 
@@ -245,6 +248,9 @@ class Route:
     evidence: dict[str, dict[str, float]] = field(default_factory=dict)  # source -> mode -> score
     mood: str | None = None  # what this message says about the user's mood (None: nothing new)
     mood_intensity: float = 0.0
+    # Whether a cue word backs that mood; a reading by the learned parts alone is
+    # mild and does not strengthen a mood already carried (memsched.mood.update).
+    mood_cued: bool = False
     apology: bool = False
     acceptance: bool = False
     late_window: str | None = None  # "HH:MM-HH:MM", and whether it was learned or the default
@@ -261,6 +267,7 @@ class Route:
             },
             "mood": self.mood,
             "mood_intensity": round(self.mood_intensity, 3),
+            "mood_cued": self.mood_cued,
             "apology": self.apology,
             "acceptance": self.acceptance,
             "late_window": self.late_window,
@@ -496,10 +503,18 @@ class Router:
         if own_mode == "casual" and cues.get("happy"):
             mood = "happy"
         intensity = 0.0
+        cued = False
         if mood is not None:
             n = len(cues.get(own_mode, [])) + len(cues.get(mood, []))
             boost = len(self._found(self._intense, message)) + message.count("!") + message.count("！")
-            intensity = min(1.0, 0.45 + 0.15 * max(0, n - 1) + 0.1 * min(boost, 3) + (0.1 if n else 0.0))
+            cued = bool(
+                n
+            )  # an intensifier (太, so, !) strengthens a feeling a word names; alone it names none
+            intensity = (
+                min(1.0, 0.45 + 0.15 * max(0, n - 1) + 0.1 * min(boost, 3) + (0.1 if n else 0.0))
+                if cued
+                else UNCUED_MOOD_INTENSITY
+            )
 
         cue_shift = signals["topic_shift"] and segment_turns >= min_segment_turns
         signals["topic_shift"] = cue_shift or (topic is not None and topic.shift)
@@ -530,6 +545,7 @@ class Router:
             evidence=evidence,
             mood=mood,
             mood_intensity=intensity,
+            mood_cued=cued,
             apology=bool(cues.get("apology")),
             acceptance=bool(cues.get("acceptance")),
             late_window=f"{hhmm(window[0])}-{hhmm(window[1])} ({late_source})",

@@ -23,9 +23,9 @@ def test_a_message_expressing_nothing_keeps_the_mood_as_it_was() -> None:
 
 def test_an_apology_or_an_unasked_forgiveness_halves_it_and_both_repair_it() -> None:
     later = T0 + timedelta(minutes=5)
-    for cue in ({"apology": True}, {"acceptance": True}):
+    for cue in ({"apology": True}, {"acceptance": True}, {"acceptance": True, "label": "affectionate"}):
         # Even when the message reads as conflict on its own ("It's okay, I forgive you.").
-        out = update(UPSET, label="upset", intensity=0.6, now=later, turn_ids=[7], **cue)
+        out = update(UPSET, **{"label": "upset", **cue}, intensity=0.6, now=later, turn_ids=[7])
         assert out.event == "softened" and out.mood.intensity == UPSET.intensity / 2
     repaired = update(UPSET, label=None, intensity=0.0, now=later, acceptance=True, previous_apology=True)
     assert repaired.event == "repaired" and repaired.mood.label == "neutral"
@@ -38,3 +38,22 @@ def test_a_stronger_other_feeling_replaces_it_and_time_fades_it() -> None:
     next_morning = UPSET.at(T0 + timedelta(hours=10))
     assert next_morning.label == "upset" and FLOOR < next_morning.intensity < UPSET.intensity
     assert UPSET.at(T0 + timedelta(days=3)).label == "neutral"
+
+
+def test_a_reading_no_cue_word_backs_never_strengthens_the_mood() -> None:
+    """The classifier alone reads neutral talk as sad now and then ("罗辑作为面壁者的计划真的很聪明"): such a
+    reading may set a mild mood but repeating it does not build one up."""
+    sad = Mood("sad", 0.3, (4,), T0)
+    again = update(sad, label="sad", intensity=0.3, now=T0 + timedelta(minutes=1), turn_ids=[6], cued=False)
+    assert again.event == "kept" and again.mood == sad
+    cued = update(sad, label="sad", intensity=0.6, now=T0 + timedelta(minutes=1), turn_ids=[6])
+    assert cued.event == "reinforced" and cued.mood.intensity > 0.6
+
+
+def test_the_router_marks_whether_a_cue_backs_the_mood() -> None:
+    from memsched.router import UNCUED_MOOD_INTENSITY, Router
+
+    router = Router()
+    angry = router.route("你根本不在乎我！我真的很生气")
+    assert angry.mood == "upset" and angry.mood_cued and angry.mood_intensity > UNCUED_MOOD_INTENSITY
+    assert router.route("今天天气不错").mood is None
