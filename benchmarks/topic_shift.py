@@ -95,17 +95,24 @@ def run(
     return starts
 
 
+def labelled(conv: dict[str, Any]) -> tuple[list[str], set[int]]:
+    """A conversation's messages in order and the positions where a new segment starts."""
+    messages = [m for s in conv["segments"] for m in s["messages"]]
+    truth: set[int] = set()
+    k = 0
+    for s in conv["segments"]:
+        if k:
+            truth.add(k)
+        k += len(s["messages"])
+    return messages, truth
+
+
 def score(
     convs: list[dict[str, Any]], vecs: dict[str, dict[str, np.ndarray]], params: TopicParams, router: Router
 ) -> dict[str, Any]:
     tp = fp = fn = 0
     for c in convs:
-        messages = [m for s in c["segments"] for m in s["messages"]]
-        truth, k = set(), 0
-        for s in c["segments"]:
-            if k:
-                truth.add(k)
-            k += len(s["messages"])
+        messages, truth = labelled(c)
         pred = run(messages, vecs, params, router)
         tp, fp, fn = tp + len(truth & pred), fp + len(pred - truth), fn + len(truth - pred)
     p = tp / (tp + fp) if tp + fp else 0.0
@@ -230,12 +237,7 @@ def through_scheduler(convs: list[dict[str, Any]]) -> int:
     rows: dict[tuple[str, str], list[int]] = {}
     with Scheduler(memory, start_workers=False) as sched:
         for c in convs:
-            messages = [m for s in c["segments"] for m in s["messages"]]
-            truth, k = set(), 0
-            for s in c["segments"]:
-                if k:
-                    truth.add(k)
-                k += len(s["messages"])
+            messages, truth = labelled(c)
             pred: set[int] = set()
             start = 0
             seq_of: dict[int, int] = {}

@@ -164,27 +164,17 @@ class ProxyTurn:
 
         Without a `hold` yet, the session is taken in the same worker-thread trip (`aprepare_held`)
         and stays held (`self.hold`) until the reply is recorded."""
+        sched, args = self.svc.scheduler, (self.user, self.session_id, self.message)
+        turn: dict[str, Any] = {
+            "now": self.now,
+            "timezone": self.timezone,
+            "system_prompt": self.persona,
+            "images": self.images,
+        }
         if self.hold is None:
-            self.hold, self.prepared = await self.svc.scheduler.aprepare_held(
-                self.user,
-                self.session_id,
-                self.message,
-                now=self.now,
-                timezone=self.timezone,
-                system_prompt=self.persona,
-                images=self.images,
-            )
+            self.hold, self.prepared = await sched.aprepare_held(*args, **turn)
         else:
-            self.prepared = await self.svc.scheduler.aprepare(
-                self.user,
-                self.session_id,
-                self.message,
-                now=self.now,
-                timezone=self.timezone,
-                system_prompt=self.persona,
-                images=self.images,
-                hold=self.hold,
-            )
+            self.prepared = await sched.aprepare(*args, **turn, hold=self.hold)
         messages = [dict(m) for m in self.prepared.messages]
         if (
             self.images
