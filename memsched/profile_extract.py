@@ -97,7 +97,8 @@ _ZH_NAME = rf"(?P<v>[{_CJK}·]{{1,6}}?|[A-Za-z][A-Za-z'\-]*(?: [A-Za-z][A-Za-z'\
 _EN_CLAUSE = (
     r"and|but|or|because|so|since|though|although|when|whenever|while|if|unless|until|whereas|who|which|"
     r"where|that's|please|too|as well|with (?:my|our|his|her|their)|at (?:the|a|my|our)|in the|(?-i:in (?=[A-Z]))|"
-    r"last|next|yesterday|today|tonight|this|ago|anymore|any more|now|again|recently|lately"
+    r"last|next|yesterday|today|tonight|this|ago|anymore|any more|now|again|recently|lately|"
+    r"by the way|btw|to be honest|tbh|honestly|lol|haha"
 )
 _EN_V = rf"(?P<v>[^.,!?;:\n]{{1,60}}?)(?=$|[.,!?;:\n]|\s+(?:{_EN_CLAUSE})\b)"
 # A value ending at a fixed word ("我对花生过敏"): the clause may not end there.
@@ -123,6 +124,13 @@ _ZH_NOT_VALUES = frozenset(
 _EN_NOT_VALUES = frozenset(
     """you it that this them him her these those what which me us so much one ones doing being here there
     yourself everything anything something nothing talking chatting""".split()  # noqa: SIM905 - a word list reads better as text
+)
+# Capitalised words that follow "Hi, I'm" without being a name.
+_EN_NOT_GREETING_NAMES = frozenset(
+    """back home here fine good great okay ok sorry tired bored new free done ready english british
+    american chinese japanese korean french german spanish italian indian canadian australian irish
+    scottish welsh mexican russian brazilian dutch swedish vietnamese thai filipino muslim christian
+    catholic jewish buddhist hindu vegan vegetarian single married""".split()  # noqa: SIM905 - a word list reads better as text
 )
 _PET_KINDS_ZH = "猫咪|小猫|猫|狗狗|小狗|狗|兔子|仓鼠|鹦鹉|乌龟|金鱼|龙猫"
 _PET_KINDS_EN = "cat|kitten|dog|puppy|rabbit|bunny|hamster|parrot|turtle|goldfish|guinea pig"
@@ -211,6 +219,13 @@ _RULES: list[tuple[str, str, re.Pattern[str], bool]] = [
         LIKES,
         re.compile(rf"{_ZH_HEAD}我{_ZH_ADV}(?:喜欢|爱吃|爱喝|爱看|爱听|爱玩|热爱|迷上了|超爱){_ZH_V}"),
         False,
+    ),
+    # "Hi! I'm Sarah, …": a capitalised name right after a greeting ("hi, I'm tired" is not one).
+    (
+        "en_hi_im",
+        NAME,
+        re.compile(rf"^(?:hi|hello|hey|hiya)(?: there)?[,!.~\s]+(?:I'm|I am|this is) {_EN_CAP_NAME}", re.I),
+        True,
     ),
     ("en_birthday", BIRTHDAY, re.compile(rf"\bmy birthday is (?:on )?(?:the )?{_EN_DATE}", re.I), True),
     ("en_born_on", BIRTHDAY, re.compile(rf"\bI was born on (?:the )?{_EN_DATE}", re.I), True),
@@ -374,6 +389,8 @@ def extract(text: str) -> list[Observation]:
             if value is None:
                 continue
             if key == OCCUPATION and not english and not _looks_like_occupation(value):
+                continue
+            if key == NAME and value.split()[0].lower() in _EN_NOT_GREETING_NAMES:
                 continue
             found.append(Observation(key, value, rule=rule))
             taken.append((m.start(), m.end()))

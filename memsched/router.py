@@ -101,9 +101,14 @@ DEFAULT_CUES: dict[str, dict[str, list[str]]] = {
     },
 }
 
-# A mood read from a message by the prototypes and the classifier alone, with no cue word for it: the learned parts also misread neutral talk ("罗辑作为面壁者的计划真的很聪明" as comfort), so such
-# a reading sets only a mild mood and never strengthens one already carried.
-UNCUED_MOOD_INTENSITY = 0.3
+# A mood read from a message by the prototypes and the classifier alone, with no cue word for it: the
+# learned parts also misread neutral talk ("罗辑作为面壁者的计划真的很聪明" as comfort, "Actually, please
+# call me Sasha from now on." as conflict), so such a reading is only noted: it never strengthens a mood
+# already carried, and it is too weak to pull the next message's mode (carried pull
+# `ModeWeights.carried_mood` x 0.15 = 0.18 < `casual_bias`) or to select a strategy that asks for a
+# mood (the shipped table's lowest `min_intensity` is 0.25). One misread line does not make the
+# companion cold for the next hours; the message's own turn is still routed by its own evidence.
+UNCUED_MOOD_INTENSITY = 0.15
 LATE_NIGHT = (23, 5)  # local hours [23:00, 05:00): the window until a user's bedtime is learned
 
 
@@ -371,11 +376,17 @@ class Router:
         embedders: Mapping[str, Embedder] | None = None,
         embedder_weights: Mapping[str, float] | None = None,
         carried: Carried | None = None,
+        command: bool = False,
     ) -> ModeDecision:
         """The mode, score per mode, evidence per source and mode, reason and own mode. Adds cue, prototype,
         classifier and carried-state evidence with `self.weights`; `casual` wins unless another mode
         beats it by `casual_bias`. The reason names each source's share and, with a classifier, which
-        of its feature blocks (n-grams, each embedder's vector, cue counts) leaned to the mode."""
+        of its feature blocks (n-grams, each embedder's vector, cue counts) leaned to the mode.
+
+        `command`: the message is a recognised command ("call me Sasha from now on", "forget what I
+        said about X"). Its wording (from now on, don't, forget) reads as conflict to the learned parts,
+        which learned from emotional talk, so for a command they count only for a mode a cue word
+        names ("别再叫我宝贝了，烦死了" is still conflict)."""
         w = self.weights
         evidence: dict[str, dict[str, float]] = {
             "cues": {},
@@ -402,6 +413,9 @@ class Router:
             mean = sum(pred.log_probs.values()) / len(pred.log_probs)
             evidence["classifier"] = {m: weight * (v - mean) for m, v in pred.log_probs.items()}
             blocks = pred.contributions
+        if command:
+            for src in ("prototypes", "classifier"):
+                evidence[src] = {m: v for m, v in evidence[src].items() if cues.get(m)}
         own = {m: sum(src.get(m, 0.0) for src in evidence.values()) for m in MODES}
         own["casual"] += w.casual_bias
         own_mode = max(MODES, key=lambda m: (own[m], -MODES.index(m)))
@@ -416,15 +430,18 @@ class Router:
             ):
                 prev = str(carried.previous_mode)
                 evidence["carried"][prev] = evidence["carried"].get(prev, 0.0) + w.previous_mode
-        if evidence["carried"] and evidence["classifier"]:
-            # Casual is the absence of a mode, not evidence against one: the classifier reads "早安" or
-            # "ok" as casual (and as not conflict) because nothing in it is emotional, which says
-            # nothing against the upset mood carried from last night. With carried state, only the
-            # classifier's evidence for a mode over casual counts ("被老板骂了好难过" -> comfort still wins).
-            base = evidence["classifier"].get("casual", 0.0)
-            evidence["classifier"] = {
-                m: max(0.0, v - base) if m != "casual" else 0.0 for m, v in evidence["classifier"].items()
-            }
+        if evidence["carried"]:
+            # Casual is the absence of a mode, not evidence against one: the classifier and the
+            # prototypes read "早安" or "morning." as casual (and as not conflict) because nothing in it
+            # is emotional, which says nothing against the upset mood carried from last night. With
+            # carried state, only learned evidence for a mode over casual counts ("被老板骂了好难过" ->
+            # comfort still wins).
+            for src in ("classifier", "prototypes"):
+                if evidence[src]:
+                    base = evidence[src].get("casual", 0.0)
+                    evidence[src] = {
+                        m: max(0.0, v - base) if m != "casual" else 0.0 for m, v in evidence[src].items()
+                    }
         scores = {m: sum(src.get(m, 0.0) for src in evidence.values()) for m in MODES}
         scores["casual"] += w.casual_bias
         mode = max(MODES, key=lambda m: (scores[m], -MODES.index(m)))
@@ -484,6 +501,7 @@ class Router:
             embedders=embedders,
             embedder_weights=embedder_weights,
             carried=carried,
+            command=command,
         )
 
         signals = dict.fromkeys(SIGNALS, False)

@@ -77,7 +77,17 @@ CLAUSE_CASES = [
     ("我喜欢爬山而且喜欢游泳", "likes", "爬山"),
     ("我讨厌下雨天还有堵车", "dislikes", "下雨天"),
     ("我喜欢猫和狗", "likes", "猫和狗"),  # a bare 和 joins two things: one value
+    # Discourse fillers are not part of the value (a walk-through stored "mushrooms by the way").
+    ("I hate mushrooms by the way.", "dislikes", "mushrooms"),
+    ("I love jazz btw", "likes", "jazz"),
 ]
+
+
+def test_a_greeting_introduces_a_name() -> None:
+    """The commonest English introduction: a capitalised name right after a greeting."""
+    got = [(o.key, o.value) for o in extract("Hi! I'm Sarah, I work as a nurse at the hospital in Leeds.")]
+    assert got == [("name", "Sarah"), ("occupation", "nurse")]
+    assert [(o.key, o.value) for o in extract("Hey there, this is Tom Baker.")] == [("name", "Tom Baker")]
 
 
 @pytest.mark.parametrize(("text", "key", "value"), CLAUSE_CASES)
@@ -108,6 +118,9 @@ def test_a_rename_is_cut_at_the_clause_boundary(text: str, value: str) -> None:
         "call me Dave",
         "my girlfriend loves jazz",
         "my husband Sunday morning was grumpy",
+        "hi, I'm tired",
+        "Hello! I'm Chinese, by the way",
+        "Hey, I'm Back",
     ],
 )
 def test_questions_pronouns_and_chit_chat_state_no_fact(text: str) -> None:

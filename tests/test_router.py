@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
@@ -363,3 +364,46 @@ def test_a_carried_mood_still_shapes_a_neutral_message_with_the_classifier() -> 
         assert route.mode == "conflict" and "carried" in route.mode_reason
     # Evidence of another mode in the message itself still wins over the carried mood.
     assert router.route("被老板骂了，好难过", carried=upset).mode == "comfort"
+
+
+def test_the_morning_after_with_the_default_router_and_vectors(tmp_path: Path) -> None:
+    """With the message's vectors, the prototypes read "morning." as casual and against conflict; that
+    says nothing against last night's argument, so the carried upset mood still routes it as conflict.
+    A recognised command's wording does not read as a mood, and a mood no cue word backs does not pull
+    the next message (a user's walk-through: "Actually, please call me Sasha from now on." was read as
+    conflict and made the next hours cold)."""
+    from memsched.memory import Memory
+    from memsched.router import UNCUED_MOOD_INTENSITY, Carried, Prototypes
+    from memsched.text.segment import cjk_ratio
+
+    router = Router(prototypes=Prototypes(), classifier=ModeClassifier.load())
+    memory = Memory(home=tmp_path / "m")  # the default embedders
+    try:
+        weights = memory.retriever.weights
+
+        def route(text: str, **kw: Any) -> Any:
+            vecs = memory.retriever.embed_query(text)
+            return router.route(
+                text,
+                vectors=vecs,
+                embedders=memory.embedders,
+                embedder_weights={n: weights.dense_weight(n, cjk_ratio(text)) for n in vecs},
+                **kw,
+            )
+
+        upset = Carried("upset", 0.5)
+        for text in ("morning.", "Good morning.", "早安。", "早"):
+            assert route(text).mode == "casual", text
+            got = route(text, carried=upset)
+            assert got.mode == "conflict" and "carried" in got.mode_reason, (text, got.mode_reason)
+            assert got.mood is None  # routed as conflict, but it expresses nothing itself
+        sasha = "Actually, please call me Sasha from now on."
+        plain = route(sasha, command=True)
+        assert plain.mode == "casual" and plain.mood is None, plain.mode_reason
+        assert route(sasha, command=True, carried=upset).mode == "conflict"  # still cold after a fight
+        # A cue word still counts in a command.
+        assert route("别再叫我宝贝了！我真的很生气", command=True).mode == "conflict"
+        # A mood only the learned parts read is too weak to pull the next neutral message.
+        assert route("morning.", carried=Carried("upset", UNCUED_MOOD_INTENSITY)).mode == "casual"
+    finally:
+        memory.close()
