@@ -193,7 +193,7 @@ def embed_throughput(memory: Memory, n: int = 2000) -> dict[str, float]:
     return out
 
 
-def open_pair(home: Path, database_url: str | None) -> tuple[Memory, Memory]:
+def open_pair(home: Path, database_url: str | None, measured: bool = True) -> tuple[Memory, Memory | None]:
     """(loader, measured): the loader writes synthetic turns with stand-in vectors; on PostgreSQL it
     writes them to a SQLite file under `home` that `bulk_copy` copies into the database."""
     overrides: dict[str, Any] = {"home": home}
@@ -206,7 +206,7 @@ def open_pair(home: Path, database_url: str | None) -> tuple[Memory, Memory]:
     loader = Memory(source, embedders=stand)
     if database_url:
         loader.retriever.ann_threshold = 1 << 62  # graphs are SQLite's; PostgreSQL has HNSW
-    return loader, Memory(config, embedders=real)
+    return loader, Memory(config, embedders=real) if measured else None
 
 
 def open_measured(home: Path, database_url: str | None) -> Memory:
@@ -230,6 +230,46 @@ def bulk_copy(loader: Memory, database_url: str | None) -> dict[str, float]:
     return {"rows": copied, "seconds": round(report.seconds, 1), "rows_per_s": round(copied / report.seconds)}
 
 
+def load_checkpoints(home: Path, totals: Sequence[int], per_user: int) -> None:
+    """Load the many-users store checkpoint by checkpoint (resuming after the users it holds) and
+    keep a copy of it at each (`HOME/many-<total>/memsched.db`, SQLite's online backup), printing the
+    ingest figures. A later `--from-checkpoints` run measures the copies."""
+    import sqlite3
+
+    loader, _ = open_pair(home / "many", None, measured=False)
+    have = len(loader.store.users())
+    for total in totals:
+        done = home / f"many-{total}" / "memsched.db"
+        want = total // per_user
+        if done.exists():
+            continue
+        done.parent.mkdir(parents=True, exist_ok=True)
+        new = [f"u{i:06d}" for i in range(have, want)]
+        ingest = load(loader, new, per_user) if new else {}
+        have = max(have, want)
+        t0 = time.perf_counter()
+        part = done.with_suffix(".part")
+        dst = sqlite3.connect(part)
+        src = sqlite3.connect(loader.config.db_path)
+        src.backup(dst)
+        src.close()
+        dst.close()
+        part.rename(done)
+        row = {"total_turns": total, "ingest": ingest, "backup_s": round(time.perf_counter() - t0, 1)}
+        row.update(load_avg=round(os.getloadavg()[0], 2), rss_mb=round(rss_mb()[0]))
+        print(json.dumps(row), file=sys.stderr, flush=True)
+    loader.close()
+
+
+def copy_checkpoint(db: Path, database_url: str) -> dict[str, float]:
+    """Bulk-copy a kept checkpoint (`load_checkpoints`) into an empty PostgreSQL database."""
+    from memsched.store.transfer import migrate_sqlite_to_postgres
+
+    report = migrate_sqlite_to_postgres(db, database_url, batch_size=5000)
+    copied = sum(t.copied for t in report.tables.values())
+    return {"rows": copied, "seconds": round(report.seconds, 1), "rows_per_s": round(copied / report.seconds)}
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--totals", default="10000,100000,1000000")
@@ -244,7 +284,21 @@ def main() -> None:
         help="start a private PostgreSQL with pgvector (the pgserver wheel) under --home and use it",
     )
     ap.add_argument("--home", default=None, help="keep the data here instead of a temp dir")
+    ap.add_argument(
+        "--load-only",
+        action="store_true",
+        help="many users: load each checkpoint and keep a copy of the SQLite store at it"
+        " (HOME/many-<total>/memsched.db), measure nothing (with --home; measure later with --from-checkpoints)",
+    )
+    ap.add_argument(
+        "--from-checkpoints",
+        action="store_true",
+        help="many users: measure the copies a --load-only run kept under --home instead of loading"
+        " (on PostgreSQL each is bulk-copied into a fresh database)",
+    )
     args = ap.parse_args()
+    if (args.load_only or args.from_checkpoints) and not args.home:
+        ap.error("--load-only and --from-checkpoints need --home")
     totals = [int(x) for x in args.totals.split(",") if x]
     singles = [int(x) for x in args.one_user.split(",") if x]
     with tempfile.TemporaryDirectory() as tmp, ExitStack() as stack:
@@ -264,14 +318,33 @@ def main() -> None:
             "benchmark": "scale",
             "store": "postgres" if args.database_url else "sqlite",
         }
-        loader, memory = open_pair(home / "many", args.database_url)
+        if args.load_only:
+            load_checkpoints(home, totals, args.per_user)
+            return
+        loader: Memory | None
+        if args.from_checkpoints:
+            loader, memory = None, open_measured(home / f"many-{totals[0]}", None)
+        else:
+            loader, memory = open_pair(home / "many", args.database_url)
+        assert memory is not None
         result["embed_texts_per_s"] = embed_throughput(memory)
         users: list[str] = []
         rows = []
         for total in totals:
             new = [f"u{i:06d}" for i in range(len(users), total // args.per_user)]
-            ingest = load(loader, new, args.per_user)
-            ingest["bulk"] = bulk_copy(loader, args.database_url)
+            if args.from_checkpoints:
+                ingest = {"turns": total - len(users) * args.per_user, "checkpoint": True}
+                memory.close()
+                if server is not None:
+                    url = server.database()  # a fresh database per checkpoint, copied in whole
+                    ingest["bulk"] = copy_checkpoint(home / f"many-{total}" / "memsched.db", url)
+                    memory = open_measured(home / "many", url)
+                else:
+                    memory = open_measured(home / f"many-{total}", None)
+            else:
+                assert loader is not None
+                ingest = load(loader, new, args.per_user)
+                ingest["bulk"] = bulk_copy(loader, args.database_url)
             users += new
             # warm the models on one user, then measure on random users (mostly cold)
             memory.context(users[0], QUESTIONS[0], budget=args.budget)
@@ -282,11 +355,14 @@ def main() -> None:
         result["many_users"] = rows
         if rows:
             result["many_users_p99_growth"] = growth(rows)
-        loader.close()
+        if loader is not None:
+            loader.close()
         memory.close()
 
         if singles:
-            loader, memory = open_pair(home / "one", one_url)
+            loader, measured = open_pair(home / "one", one_url)
+            assert measured is not None
+            memory = measured
             rows = []
             have = 0
             for n in singles:

@@ -81,21 +81,39 @@ def test_terms_mix_languages() -> None:
 def test_a_rare_word_is_found_among_many_turns_with_a_common_one(
     store: Store, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """PostgreSQL ranks only each word's newest matches (`BM25_CANDIDATES_PER_TERM`, made small
-    here): an old turn with a rare word is still found, and a word's older matches are not."""
-    from memsched.store import postgres_base
+    """Both stores rank only a common word's newest matches (`BM25_CANDIDATES_PER_TERM`, made small
+    here): an old turn with a rare word is still found, with its full score (the common word
+    counted too), and the common word's older matches are not."""
+    from memsched.store import postgres_base, sqlite_fts
 
-    monkeypatch.setattr(postgres_base, "BM25_CANDIDATES_PER_TERM", 5)
     zebras = store.add_turns(
         [Turn("u", "s0", "user", f"the zebra number {i} crossed the garden") for i in range(3)]
     )
     store.add_turns([Turn("u", f"s{1 + i // 10}", "user", f"garden chores, day {i}") for i in range(40)])
+    exact = {h.turn_id: h.score for h in store.search_bm25("u", "zebra garden", limit=50)}
+    assert len(exact) == 43 and len(store.search_bm25("u", "garden", limit=50)) == 43
+    for module in (postgres_base, sqlite_fts):
+        monkeypatch.setattr(module, "BM25_CANDIDATES_PER_TERM", 5)
     hits = store.search_bm25("u", "zebra garden", limit=3)
     assert sorted(h.turn_id for h in hits) == sorted(t.id or 0 for t in zebras)
-    # the three zebra turns also match "garden": they outrank turns with only the common word
-    assert len(store.search_bm25("u", "zebra garden", limit=50)) >= 8
-    if not store.serves_vector_search:  # SQLite: FTS5 ranks every match
-        assert len(store.search_bm25("u", "garden", limit=50)) == 43
-    else:  # PostgreSQL: the five newest matches of "garden", nothing older
-        newest = store.search_bm25("u", "garden", limit=50)
-        assert len(newest) == 5 and min(h.turn_id for h in newest) > max(t.id or 0 for t in zebras)
+    assert [h.score for h in hits] == pytest.approx([exact[h.turn_id] for h in hits], rel=1e-9)
+    # the three zebra turns and the five newest with only the common word, ranked in that order
+    capped = store.search_bm25("u", "zebra garden", limit=50)
+    assert len(capped) == 8 and {h.turn_id for h in capped[:3]} == {h.turn_id for h in hits}
+    assert [h.score for h in capped] == pytest.approx([exact[h.turn_id] for h in capped], rel=1e-9)
+    newest = store.search_bm25("u", "garden", limit=50)
+    assert len(newest) == 5 and min(h.turn_id for h in newest) > max(t.id or 0 for t in zebras)
+    assert sorted(h.turn_id for h in newest) == sorted(exact)[-5:]
+
+
+def test_a_query_below_the_cap_ranks_as_before(store: Store, monkeypatch: pytest.MonkeyPatch) -> None:
+    """No term over the cap: the one-query ranking (every match scored), whatever the cap is."""
+    from memsched.store import postgres_base, sqlite_fts
+
+    store.add_turns([Turn("u", "s", "user", f"garden chores with the zebra, day {i}") for i in range(6)])
+    store.add_turns([Turn("u", "s", "user", f"garden chores, day {i}") for i in range(6)])
+    before = [(h.turn_id, h.score) for h in store.search_bm25("u", "zebra garden", limit=50)]
+    for module in (postgres_base, sqlite_fts):
+        monkeypatch.setattr(module, "BM25_CANDIDATES_PER_TERM", 12)
+    assert [(h.turn_id, h.score) for h in store.search_bm25("u", "zebra garden", limit=50)] == before
+    assert len(before) == 12

@@ -32,6 +32,12 @@ from memsched.errors import InputError, StoreError
 from memsched.model import ROLES, Bookmark, Forgotten, Hit, Page, Session, Turn
 
 # The keys of a job row, as `JobStore` methods take and return it.
+# Full-text search ranks, for each query term, only its newest this many matches among the user's
+# rows (all of them when it has fewer): a word the user wrote in thousands of turns no longer makes
+# every one of them a candidate. LoCoMo's users (~600 turns) never reach it; a 100k-turn user's
+# common words do (BENCHMARKS.md, "One user on PostgreSQL", session 15, and "session 16").
+BM25_CANDIDATES_PER_TERM = 1000
+
 JOB_COLUMNS = (
     "id",
     "kind",

@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from memsched.model import Turn
-from memsched.store.base import Tx
+from memsched.store.base import BM25_CANDIDATES_PER_TERM, Tx
 from memsched.text.segment import terms
 
 if TYPE_CHECKING:
@@ -36,9 +36,6 @@ TURN_COLUMNS = "id, user_id, session_id, seq, page_id, role, speaker, content, c
 # BM25 as FTS5 computes it.
 BM25_K1 = 1.2
 BM25_B = 0.75
-# Newest matches of one query lexeme that are ranked (`bm25_sql`). LoCoMo's users (~600 turns) never
-# reach it; a 100k-turn user's common words do (BENCHMARKS.md, "One user on PostgreSQL", session 15).
-BM25_CANDIDATES_PER_TERM = 1000
 
 
 class PgTx(Tx):

@@ -22,7 +22,7 @@ from memsched.store.sqlite_base import TURN_COLUMNS, SQLiteTx, dt, row_to_turn, 
 from memsched.store.sqlite_bookmarks import BookmarksMixin
 from memsched.store.sqlite_companion import CompanionMixin
 from memsched.store.sqlite_forget import ForgetMixin
-from memsched.store.sqlite_fts import user_match, user_tag
+from memsched.store.sqlite_fts import search_turns, user_tag
 from memsched.store.sqlite_jobs import JobsMixin
 from memsched.store.sqlite_keys import KeysMixin
 from memsched.store.sqlite_profile import ProfileMixin
@@ -377,16 +377,8 @@ class SQLiteStore(
     # -- search --------------------------------------------------------------------------------------
 
     def search_bm25(self, user_id: str, query: str, limit: int = 50) -> list[Hit]:
-        match = user_match(user_id, query)
-        if match is None:
-            return []
-        rows = self.db.execute(
-            "SELECT t.id, bm25(turns_fts, 0.0, 1.0) AS s FROM turns_fts JOIN turns t ON t.id = turns_fts.rowid"
-            " WHERE turns_fts MATCH ? AND t.user_id = ? ORDER BY s LIMIT ?",
-            (match, user_id, limit),
-        ).fetchall()
-        # FTS5's bm25() is "lower is better"; flip it so every layer's score grows with relevance.
-        return [Hit(turn_id=r[0], score=-r[1], rank=i + 1) for i, r in enumerate(rows)]
+        rows = search_turns(self.db, user_id, query, limit)
+        return [Hit(turn_id=i, score=s, rank=n + 1) for n, (i, s) in enumerate(rows)]
 
     # -- vectors -------------------------------------------------------------------------------------
 

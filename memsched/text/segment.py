@@ -100,9 +100,13 @@ def fts_query(text: str) -> str | None:
     Quoting every term turns any FTS5 syntax in user text (`"`, `*`, `NEAR`, `:`, `(`, `AND`) into
     plain words, so a query can never be a syntax error. None when nothing searchable is left.
     """
+    phrases = fts_phrases(text)
+    return " OR ".join(phrases) if phrases else None
+
+
+def fts_phrases(text: str) -> list[str]:
+    """The query's distinct terms as quoted FTS5 phrases, in order (what `fts_query` ORs)."""
     seen: dict[str, None] = {}
     for t in terms(text):
         seen.setdefault(t, None)
-    if not seen:
-        return None
-    return " OR ".join('"' + t.replace('"', '""') + '"' for t in seen)
+    return ['"' + t.replace('"', '""') + '"' for t in seen]
