@@ -261,11 +261,12 @@ def load_checkpoints(home: Path, totals: Sequence[int], per_user: int) -> None:
     loader.close()
 
 
-def copy_checkpoint(db: Path, database_url: str) -> dict[str, float]:
-    """Bulk-copy a kept checkpoint (`load_checkpoints`) into an empty PostgreSQL database."""
+def copy_checkpoint(db: Path, database_url: str, vector_indexes: bool) -> dict[str, float]:
+    """Bulk-copy a kept checkpoint (`load_checkpoints`) into an empty PostgreSQL database;
+    without `vector_indexes` the HNSW indexes are left unbuilt (`--no-hnsw`)."""
     from memsched.store.transfer import migrate_sqlite_to_postgres
 
-    report = migrate_sqlite_to_postgres(db, database_url, batch_size=5000)
+    report = migrate_sqlite_to_postgres(db, database_url, batch_size=5000, vector_indexes=vector_indexes)
     copied = sum(t.copied for t in report.tables.values())
     return {"rows": copied, "seconds": round(report.seconds, 1), "rows_per_s": round(copied / report.seconds)}
 
@@ -296,6 +297,15 @@ def main() -> None:
         help="many users: measure the copies a --load-only run kept under --home instead of loading"
         " (on PostgreSQL each is bulk-copied into a fresh database)",
     )
+    ap.add_argument(
+        "--no-hnsw",
+        action="store_true",
+        help="--from-checkpoints on PostgreSQL: copy without building the HNSW indexes (no user of"
+        " fewer than postgres_vectors.HNSW_MIN_VECTORS vectors reads them: each is searched exactly)",
+    )
+    ap.add_argument(
+        "--checkpoints", default=None, help="where --load-only keeps its copies (default: --home)"
+    )
     args = ap.parse_args()
     if (args.load_only or args.from_checkpoints) and not args.home:
         ap.error("--load-only and --from-checkpoints need --home")
@@ -318,12 +328,13 @@ def main() -> None:
             "benchmark": "scale",
             "store": "postgres" if args.database_url else "sqlite",
         }
+        kept = Path(args.checkpoints) if args.checkpoints else home
         if args.load_only:
-            load_checkpoints(home, totals, args.per_user)
+            load_checkpoints(kept, totals, args.per_user)
             return
         loader: Memory | None
         if args.from_checkpoints:
-            loader, memory = None, open_measured(home / f"many-{totals[0]}", None)
+            loader, memory = None, open_measured(kept / f"many-{totals[0]}", None)
         else:
             loader, memory = open_pair(home / "many", args.database_url)
         assert memory is not None
@@ -337,10 +348,12 @@ def main() -> None:
                 memory.close()
                 if server is not None:
                     url = server.database()  # a fresh database per checkpoint, copied in whole
-                    ingest["bulk"] = copy_checkpoint(home / f"many-{total}" / "memsched.db", url)
+                    ingest["bulk"] = copy_checkpoint(
+                        kept / f"many-{total}" / "memsched.db", url, vector_indexes=not args.no_hnsw
+                    )
                     memory = open_measured(home / "many", url)
                 else:
-                    memory = open_measured(home / f"many-{total}", None)
+                    memory = open_measured(kept / f"many-{total}", None)
             else:
                 assert loader is not None
                 ingest = load(loader, new, args.per_user)

@@ -230,6 +230,26 @@ def test_full_copy_equals_the_source(source: Path, target: str) -> None:
         dst.close()
 
 
+def test_a_copy_without_vector_indexes_leaves_them_to_the_store(source: Path, target: str) -> None:
+    """`vector_indexes=False` (a benchmark's bulk load) copies every row but builds no HNSW index;
+    the store builds a model's index when that model's next vectors arrive."""
+    import numpy as np
+
+    migrate_sqlite_to_postgres(source, target, vector_indexes=False)
+    hnsw = "SELECT count(*) FROM pg_indexes WHERE starts_with(indexname, 'embeddings_hnsw_')"
+    src = SQLiteStore(source)
+    dst = PostgresStore(target)
+    try:
+        assert snapshot(dst) == snapshot(src) and counts(dst) == counts(src)
+        assert raw_sql(dst, hnsw)[0][0] == 0
+        model, dim = src.db.execute("SELECT model, dim FROM embeddings LIMIT 1").fetchone()
+        dst.put_vectors("u", model, [("a new text", np.ones(dim, dtype=np.float32))])
+        assert raw_sql(dst, hnsw)[0][0] == 1
+    finally:
+        src.close()
+        dst.close()
+
+
 def _turn(user: str, session: str, content: str) -> Any:
     from memsched.model import Turn
 

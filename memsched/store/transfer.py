@@ -219,6 +219,7 @@ def migrate_sqlite_to_postgres(
     dry_run: bool = False,
     progress: Progress | None = None,
     after_batch: Callable[[str, int], None] | None = None,
+    vector_indexes: bool = True,
 ) -> MigrateReport:
     """Copy the SQLite database at `source` into the PostgreSQL database at `target_url`.
 
@@ -226,7 +227,9 @@ def migrate_sqlite_to_postgres(
     memsched database, `StoreError` when the target cannot be reached or already holds different
     data under a copied key (nothing of the target's is changed then). `dry_run` compares without
     writing rows (the target's schema is still created if it has none). `after_batch(table, n)` is
-    called after each committed batch (tests use it to interrupt a copy).
+    called after each committed batch (tests use it to interrupt a copy). `vector_indexes=False`
+    leaves the HNSW indexes unbuilt (a benchmark's bulk load whose users all stay on the exact
+    path); a store made on the target builds each when its model's next vectors arrive.
     """
     from memsched.store import is_database_url
     from memsched.store.postgres import PostgresStore, redact
@@ -264,7 +267,7 @@ def migrate_sqlite_to_postgres(
                 src, target, table, marker, batch_size, dry_run, progress, after_batch, str(path)
             )
         if not dry_run:
-            _finish(src, target)
+            _finish(src, target, vector_indexes)
             _write_marker(target, {"source": str(path), "complete": True, "tables": {}})
     finally:
         src.close()
@@ -506,7 +509,7 @@ _TURN_FIELDS = [c.strip() for c in TURN_COLUMNS.split(",")]
 # -- after the rows ----------------------------------------------------------------------------------------
 
 
-def _finish(src: sqlite3.Connection, target: Any) -> None:
+def _finish(src: sqlite3.Connection, target: Any, vector_indexes: bool = True) -> None:
     """What PostgreSQL keeps besides the rows: identity counters, BM25 statistics, vector indexes."""
     high = {r[0]: int(r[1]) for r in src.execute("SELECT name, seq FROM sqlite_sequence")}
     users = [r[0] for r in src.execute("SELECT id FROM users")]
@@ -532,6 +535,8 @@ def _finish(src: sqlite3.Connection, target: Any) -> None:
                 " WHERE u.id = s.user_id",
                 (users[start : start + 1000],),
             )
+    if not vector_indexes:
+        return
     for model, dim in src.execute("SELECT DISTINCT model, dim FROM embeddings ORDER BY model, dim"):
         target._ensure_vector_index(model, int(dim))
 
