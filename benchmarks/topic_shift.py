@@ -86,6 +86,8 @@ def run(
             [vecs[messages[j]] for j in old[-params.window :]],
             [vecs[messages[j]] for j in pend],
             params=params,
+            segment_texts=[messages[j] for j in old[-params.window :]],
+            pending_texts=[messages[j] for j in pend],
         )
         route = router.route(m, topic=verdict, segment_turns=len(turns), min_segment_turns=2)
         start, pending = advance(verdict, shift=route.signals["topic_shift"], index=i, pending=pending)
@@ -121,17 +123,26 @@ def score(
     return {"precision": round(p, 3), "recall": round(r, 3), "f1": round(f, 3), "tp": tp, "fp": fp, "fn": fn}
 
 
-def report(convs: list[dict[str, Any]], vecs: dict[str, dict[str, np.ndarray]], params: TopicParams) -> None:
+def report(
+    convs: list[dict[str, Any]],
+    vecs: dict[str, dict[str, np.ndarray]],
+    params: TopicParams,
+    halves: tuple[str, ...] = ("tune", "report"),
+) -> None:
+    """The table; the last column is the judge before the learned one (the relative score alone,
+    the session-15 default), on the same conversations."""
     router = Router()
-    print("| language | half | conversations | shifts | precision | recall | F1 |")
-    print("|---|---|---:|---:|---:|---:|---:|")
+    before = replace(params, cjk=replace(params.cjk, learned=None), latin=replace(params.latin, learned=None))
+    print("| language | half | conversations | shifts | precision | recall | F1 | relative score alone: F1 |")
+    print("|---|---|---:|---:|---:|---:|---:|---:|")
     for lang in ("zh", "en"):
-        for half in ("tune", "report"):
+        for half in halves:
             part = [c for c in convs if c["lang"] == lang and c["split"] == half]
             s = score(part, vecs, params, router)
+            b = score(part, vecs, before, router)
             print(
                 f"| {lang} | {half} | {len(part)} | {s['tp'] + s['fn']} | {s['precision']:.3f} |"
-                f" {s['recall']:.3f} | {s['f1']:.3f} |"
+                f" {s['recall']:.3f} | {s['f1']:.3f} | {b['f1']:.3f} |"
             )
 
 
@@ -175,6 +186,181 @@ def tune(convs: list[dict[str, Any]], vecs: dict[str, dict[str, np.ndarray]]) ->
             print(row[2])
 
 
+# The embedders each script's learned judge may weigh (the gloss vector is empty for English).
+FIT_EMBEDDERS = {"cjk": ("gloss", "minilm", "wordllama"), "latin": ("minilm", "wordllama")}
+CUES = ("anaphora", "continuation", "time_opener")
+
+
+def training_rows(
+    convs: list[dict[str, Any]],
+    vecs: dict[str, dict[str, np.ndarray]],
+    names: tuple[str, ...],
+    params: TopicParams,
+) -> tuple[list[dict[str, float]], list[int], list[str]]:
+    """One row per contentful message that the judge would see, against the true segment before it
+    (for a segment's first message, the segment it leaves): its features, 1 when it opens a segment."""
+    from memsched.topic import contentful, features
+
+    rows, ys, groups = [], [], []
+    for c in convs:
+        messages, truth = labelled(c)
+        seg_of = [k for k, s in enumerate(c["segments"]) for _ in s["messages"]]
+        for i, m in enumerate(messages):
+            if not contentful(m, params):
+                continue
+            seg = seg_of[i] - (1 if i in truth else 0)
+            window = [j for j in range(i) if seg_of[j] == seg and contentful(messages[j], params)]
+            window = window[-params.window :]
+            if len(window) < params.min_turns:
+                continue
+            rows.append(
+                features(
+                    names, [vecs[m]], [m], [vecs[messages[j]] for j in window], [messages[j] for j in window]
+                )
+            )
+            ys.append(int(i in truth))
+            groups.append(str(c["id"]))
+    return rows, ys, groups
+
+
+def fit(
+    convs: list[dict[str, Any]],
+    vecs: dict[str, dict[str, np.ndarray]],
+    only: str | None = None,
+    loco: bool = False,
+) -> None:
+    """The learned judges, on the tuning half only: per script, the feature set and the L2 strength
+    with the best leave-one-conversation-out AUC (within the tuning half), a logistic regression on
+    standardised features (printed back in raw units), then the thresholds by grid search on F1."""
+    from sklearn.linear_model import LogisticRegression
+    from sklearn.metrics import roc_auc_score
+
+    import memsched.topic as topic
+    from memsched.topic import DEFAULT_PARAMS
+
+    relative = replace(
+        DEFAULT_PARAMS,
+        cjk=replace(DEFAULT_PARAMS.cjk, learned=None),
+        latin=replace(DEFAULT_PARAMS.latin, learned=None),
+    )
+
+    # The features of a message (or pair) against a window depend only on their texts: computed once
+    # for the whole grid.
+    memo: dict[tuple[Any, ...], dict[str, float]] = {}
+    plain = topic.features
+
+    def cached(names: Any, messages: Any, texts: Any, segment: Any, segment_texts: Any) -> dict[str, float]:
+        key = (tuple(sorted(names)), tuple(texts), tuple(segment_texts))
+        if key not in memo:
+            memo[key] = plain(names, messages, texts, segment, segment_texts)
+        return memo[key]
+
+    topic.features = cached  # type: ignore[assignment]
+    router = Router()
+    for script, lang in (("cjk", "zh"), ("latin", "en")):
+        if only and lang != only:
+            continue
+        part = [c for c in convs if c["lang"] == lang and c["split"] == "tune"]
+        names = FIT_EMBEDDERS[script]
+        rows, ys, groups = training_rows(part, vecs, names, DEFAULT_PARAMS)
+        y, g = np.array(ys), np.array(groups)
+        vec_keys = [f"{k}_{n}" for n in names for k in ("rel", "last")]
+        sets = {
+            "vectors": vec_keys,
+            "vectors+words": [*vec_keys, "lex", "novel"],
+            "vectors+cues": [*vec_keys, *CUES],
+            "all": [*vec_keys, "lex", "novel", *CUES],
+        }
+        best: tuple[float, str, float] | None = None
+        print(f"== {script} ({lang}, tuning half): {len(ys)} judged messages, {sum(ys)} open a segment")
+        for label, keys in sets.items():
+            x = np.array([[r[k] for k in keys] for r in rows])
+            for c_reg in (0.03, 0.1, 0.3, 1.0):
+                pred = np.zeros(len(y))
+                for held in sorted(set(groups)):
+                    tr = g != held
+                    mu, sd = x[tr].mean(0), x[tr].std(0) + 1e-9
+                    model = LogisticRegression(C=c_reg, max_iter=2000).fit((x[tr] - mu) / sd, y[tr])
+                    pred[~tr] = model.decision_function((x[~tr] - mu) / sd)
+                auc = float(roc_auc_score(y, pred))
+                print(f"  {label:14s} C={c_reg:<5} leave-one-conversation-out AUC {auc:.3f}")
+                if best is None or auc > best[0] + 1e-9:
+                    best = (auc, label, c_reg)
+        assert best is not None
+        _, label, c_reg = best
+        print(f"  chosen: {label}, C={c_reg}")
+        scored = fit_judge(part, vecs, script, sets[label], c_reg, router, GRID)
+        for _, _, lj, sc in scored[:6]:
+            print(f"  {lj} {sc}")
+        if loco:
+            # The recipe end to end, leave-one-conversation-out within the tuning half: the logistic
+            # regression and the thresholds fitted without the held-out conversation, which is then
+            # scored; against the relative-score judge on the same conversations.
+            totals = {"learned": [0, 0, 0], "relative": [0, 0, 0]}
+            for held in part:
+                rest = [c for c in part if c is not held]
+                lj = fit_judge(rest, vecs, script, sets[label], c_reg, router, LOCO_GRID)[0][2]
+                params = replace(
+                    DEFAULT_PARAMS, **{script: replace(getattr(DEFAULT_PARAMS, script), learned=lj)}
+                )
+                for name, p in (("learned", params), ("relative", relative)):
+                    sc = score([held], vecs, p, router)
+                    for k, field in enumerate(("tp", "fp", "fn")):
+                        totals[name][k] += sc[field]
+            for name, (tp, fp, fn) in totals.items():
+                prec, rec = tp / max(1, tp + fp), tp / max(1, tp + fn)
+                f1 = 2 * prec * rec / (prec + rec) if prec + rec else 0.0
+                print(f"  leave-one-conversation-out, {name}: tp {tp} fp {fp} fn {fn} F1 {f1:.3f}")
+
+
+GRID = ((-1.0, 2.01, 0.25), (0.0, 1.0, 99.0), (-0.5, 0.0, 0.5, 1.0), (-9.0, 0.0), (0.0, 1.0, 99.0))
+LOCO_GRID = ((-0.5, 2.01, 0.25), (99.0,), (-0.5, 0.0, 0.5, 1.0), (-9.0,), (0.0, 99.0))
+
+
+def fit_judge(
+    part: list[dict[str, Any]],
+    vecs: dict[str, dict[str, np.ndarray]],
+    script: str,
+    keys: list[str],
+    c_reg: float,
+    router: Router,
+    grid: tuple[Any, ...],
+) -> list[tuple[float, int, Any, dict[str, Any]]]:
+    """A logistic regression on `keys` over `part`'s judged messages (standardised, printed back in
+    raw units), then its thresholds by grid search on `part`'s F1: the settings, best first."""
+    from sklearn.linear_model import LogisticRegression
+
+    from memsched.topic import DEFAULT_PARAMS, LearnedJudge
+
+    rows, ys, _ = training_rows(part, vecs, FIT_EMBEDDERS[script], DEFAULT_PARAMS)
+    x = np.array([[r[k] for k in keys] for r in rows])
+    mu, sd = x.mean(0), x.std(0) + 1e-9
+    model = LogisticRegression(C=c_reg, max_iter=2000).fit((x - mu) / sd, np.array(ys))
+    raw = model.coef_[0] / sd
+    coef = {k: round(float(w), 4) for k, w in zip(keys, raw, strict=True)}
+    bias = round(float(model.intercept_[0] - np.sum(raw * mu)), 4)
+    base = getattr(DEFAULT_PARAMS, script)
+    scored: list[tuple[float, int, Any, dict[str, Any]]] = []
+    fars, d_fars, d_pairs, closers, overtakes = grid
+    for far, d_far, d_pair, closer, overtake in itertools.product(
+        np.arange(*fars), d_fars, d_pairs, closers, overtakes
+    ):
+        lj = LearnedJudge(
+            coef=coef,
+            bias=bias,
+            far=round(float(far), 3),
+            confirm_far=round(float(far + d_far), 3),
+            confirm_pair=round(float(far + d_pair), 3),
+            closer=closer,
+            overtake=overtake,
+        )
+        params = replace(DEFAULT_PARAMS, **{script: replace(base, learned=lj)})
+        sc = score(part, vecs, params, router)
+        scored.append((sc["f1"], -sc["fp"], lj, sc))
+    scored.sort(key=lambda r: (r[0], r[1]), reverse=True)
+    return scored
+
+
 def scenario() -> int:
     from datetime import datetime, timedelta
 
@@ -184,6 +370,21 @@ def scenario() -> int:
     memory = Memory(Config.load(home=home))
     failures = 0
     at = datetime.fromisoformat("2024-10-22T19:00:00+08:00")
+    # The topic judge's own cost per turn (reading the segment's stored vectors + judging), in CPU
+    # and wall time: the scheduler's `_topic`, timed in place.
+    judge_cpu: list[float] = []
+    judge_wall: list[float] = []
+    plain_topic = Scheduler._topic
+
+    def timed(self: Any, t: Any, pending_seq: int) -> int:
+        c0, w0 = time.thread_time(), time.perf_counter()
+        try:
+            return plain_topic(self, t, pending_seq)
+        finally:
+            judge_cpu.append((time.thread_time() - c0) * 1000)
+            judge_wall.append((time.perf_counter() - w0) * 1000)
+
+    Scheduler._topic = timed  # type: ignore[method-assign]
     with Scheduler(memory, start_workers=False) as sched:
         walk = SANTI * 2 + COOK
         p0: list[float] = []
@@ -221,8 +422,52 @@ def scenario() -> int:
         got = [t[stage] for t in timings[3:] if stage in t]
         if got:
             print(f"{stage}: median {np.median(got):.1f} ms, max {max(got):.1f} ms over {len(got)} turns")
+    print(
+        f"topic judge (Scheduler._topic): CPU median {np.median(judge_cpu[3:]):.2f} ms,"
+        f" p90 {np.percentile(judge_cpu[3:], 90):.2f} ms; wall median {np.median(judge_wall[3:]):.2f} ms"
+        f" over {len(judge_cpu) - 3} turns (CPU of the routing thread)"
+    )
     print("scenario:", "ok" if not failures else f"{failures} failure(s)")
     return 1 if failures else 0
+
+
+def cpu(convs: list[dict[str, Any]], vecs: dict[str, dict[str, np.ndarray]]) -> None:
+    """The judge's CPU per message (`judge` alone, on vectors made beforehand, every message of both
+    halves against the segment the scheduler would hold), the learned judge against the relative score."""
+    from memsched.topic import DEFAULT_PARAMS, contentful, judge
+
+    relative = replace(
+        DEFAULT_PARAMS,
+        cjk=replace(DEFAULT_PARAMS.cjk, learned=None),
+        latin=replace(DEFAULT_PARAMS.latin, learned=None),
+    )
+    for lang in sorted({c["lang"] for c in convs}, reverse=True):
+        for name, params in (("default", DEFAULT_PARAMS), ("relative only", relative)):
+            took: list[float] = []
+            for _ in range(3):
+                for c in convs:
+                    if c["lang"] != lang:
+                        continue
+                    messages, _truth = labelled(c)
+                    for i, m in enumerate(messages):
+                        prior = [j for j in range(max(0, i - 6), i) if contentful(messages[j], params)]
+                        pend = prior[-1:] if len(prior) > 3 else []
+                        old = prior[: len(prior) - len(pend)]
+                        t0 = time.thread_time_ns()
+                        judge(
+                            m,
+                            vecs[m],
+                            [vecs[messages[j]] for j in old],
+                            [vecs[messages[j]] for j in pend],
+                            params=params,
+                            segment_texts=[messages[j] for j in old],
+                            pending_texts=[messages[j] for j in pend],
+                        )
+                        took.append((time.thread_time_ns() - t0) / 1e6)
+            print(
+                f"{lang} {name:14s}: CPU per message mean {np.mean(took):.3f} ms, p50 {np.median(took):.3f},"
+                f" p99 {np.percentile(took, 99):.3f} ({len(took)} judgements)"
+            )
 
 
 def through_scheduler(convs: list[dict[str, Any]]) -> int:
@@ -259,7 +504,7 @@ def through_scheduler(convs: list[dict[str, Any]]) -> int:
     print("| language | half | shifts | precision | recall | F1 |")
     print("|---|---|---:|---:|---:|---:|")
     for lang in ("zh", "en"):
-        for half in ("tune", "report"):
+        for half in sorted({h for _, h in rows}, reverse=True):
             tp, fp, fn = rows.get((lang, half), [0, 0, 0])
             p = tp / (tp + fp) if tp + fp else 0.0
             r = tp / (tp + fn) if tp + fn else 0.0
@@ -294,6 +539,10 @@ def gloss_wait(rounds: int = 5) -> int:
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--tune", action="store_true", help="grid search on the tuning half")
+    ap.add_argument("--fit", action="store_true", help="fit the learned judges on the tuning half")
+    ap.add_argument("--loco", action="store_true", help="--fit: also the recipe leave-one-conversation-out")
+    ap.add_argument("--lang", choices=("zh", "en"), help="--fit: this language only")
+    ap.add_argument("--half", choices=("tune", "report", "both"), default="both", help="which half to report")
     ap.add_argument("--scenario", action="store_true", help="the issue's 三体 -> 番茄炒蛋 walk")
     ap.add_argument(
         "--scheduler",
@@ -301,6 +550,7 @@ def main() -> int:
         help="run each conversation through Scheduler.prepare + record instead (slower; also runs on"
         " a checkout without memsched.topic, for the detector before it)",
     )
+    ap.add_argument("--cpu", action="store_true", help="the judge's CPU per message")
     ap.add_argument("--gloss-wait", action="store_true", help="what routing now waits for on Chinese")
     args = ap.parse_args()
     if args.gloss_wait:
@@ -309,7 +559,8 @@ def main() -> int:
         return scenario()
     convs = load()
     if args.scheduler:
-        return through_scheduler(convs)
+        halves = ("tune", "report") if args.half == "both" else (args.half,)
+        return through_scheduler([c for c in convs if c["split"] in halves])
     memory = Memory(Config.load(home=tempfile.mkdtemp()))
     try:
         texts = sorted({m for c in convs for s in c["segments"] for m in s["messages"]})
@@ -317,12 +568,18 @@ def main() -> int:
     finally:
         memory.close()
     print(f"embedders: {sorted(next(iter(vecs.values())))}; {len(texts)} messages")
-    if args.tune:
+    if args.cpu:
+        cpu(convs, vecs)
+    elif args.tune:
         tune(convs, vecs)
+    elif args.fit:
+        fit(convs, vecs, only=args.lang, loco=args.loco)
     else:
         from memsched.topic import DEFAULT_PARAMS
 
-        report(convs, vecs, DEFAULT_PARAMS)
+        report(
+            convs, vecs, DEFAULT_PARAMS, halves=("tune", "report") if args.half == "both" else (args.half,)
+        )
     return 0
 
 

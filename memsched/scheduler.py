@@ -1486,7 +1486,15 @@ class Scheduler:
             for i, x in enumerate(both):
                 if x.id in stored:
                     vecs[i][name] = stored[x.id]
-        t.topic = judge(t.message, t.topic_vecs, vecs[: len(old)], vecs[len(old) :], params=params)
+        t.topic = judge(
+            t.message,
+            t.topic_vecs,
+            vecs[: len(old)],
+            vecs[len(old) :],
+            params=params,
+            segment_texts=[x.content for x in old],
+            pending_texts=[x.content for x in pending],
+        )
         return len(turns)
 
     def _context(self, t: _TurnState) -> ContextResult:

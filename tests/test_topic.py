@@ -3,17 +3,23 @@ coherence, a candidate first, confirmed by the next message, an aside rejoining 
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import numpy as np
 import pytest
 
 from memsched.router import Router
 from memsched.topic import (
     DEFAULT_PARAMS,
+    LearnedJudge,
     ScriptParams,
     TopicParams,
     advance,
     coherence,
+    cue_features,
+    features,
     judge,
+    rarity,
     relative_score,
     topic_params_for,
 )
@@ -88,15 +94,129 @@ def test_a_cue_shifts_at_once() -> None:
 
 
 @pytest.mark.parametrize(
-    ("names", "cjk", "latin"),
+    ("names", "cjk", "latin", "cjk_judges"),
     [
-        (["minilm", "wordllama", "gloss"], {"gloss"}, {"minilm"}),
-        (["hash"], {"hash"}, {"hash"}),
-        (["wordllama"], {"wordllama"}, {"wordllama"}),
+        # All three: Chinese is judged by the learned judge, which reads all three embedders.
+        (["minilm", "wordllama", "gloss"], {"gloss"}, {"minilm"}, {"gloss", "minilm", "wordllama"}),
+        (["hash"], {"hash"}, {"hash"}, {"hash"}),
+        # One of the learned judge's embedders missing: the relative score with what is there.
+        (["wordllama"], {"wordllama"}, {"wordllama"}, {"wordllama"}),
+        (["minilm", "gloss"], {"gloss"}, {"minilm"}, {"gloss"}),
     ],
 )
-def test_params_follow_the_configured_embedders(names: list[str], cjk: set[str], latin: set[str]) -> None:
+def test_params_follow_the_configured_embedders(
+    names: list[str], cjk: set[str], latin: set[str], cjk_judges: set[str]
+) -> None:
     params = topic_params_for(names)
     assert set(params.cjk.weights) == cjk and set(params.latin.weights) == latin
-    assert params.embedders("今晚我想做个番茄炒蛋") == frozenset(cjk)
+    assert (params.cjk.learned is not None) == (cjk_judges == {"gloss", "minilm", "wordllama"})
+    assert params.embedders("今晚我想做个番茄炒蛋") == frozenset(cjk_judges)
     assert params.embedders("tomato eggs tonight") == frozenset(latin)
+
+
+# The learned judge: a made-up combination of one embedder's relative score and the cues, so that
+# what each part does can be seen.
+LEARNED = LearnedJudge(
+    coef={
+        "rel_minilm": -10.0,
+        "last_minilm": 0.0,
+        "anaphora": -3.0,
+        "continuation": -3.0,
+        "time_opener": 3.0,
+    },
+    bias=-2.0,
+    far=0.0,
+    confirm_far=float("inf"),
+    confirm_pair=0.0,
+    overtake=0.0,
+)
+LEARNED_PARAMS = replace(PARAMS, latin=replace(PARAMS.latin, learned=LEARNED))
+TEXTS = ["we painted the kitchen", "the tiles are blue", "grout everywhere", "the sink is next", "new taps"]
+
+
+@pytest.mark.parametrize(
+    ("message", "cue"),
+    [
+        ("它现在快十五斤了", "anaphora"),
+        ("She cried all night next to my bed", "anaphora"),
+        ("还有，蛋白粉有必要买吗", "continuation"),
+        ("那圣遗物呢，要刷多久", "continuation"),
+        ("What about the zoo?", "continuation"),
+        ("昨天去看了流浪地球2", "time_opener"),
+        ("Last night I watched Oppenheimer", "time_opener"),
+        ("我和男朋友分手了", None),
+        ("What should I cook for dinner tonight?", None),  # "tonight" is not at the start
+        ("Andrew called", None),  # "and" only as a word of its own
+    ],
+)
+def test_cue_words_at_the_start_of_a_message(message: str, cue: str | None) -> None:
+    found = {k for k, v in cue_features(message).items() if v}
+    assert found == ({cue} if cue else set())
+
+
+def test_rarity_weighs_topic_words_above_common_ones() -> None:
+    assert rarity("番茄") > rarity("今天") > rarity("我")
+    assert rarity("面壁者") >= rarity("番茄")  # not in the dictionary: counts as the rarest
+    f = features(["minilm"], [near(A)], ["番茄炒蛋好吃"], SEGMENT[:3], ["番茄炒蛋", "今天好累", "我好累"])
+    assert 0.0 < f["lex"] < 1.0 and f["novel"] > 0.0
+
+
+def test_the_learned_judge_weighs_cues_only_with_the_texts() -> None:
+    segment = SEGMENT[:5]
+    msg = near(A)  # on the topic by its vector
+    plain = judge("Last night I went dancing", msg, segment, params=LEARNED_PARAMS)
+    assert plain.threshold == PARAMS.latin.far  # no texts: the relative score judged
+    with_texts = judge("Last night I went dancing", msg, segment, params=LEARNED_PARAMS, segment_texts=TEXTS)
+    same = judge("the grout is drying", msg, segment, params=LEARNED_PARAMS, segment_texts=TEXTS)
+    referring = judge("it is drying now", msg, segment, params=LEARNED_PARAMS, segment_texts=TEXTS)
+    assert with_texts.threshold == LEARNED.far
+    assert with_texts.score is not None and same.score is not None and referring.score is not None
+    # A time opener pulls toward a new topic, a pronoun toward the same one, by their weights.
+    assert with_texts.score == pytest.approx(same.score - 3.0, abs=1e-6)
+    assert referring.score == pytest.approx(same.score + 3.0, abs=0.5)
+
+
+def test_the_learned_judge_confirms_on_the_pair_and_a_stronger_message_overtakes() -> None:
+    segment = SEGMENT[:5]
+    first = judge("I want to cook dinner", near(B), segment, params=LEARNED_PARAMS, segment_texts=TEXTS)
+    assert first.candidate and first.score is not None and first.score < 0
+    # The next message refers back with "it" (to the dinner): the pair still confirms the shift.
+    second = judge(
+        "it needs garlic and cream",
+        near(B),
+        segment,
+        [near(B)],
+        params=LEARNED_PARAMS,
+        segment_texts=TEXTS,
+        pending_texts=["I want to cook dinner"],
+    )
+    assert second.shift and second.late and second.pair_score is not None and second.pair_score < 0
+    # A candidate on the topic's vector, made one by its time opener alone ...
+    weak = judge("Tonight the kitchen light", near(A), segment, params=LEARNED_PARAMS, segment_texts=TEXTS)
+    assert weak.candidate and weak.score is not None
+    # ... is overtaken by a message far more like a new topic: that one becomes the candidate.
+    strong = judge(
+        "Yesterday I adopted a puppy",
+        near(B),
+        segment,
+        [near(A)],
+        params=LEARNED_PARAMS,
+        segment_texts=TEXTS,
+        pending_texts=["Tonight the kitchen light"],
+    )
+    assert strong.candidate and not strong.shift and strong.score is not None and strong.score < weak.score
+    assert advance(strong, shift=False, index=12, pending=11) == (None, 12)
+    # Without overtaking, the same message confirms the weak candidate instead.
+    no_overtake = replace(
+        LEARNED_PARAMS, latin=replace(LEARNED_PARAMS.latin, learned=replace(LEARNED, overtake=99.0))
+    )
+    confirmed = judge(
+        "Yesterday I adopted a puppy",
+        near(B),
+        segment,
+        [near(A)],
+        params=no_overtake,
+        segment_texts=TEXTS,
+        pending_texts=["Tonight the kitchen light"],
+    )
+    assert confirmed.shift and confirmed.late
