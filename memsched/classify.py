@@ -61,22 +61,44 @@ def normalize_text(text: str) -> str:
 
 def char_ngrams(text: str) -> list[str]:
     """Character n-grams (`CHAR_NGRAMS`) of the normalised text, spaces included (word edges count)."""
-    t = f" {normalize_text(text)} "
-    lo, hi = CHAR_NGRAMS
-    return [t[i : i + n] for n in range(lo, hi + 1) for i in range(len(t) - n + 1) if t[i : i + n] != " "]
+    return _char_grams(normalize_text(text))
 
 
 def word_ngrams(text: str) -> list[str]:
     """Latin word n-grams (`WORD_NGRAMS`); Chinese is covered by the character n-grams."""
-    ws = _LATIN_WORD_RE.findall(normalize_text(text))
-    lo, hi = WORD_NGRAMS
-    return [" ".join(ws[i : i + n]) for n in range(lo, hi + 1) for i in range(len(ws) - n + 1)]
+    return _word_grams(normalize_text(text))
 
 
 def han_word_ngrams(text: str) -> list[str]:
     """Chinese word n-grams (`HAN_WORD_NGRAMS`): each run of Han characters segmented by jieba (the
     segmenter the store's full-text index uses), n-grams taken within the run."""
-    runs = _HAN_RUN_RE.findall(normalize_text(text))
+    return _han_grams(normalize_text(text))
+
+
+# The n-grams of an already normalised text (`normalize_text`): `ModeClassifier.predict` normalises a
+# message once for its three blocks. Each list is in the order the public functions above return.
+
+
+def _char_grams(norm: str) -> list[str]:
+    t = f" {norm} "
+    lo, hi = CHAR_NGRAMS
+    out: list[str] = []
+    for n in range(lo, hi + 1):
+        if n == 1:
+            out.extend(c for c in t if c != " ")  # a lone space is no gram; longer ones keep theirs
+        else:
+            out.extend([t[i : i + n] for i in range(len(t) - n + 1)])
+    return out
+
+
+def _word_grams(norm: str) -> list[str]:
+    ws = _LATIN_WORD_RE.findall(norm)
+    lo, hi = WORD_NGRAMS
+    return [" ".join(ws[i : i + n]) for n in range(lo, hi + 1) for i in range(len(ws) - n + 1)]
+
+
+def _han_grams(norm: str) -> list[str]:
+    runs = _HAN_RUN_RE.findall(norm)
     if not runs:
         return []
     jieba = _jieba()
@@ -89,6 +111,9 @@ def han_word_ngrams(text: str) -> list[str]:
 
 
 _GRAMS = {"char": char_ngrams, "word": word_ngrams, "han": han_word_ngrams}
+_NORM_GRAMS = {"char": _char_grams, "word": _word_grams, "han": _han_grams}
+# Sublinear term frequency 1 + ln(count) for small counts, the same floats as `math.log` gives.
+_SUBLINEAR_TF = np.array([0.0] + [1.0 + math.log(c) for c in range(1, 64)])
 
 
 class NgramBlock:
@@ -116,11 +141,24 @@ class NgramBlock:
 
     def sparse(self, text: str) -> tuple[np.ndarray, np.ndarray]:
         """(column indices, values) of the message's normalised TF-IDF vector."""
-        counts = Counter(g for g in self._grams(text, self.kind) if g in self.vocab)
+        return self.sparse_grams(self._grams(text, self.kind))
+
+    def sparse_grams(self, grams: Sequence[str]) -> tuple[np.ndarray, np.ndarray]:
+        """`sparse` from the message's n-grams of this block's kind. Columns come in the order their
+        grams first occur (the order the norm and the dot products add them up in)."""
+        counts = Counter(map(self.vocab.get, grams))  # column -> count, counted in C
+        counts.pop(None, None)  # grams outside the vocabulary
         if not counts:
             return np.zeros(0, dtype=np.int64), np.zeros(0)
-        idx = np.fromiter((self.vocab[g] for g in counts), dtype=np.int64, count=len(counts))
-        tf = np.fromiter((1.0 + math.log(c) for c in counts.values()), dtype=np.float64, count=len(counts))
+        n = len(counts)
+        idx = np.fromiter(counts.keys(), dtype=np.int64, count=n)
+        top = max(counts.values())
+        if top == 1:
+            tf = np.ones(n)  # 1 + ln(1), the usual case in a short message
+        elif top < len(_SUBLINEAR_TF):
+            tf = _SUBLINEAR_TF[np.fromiter(counts.values(), dtype=np.int64, count=n)]
+        else:
+            tf = np.fromiter((1.0 + math.log(c) for c in counts.values()), dtype=np.float64, count=n)
         val = tf * self.idf[idx]
         return idx, val / float(np.linalg.norm(val))
 
@@ -230,9 +268,10 @@ class ModeClassifier:
         """Log-probabilities per mode for `text`, with each block's share of the logits."""
         contributions: dict[str, np.ndarray] = {}
         ngrams = np.zeros(len(MODES))
+        norm = normalize_text(text)  # once for the three blocks
         for block, w in self._sparse:
             if block.vocab:
-                idx, val = block.sparse(text)
+                idx, val = block.sparse_grams(_NORM_GRAMS[block.kind](norm))
                 ngrams = ngrams + w[:, idx] @ val
         contributions["ngrams"] = ngrams
         dense = self.dense_features(vectors or {}, model_ids or {}, cue_counts or {})
