@@ -110,6 +110,19 @@ async def _until_drained(pid: int, db: Path, *, timeout: float = 300.0) -> tuple
     return cpu, time.perf_counter() - t0, left
 
 
+async def _embed_stats(http: aiohttp.ClientSession, base: str) -> dict[str, float]:
+    """The server's embedding micro-batcher counters (`/metrics`: memsched_embed_*), summed over
+    models: model calls, texts, and the dispatcher's CPU seconds."""
+    out = {"calls": 0.0, "texts": 0.0, "cpu_seconds": 0.0}
+    async with http.get(f"{base}/metrics") as r:
+        text = await r.text()
+    for line in text.splitlines():
+        for key in out:
+            if line.startswith(f"memsched_embed_{key}_total{{"):
+                out[key] += float(line.rsplit(" ", 1)[1])
+    return out
+
+
 def _free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
@@ -184,6 +197,7 @@ class Driver:
 
     async def closed_loop(self, clients: int, messages: int, tag: str) -> dict[str, Any]:
         latencies: list[float] = []
+        embed0 = await _embed_stats(self.http, self.base)
         cpu0 = {name: _cpu_s(pid) for name, pid in self.pids.items()}
 
         async def client(c: int) -> None:
@@ -199,6 +213,7 @@ class Driver:
         # turns queued have run (P2 work lags behind the turns and is worked off afterwards).
         server = self.pids["server"]
         post = await _until_idle(server) - cpu0["server"]
+        embed = {k: v - embed0[k] for k, v in (await _embed_stats(self.http, self.base)).items()}
         drained, drain_s, left = await _until_drained(server, self.db)
         n = max(1, len(latencies))
         return {
@@ -209,6 +224,15 @@ class Driver:
             "server_cpu_ms_per_turn_with_post_work": round(1000.0 * post / n, 2),
             # ... and with the background jobs the turns queued, once the queue has drained.
             "server_cpu_ms_per_turn_with_jobs": round(1000.0 * (drained - cpu0["server"]) / n, 2),
+            # The batched embedding model (MiniLM) over the turns and their post-reply work: model
+            # calls and texts per turn, texts per call, and its dispatcher's CPU per turn (thread CPU
+            # time, so less moved by other processes than the wall-clock figures).
+            "embed": {
+                "calls_per_turn": round(embed["calls"] / n, 3),
+                "texts_per_turn": round(embed["texts"] / n, 3),
+                "texts_per_call": round(embed["texts"] / max(1.0, embed["calls"]), 2),
+                "model_cpu_ms_per_turn": round(1000.0 * embed["cpu_seconds"] / n, 2),
+            },
             "jobs_drained_in_s": round(drain_s, 1),
             "jobs_left": left,
             "seconds": round(wall, 2),

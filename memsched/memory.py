@@ -122,6 +122,15 @@ class Memory:
             self._counter = get_counter(self.config.tokenizer)
         return self._counter
 
+    def embed_stats(self) -> dict[str, dict[str, float]]:
+        """Per batched model (by model id): the model calls its batcher made, the texts they carried
+        and the dispatcher's CPU seconds in them, since start (background and bulk calls, which
+        bypass the batcher, are not counted)."""
+        return {
+            b.model_id: {"calls": b.calls, "texts": b.texts, "cpu_seconds": b.cpu_seconds}
+            for b in self._batchers
+        }
+
     def close(self) -> None:
         self.store.close()
         for embedder in {*self._batchers, *self.embedders.values()}:

@@ -328,7 +328,7 @@ class Scheduler:
         self.captioner: Captioner | None = (
             captioner_from_config(self.config) if captioner is UNSET else captioner
         )
-        self.metrics = Metrics(depth=self.queue.depth)
+        self.metrics = Metrics(depth=self.queue.depth, embed=memory.embed_stats)
         self.cross_process_lock = cross_process_lock
         self.barrier_timeout = barrier_timeout
         self.lock_timeout = lock_timeout

@@ -46,10 +46,16 @@ class Stopwatch:
 
 
 class _LiveCollector(Collector):
-    """Gauges and counters read at scrape time: queue depth per priority and LLM calls per purpose."""
+    """Gauges and counters read at scrape time: queue depth per priority, LLM calls per purpose, and
+    the batched embedding models' calls, texts and CPU seconds (`Memory.embed_stats`)."""
 
-    def __init__(self, depth: Callable[[], dict[int, int]] | None) -> None:
+    def __init__(
+        self,
+        depth: Callable[[], dict[int, int]] | None,
+        embed: Callable[[], dict[str, dict[str, float]]] | None = None,
+    ) -> None:
         self._depth = depth
+        self._embed = embed
 
     def collect(self) -> Iterator[Any]:
         if self._depth is not None:
@@ -65,12 +71,27 @@ class _LiveCollector(Collector):
         for purpose, n in sorted(llm_calls().items()):
             calls.add_metric([purpose], float(n))
         yield calls
+        if self._embed is not None:
+            stats = self._embed()
+            for key, help_text in (
+                ("calls", "Model calls of the embedding micro-batcher, per model"),
+                ("texts", "Texts embedded in those calls, per model"),
+                ("cpu_seconds", "CPU seconds of the embedding dispatcher in those calls, per model"),
+            ):
+                family = CounterMetricFamily(f"memsched_embed_{key}", help_text, labels=["model"])
+                for model, values in sorted(stats.items()):
+                    family.add_metric([model], float(values[key]))
+                yield family
 
 
 class Metrics:
     """The scheduler's Prometheus metrics, in a dedicated registry (`registry`, `render()`)."""
 
-    def __init__(self, depth: Callable[[], dict[int, int]] | None = None) -> None:
+    def __init__(
+        self,
+        depth: Callable[[], dict[int, int]] | None = None,
+        embed: Callable[[], dict[str, dict[str, float]]] | None = None,
+    ) -> None:
         self.registry = CollectorRegistry(auto_describe=True)
         self.turns = Counter(
             "memsched_turns",
@@ -110,7 +131,7 @@ class Metrics:
             ["outcome"],
             registry=self.registry,
         )
-        self.registry.register(_LiveCollector(depth))
+        self.registry.register(_LiveCollector(depth, embed))
 
     def observe_turn(self, trace: dict[str, Any], entry: str, outcome: str) -> None:
         """Feed one turn's trace into the metrics."""

@@ -214,3 +214,30 @@ def test_a_layer_over_another_layers_model_shares_its_batcher() -> None:
     embedders, batchers = batch_all({"gloss": GlossEmbedder(other)})
     assert len(batchers) == 1 and embedders["gloss"].over is batchers[0]  # type: ignore[attr-defined]
     batchers[0].close()
+
+
+def test_the_batchers_calls_texts_and_cpu_reach_the_metrics(tmp_path: Any) -> None:
+    from memsched.memory import Memory
+    from memsched.trace import Metrics
+
+    slow = Slow()
+    slow.gate.set()
+    batcher = MicroBatcher(slow, threads=1)
+    batcher.embed(["one", "two"])
+    batcher.embed(["three"])
+    assert (batcher.calls, batcher.texts) == (2, 3) and batcher.cpu_seconds >= 0.0
+    batcher.close()
+
+    mem = Memory(home=tmp_path / "m", embedders="minilm,wordllama")
+    try:
+        mem.embedders["minilm"].embed(["hello there", "你好"])
+        stats = mem.embed_stats()
+        assert set(stats) == {"all-MiniLM-L6-v2"}  # WordLlama is not batched
+        assert stats["all-MiniLM-L6-v2"]["calls"] == 1 and stats["all-MiniLM-L6-v2"]["texts"] == 2
+        assert stats["all-MiniLM-L6-v2"]["cpu_seconds"] > 0.0
+        text = Metrics(embed=mem.embed_stats).render().decode()
+        assert 'memsched_embed_calls_total{model="all-MiniLM-L6-v2"} 1.0' in text
+        assert 'memsched_embed_texts_total{model="all-MiniLM-L6-v2"} 2.0' in text
+        assert 'memsched_embed_cpu_seconds_total{model="all-MiniLM-L6-v2"}' in text
+    finally:
+        mem.close()

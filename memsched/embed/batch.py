@@ -98,6 +98,7 @@ class MicroBatcher:
         self._closed = False
         self.calls = 0  # model calls made (a batch is one); with `texts`, the batching's effect
         self.texts = 0
+        self.cpu_seconds = 0.0  # the dispatchers' CPU time in those calls (tokenizer, model, pooling)
         n = threads if threads is not None else 1
         self._threads = [
             threading.Thread(target=self._dispatch, name=f"memsched-embed-{i}", daemon=True)
@@ -185,12 +186,14 @@ class MicroBatcher:
     def _dispatch(self) -> None:
         while (taken := self._take()) is not None:
             texts = [text for request in taken for text in request.texts]
+            cpu = time.thread_time()
             try:
                 matrix = self.inner.embed(texts)
             except BaseException as exc:  # every caller gets the error, the dispatcher lives on
                 for request in taken:
                     request.future.set_exception(exc)
                 continue
+            self.cpu_seconds += time.thread_time() - cpu
             self.calls += 1
             self.texts += len(texts)
             start = 0
