@@ -7,8 +7,9 @@ The stored row is the mood as last set; readers decay it to their own time (`Moo
   affectionate, casual with happy cues -> happy) sets that mood when it is at least as strong as the
   carried one after decay; the same label adds up (capped at 1) and collects the cause turn ids;
 * an apology and its acceptance (in either order of the two speakers: the user apologises and the
-  reply accepts, or the reply apologised and the user accepts) reset it to neutral; an apology or an
-  acceptance alone halves an upset mood;
+  reply accepts, or the reply apologised and the user accepts) reset it to neutral, and so does a
+  forgiveness the user says warmly ("好啦，不生你气了", read as affectionate or happy); an apology or
+  another acceptance alone halves an upset mood;
 * intensity halves every `HALF_LIFE_HOURS[label]`; below `FLOOR` it reads as neutral.
 """
 
@@ -102,16 +103,19 @@ def update(
     `previous_apology` whether the turn before it (the other speaker) apologised. An uncued reading
     (`cued=False`: no cue word backs it, only the learned parts) never strengthens the carried mood."""
     ids = tuple(turn_ids)
-    if carried.label == "upset" and (acceptance and previous_apology):
+    # Repaired: the other side's apology accepted, or a forgiveness said warmly ("好啦，不生你气了",
+    # read as affectionate or happy): the user themself ends the argument.
+    warm = label in ("affectionate", "happy")
+    if carried.label == "upset" and acceptance and (previous_apology or warm):
         return MoodUpdate(Mood("neutral", 0.0, ids, now, {"repaired": True}), "repaired")
     if (
         carried.label == "upset"
         and (apology or acceptance)
         and label in (None, "upset", "affectionate", "happy")
     ):
-        # An apology, or a forgiveness nobody asked for ("It's okay, I forgive you."), is half a repair:
-        # the message's own reading as conflict must not make the mood stronger, and a warm one
-        # ("好啦，原谅你了") does not replace it before the repair is complete.
+        # An apology, or a forgiveness nobody asked for that does not read as warm ("It's okay, I
+        # forgive you.", read as conflict), is half a repair: the message's own reading as conflict
+        # must not make the mood stronger.
         softened = carried.intensity / 2
         if softened < FLOOR:
             return MoodUpdate(Mood("neutral", 0.0, ids, now, {"repaired": True}), "repaired")

@@ -181,6 +181,16 @@ _RULES: list[tuple[str, str, re.Pattern[str], bool]] = [
         re.compile(rf"{_ZH_HEAD}我(?:现在|目前)?是(?:一名|一位|一个职业)?{_ZH_V}"),
         False,
     ),
+    (
+        # "我叫林晓，在上海做设计师" / "我在腾讯当产品经理": the value must end like an occupation.
+        "zh_work_as",
+        OCCUPATION,
+        re.compile(
+            rf"{_ZH_HEAD}我?(?:现在|目前)?(?:在[{_CJK}]{{2,6}}?)?(?:做|当)了?(?:一名|一个|一位)?"
+            rf"(?P<v>[{_CJK}]{{2,8}}?)(?=$|[{_STOP}\s]|了|呢|啊|的|已经)"
+        ),
+        False,
+    ),
     ("zh_job_is", OCCUPATION, re.compile(rf"我的?(?:工作|职业)是{_ZH_V}"), False),
     (
         "zh_do_x",
@@ -201,9 +211,19 @@ _RULES: list[tuple[str, str, re.Pattern[str], bool]] = [
         False,
     ),
     (
+        # "我养了一只橘猫叫胖虎": a kind with a word before it (橘猫, 柯基犬 is not covered) and its name.
+        "zh_pet_have_named",
+        PETS,
+        re.compile(
+            rf"我(?:家)?养了(?:一只|一条|两只|三只|只|条)?(?P<kind>[{_CJK}]{{0,2}}?(?:{_PET_KINDS_ZH}))"
+            rf"[，,]?(?:它)?(?:的名字)?叫{_ZH_NAME}"
+        ),
+        False,
+    ),
+    (
         "zh_pet_have",
         PETS,
-        re.compile(rf"我(?:家)?养了(?:一只|一条|两只|三只|只|条)?(?P<v>{_PET_KINDS_ZH})"),
+        re.compile(rf"我(?:家)?养了(?:一只|一条|两只|三只|只|条)?(?P<v>[{_CJK}]{{0,2}}?(?:{_PET_KINDS_ZH}))"),
         False,
     ),
     ("zh_allergic_to", ALLERGIES, re.compile(rf"我对{_ZH_W}过敏"), False),

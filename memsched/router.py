@@ -79,8 +79,9 @@ DEFAULT_CUES: dict[str, dict[str, list[str]]] = {
             "my bad|my fault|i was wrong|forgive me"
         ),
         "acceptance": _cues(
-            "没关系|原谅你|不生气了|好啦好啦|算啦|和好|没事了|过去了|it's okay|it's ok|that's okay|"
-            "i forgive you|apology accepted|no worries|we're good|all good|let's make up"
+            "没关系|原谅你|不生气了|不生你气了|不生你的气了|不气了|不怪你了|好啦好啦|算啦|和好|没事了|过去了|"
+            "it's okay|it's ok|that's okay|i forgive you|apology accepted|no worries|we're good|all good|"
+            "let's make up|not mad anymore|not mad at you anymore|not angry anymore|not angry with you anymore"
         ),
     },
     # Words that make a feeling stronger; each found adds to the mood's intensity.

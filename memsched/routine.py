@@ -34,6 +34,7 @@ MIN_CONFIDENCE = 0.3
 RELEARN_AFTER = timedelta(hours=12)
 DEFAULT_WINDOW = (LATE_NIGHT[0] * 60, LATE_NIGHT[1] * 60)
 NIGHT_HOURS = range(2, 6)  # local hours nearly everyone sleeps through: where the day is cut
+MIN_DAY_SPAN_MINUTES = 120  # a day's first message is a wake-up sample only if the day spans this
 MAX_NIGHT_MINUTES = 9 * 60  # a "wake-up" later than this after bedtime is just the first chat of the day
 
 
@@ -149,15 +150,21 @@ def learn(
     if len(days) < min_days:
         return Routine(timezone=timezone, days=len(days), updated_at=now)
     last = [max(v, key=lambda x: x[1]) for v in days.values()]
-    first = [min(v, key=lambda x: x[1]) for v in days.values()]
+    # A day's first message tells when the user woke only if the day has more in it: on a day with
+    # one message (or a short burst) it is the bedtime sample too, and would put wake-up at bedtime.
+    first = [
+        min(v, key=lambda x: x[1])[1]
+        for v in days.values()
+        if max(m for _, m in v) - min(m for _, m in v) >= MIN_DAY_SPAN_MINUTES
+    ]
     sleep, kept = _robust_median([m for _, m in last])
-    wake, _ = _robust_median([m for _, m in first])
+    wake = _robust_median(first)[0] if first else None
     spread = statistics.pstdev(kept) if len(kept) > 1 else 0.0
     confidence = min(1.0, len(days) / 14.0) * max(0.0, 1.0 - spread / 240.0)
     confidence = max(confidence, 0.0)
     return Routine(
         sleep_minute=round(sleep + cut * 60) % 1440,
-        wake_minute=round(wake + cut * 60) % 1440,
+        wake_minute=None if wake is None else round(wake + cut * 60) % 1440,
         confidence=confidence,
         days=len(days),
         timezone=timezone,

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Iterator
-from datetime import datetime, timedelta
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 from zoneinfo import ZoneInfo
@@ -307,3 +307,19 @@ def test_follow_up_dates_are_resolved_in_the_user_timezone(tmp_path: Path, text:
         assert due_nudges(sched.memory, "kai", datetime(2024, 10, 19, 9, 0, tzinfo=SH)) == []
         (due,) = due_nudges(sched.memory, "kai", datetime(2024, 10, 19, 10, 30, tzinfo=SH))
         assert due.kind == "follow_up" and due.due and due.event_date == "2024-10-18"
+
+
+def test_a_routine_from_one_message_a_day_has_a_bedtime_but_no_wake_up_time() -> None:
+    """A user's walk-through showed sleep_time 21:30 and wake_time 21:30: every day held one message,
+    which was taken as both the day's last and its first."""
+    from memsched.routine import learn
+
+    start = datetime(2024, 5, 1, 13, 30, tzinfo=UTC)  # 21:30 in Shanghai
+    times = [(i + 1, (start + timedelta(days=i)).timestamp()) for i in range(10)]
+    now = start + timedelta(days=11)
+    lonely = learn(times, "Asia/Shanghai", now)
+    assert lonely.as_dict()["sleep_time"] == "21:30" and lonely.wake_minute is None
+    # With mornings in the days too, the wake-up time is learned.
+    mornings = [(100 + i, (start - timedelta(hours=13) + timedelta(days=i)).timestamp()) for i in range(10)]
+    both = learn(times + mornings, "Asia/Shanghai", now)
+    assert both.as_dict()["sleep_time"] == "21:30" and both.as_dict()["wake_time"] == "08:30"

@@ -23,10 +23,17 @@ def test_a_message_expressing_nothing_keeps_the_mood_as_it_was() -> None:
 
 def test_an_apology_or_an_unasked_forgiveness_halves_it_and_both_repair_it() -> None:
     later = T0 + timedelta(minutes=5)
-    for cue in ({"apology": True}, {"acceptance": True}, {"acceptance": True, "label": "affectionate"}):
+    for cue in ({"apology": True}, {"acceptance": True}, {"acceptance": True, "label": None}):
         # Even when the message reads as conflict on its own ("It's okay, I forgive you.").
         out = update(UPSET, **{"label": "upset", **cue}, intensity=0.6, now=later, turn_ids=[7])
         assert out.event == "softened" and out.mood.intensity == UPSET.intensity / 2
+    # A forgiveness said warmly ("好啦，不生你气了", read as affectionate) ends the argument: a user's
+    # walk-through got the cold strategy for lunch after saying it.
+    for warm in ("affectionate", "happy"):
+        out = update(UPSET, label=warm, intensity=0.5, now=later, acceptance=True, turn_ids=[7])
+        assert out.event == "repaired" and out.mood.label == "neutral"
+    # Warmth without a word of forgiveness does not repair it.
+    assert update(UPSET, label="affectionate", intensity=0.5, now=later).event == "kept"
     repaired = update(UPSET, label=None, intensity=0.0, now=later, acceptance=True, previous_apology=True)
     assert repaired.event == "repaired" and repaired.mood.label == "neutral"
 
@@ -57,3 +64,5 @@ def test_the_router_marks_whether_a_cue_backs_the_mood() -> None:
     angry = router.route("你根本不在乎我！我真的很生气")
     assert angry.mood == "upset" and angry.mood_cued and angry.mood_intensity > UNCUED_MOOD_INTENSITY
     assert router.route("今天天气不错").mood is None
+    for text in ("好啦，不生你气了", "Fine, I'm not mad at you anymore"):
+        assert router.route(text).acceptance, text

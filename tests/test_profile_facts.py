@@ -77,6 +77,10 @@ CLAUSE_CASES = [
     ("我喜欢爬山而且喜欢游泳", "likes", "爬山"),
     ("我讨厌下雨天还有堵车", "dislikes", "下雨天"),
     ("我喜欢猫和狗", "likes", "猫和狗"),  # a bare 和 joins two things: one value
+    ("我养了一只橘猫叫胖虎", "pets", "橘猫 胖虎"),  # a word before the kind, then its name
+    ("我养了一只布偶猫", "pets", "布偶猫"),
+    ("在上海做设计师。", "occupation", "设计师"),
+    ("我在腾讯当产品经理", "occupation", "产品经理"),
     # Discourse fillers are not part of the value (a walk-through stored "mushrooms by the way").
     ("I hate mushrooms by the way.", "dislikes", "mushrooms"),
     ("I love jazz btw", "likes", "jazz"),
@@ -119,6 +123,9 @@ def test_a_rename_is_cut_at_the_clause_boundary(text: str, value: str) -> None:
         "my girlfriend loves jazz",
         "my husband Sunday morning was grumpy",
         "hi, I'm tired",
+        "我想做设计师",
+        "我在家做饭",
+        "今天在公司做了一天报表",
         "Hello! I'm Chinese, by the way",
         "Hey, I'm Back",
     ],
