@@ -116,6 +116,9 @@ class Config:
     max_body_bytes: int = DEFAULT_MAX_BODY_BYTES  # 0: no limit
     max_message_tokens: int = DEFAULT_MAX_MESSAGE_TOKENS  # 0: no limit
     max_image_bytes: int = 20 * 1024 * 1024  # an inline (data: URL) image over this is a 413
+    # The user a request acts for when it names none (no `user` field, no `metadata.user`): for an app
+    # with one user whose OpenAI client never sets `user`. Unset: such a request is a 400.
+    default_user: str | None = None
     # "tenant:key,tenant:key": API keys of the HTTP service (more with `memsched keys add TENANT`).
     api_keys: str | None = field(default=None, repr=False)
 

@@ -684,3 +684,27 @@ def test_upstream_proxy_comes_from_the_environment_once(monkeypatch: pytest.Monk
     assert env_proxy("http://api.example.com/v1/chat/completions") is None  # no HTTP_PROXY set
     up = Upstream("https://api.example.com/v1", None, "m")
     assert up._proxy == "http://proxy.example:3128"
+
+
+def test_models_are_listed_and_a_one_user_app_needs_no_user_field(
+    tmp_path: Path, fake: FakeOpenAI, helper: FakeOpenAI, server: str
+) -> None:
+    """Clients that list models first (chat UIs, `client.models.list()`) and apps whose OpenAI client
+    never sets `user` work unchanged; without MEMSCHED_DEFAULT_USER the missing user is a 400 that
+    says how to set one."""
+    client = openai.OpenAI(base_url=f"{server}/v1", api_key="unused", max_retries=0)
+    assert [m.id for m in client.models.list()] == ["fake-model"]
+    assert client.models.retrieve("gpt-4o-mini").id == "gpt-4o-mini"
+    with pytest.raises(openai.BadRequestError, match="MEMSCHED_DEFAULT_USER"):
+        client.chat.completions.create(model="m", messages=[{"role": "user", "content": "hi"}])
+    with _serve(tmp_path / "solo", fake, helper, default_user="solo") as base:
+        solo = openai.OpenAI(base_url=f"{base}/v1", api_key="unused", max_retries=0)
+        fake.script("Hello!")
+        reply = solo.chat.completions.create(model="m", messages=[{"role": "user", "content": "I'm Ann."}])
+        assert reply.choices[0].message.content == "Hello!"
+        assert [t["content"] for t in _turns(base, "solo", "default")] == ["I'm Ann.", "Hello!"]
+    # No upstream configured: listing models is the same 503 as a chat completion.
+    bare = Config.load(home=tmp_path / "bare", embedders="hash")
+    with LiveServer(create_app(bare)) as base:
+        r = httpx.get(f"{base}/v1/models", timeout=10)
+        assert r.status_code == 503 and "MEMSCHED_UPSTREAM_MODEL" in r.json()["error"]["message"]

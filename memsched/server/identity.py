@@ -112,7 +112,14 @@ def identity(request: Request) -> Identity:
 def user_id(request: Request, user: str | None) -> str:
     """The internal user id for the `user` a request names (a path parameter or the body's field)."""
     if not isinstance(user, str) or not user.strip():
-        raise InputError("user: the `user` field names the user whose memory to use; it is required")
+        service = getattr(request.app.state, "service", None)
+        fallback = getattr(getattr(service, "config", None), "default_user", None)
+        if not fallback:
+            raise InputError(
+                "user: the `user` field names the user whose memory to use; it is required "
+                "(or set MEMSCHED_DEFAULT_USER for an app with one user)"
+            )
+        user = fallback
     tenant = identity(request).tenant
     if tenant is None:
         return user

@@ -86,6 +86,21 @@ class ChatRequest(BaseModel):
 # -- responses ------------------------------------------------------------------------------------
 
 
+class ModelCard(BaseModel):
+    id: str
+    object: Literal["model"] = "model"
+    created: int = 0
+    owned_by: str = "memsched"
+
+
+class ModelList(BaseModel):
+    """GET /v1/models: the model the proxy answers with (every request goes to the configured upstream
+    model, whatever `model` it names), so that clients which list models first work unchanged."""
+
+    object: Literal["list"] = "list"
+    data: list[ModelCard]
+
+
 class HealthResponse(BaseModel):
     status: str
     version: str

@@ -13,7 +13,7 @@ from memsched.server.errors import UPSTREAM_ERRORS
 from memsched.server.identity import user_id
 from memsched.server.limits import check_message_tokens, message_texts
 from memsched.server.routes.context import when
-from memsched.server.schemas import ChatCompletion, ChatRequest
+from memsched.server.schemas import ChatCompletion, ChatRequest, ModelCard, ModelList
 from memsched.server.service import TRACE_HEADER, Service, get_service
 from memsched.server.validate import check_images, check_timezone
 from memsched.vision import image_parts
@@ -115,3 +115,22 @@ async def chat(body: ChatRequest, request: Request, svc: Service = Depends(get_s
     finally:
         if not handed_off:
             release()
+
+
+def _models(svc: Service) -> list[ModelCard]:
+    model = svc.config.upstream_model
+    if svc.upstream is None or not model:
+        raise ConfigError("no upstream LLM: set MEMSCHED_UPSTREAM_BASE_URL and MEMSCHED_UPSTREAM_MODEL")
+    return [ModelCard(id=model)]
+
+
+@router.get("/v1/models", response_model=ModelList, summary="The upstream model the proxy answers with")
+async def models(svc: Service = Depends(get_service)) -> ModelList:
+    return ModelList(data=_models(svc))
+
+
+@router.get("/v1/models/{model:path}", response_model=ModelCard, summary="One model (the upstream's)")
+async def model_card(model: str, svc: Service = Depends(get_service)) -> ModelCard:
+    cards = _models(svc)
+    # Any name a client asks for is answered by the upstream model (as in chat completions).
+    return cards[0].model_copy(update={"id": model}) if model else cards[0]
