@@ -78,7 +78,9 @@ def _routes(app: Any) -> list[tuple[str, str]]:
             elif isinstance(route, Route) or hasattr(route, "methods"):
                 for method in sorted(getattr(route, "methods", None) or {"GET"}):
                     if method != "HEAD":
-                        out.append((method, prefix + route.path))  # type: ignore[attr-defined]
+                        # The schema names a path parameter without its converter ({model:path} -> {model}).
+                        path = re.sub(r"\{(\w+):\w+\}", r"{\1}", prefix + route.path)  # type: ignore[attr-defined]
+                        out.append((method, path))
 
     walk(app.routes)
     # Every path of the API schema is among them (a route mounted some other way would show here).
