@@ -82,6 +82,15 @@ def sweeps() -> dict[str, dict[str, Variant]]:
             "questions=0": _opts(question_penalty=0.0),
         },
         "terms_weight": {f"terms w={w:g}": _weights(terms=w) for w in (0.25, 0.5, 1.0)},
+        # Speaker names a question mentions in its dense query (PagingOptions.dense_speaker_names):
+        # kept (the earlier behaviour), or the vector of the text without them summed with the
+        # message's at dense_name_weight (0: without them alone).
+        "dense_names": {
+            "names in dense": _opts(dense_speaker_names=True),
+            **{f"name weight={v:g}": _opts(dense_name_weight=v) for v in (0.0, 0.5, 2.0)},
+        },
+        "dense_names_weight": {f"name weight={v:g}": _opts(dense_name_weight=v) for v in (0.75, 1.5)},
+        "bookmark_names": {"names out of bookmark bm25": _opts(bookmark_speaker_names=False)},
         # Redundancy: maximal marginal relevance over turn vectors (PagingOptions.novelty).
         "novelty": {f"novelty={v:g}": _opts(novelty=v) for v in (0.0, 0.1, 0.2, 0.3, 0.7, 1.0)},
     }
@@ -101,6 +110,7 @@ _STAGE_NAMES = {
     "+ soft terms": "+terms",
     "+ names out of BM25": "+names",
     "+ question penalty": "+questions",
+    "+ redundancy": "+novelty",
 }
 
 
@@ -110,6 +120,17 @@ def _by_category(records: list[dict[str, Any]]) -> dict[str, dict[str, float]]:
     for r in records:
         acc.setdefault(r["system"], {}).setdefault(f"{r['budget']} {r['category']}", []).append(r["recall"])
     return {s: {k: sum(v) / len(v) for k, v in sorted(per.items())} for s, per in sorted(acc.items())}
+
+
+def _loo_by_category(records: list[dict[str, Any]], folds: list[dict[str, str]]) -> dict[str, float]:
+    """ "<budget> <category>" -> held-out recall: each conversation's questions under the variant its
+    fold chose (the leave-one-out figure per category)."""
+    chosen = {f["held_out"]: f["chosen"] for f in folds}
+    acc: dict[str, list[float]] = {}
+    for r in records:
+        if chosen.get(r["sample"]) == r["system"]:
+            acc.setdefault(f"{r['budget']} {r['category']}", []).append(r["recall"])
+    return {k: round(sum(v) / len(v), 4) for k, v in sorted(acc.items())}
 
 
 def main() -> None:
@@ -148,6 +169,7 @@ def main() -> None:
         out["seconds"] = round(time.perf_counter() - t0, 1)
         out["spread"] = {str(b): spread([v[str(b)] for v in out["variants"].values()]) for b in budgets}
         out["by_category"] = _by_category(records)
+        out["loo_by_category"] = _loo_by_category(records, out["folds"])
         if args.json:
             print(json.dumps(out), flush=True)
             continue
@@ -163,6 +185,10 @@ def main() -> None:
         for variant, per in out["by_category"].items():
             print(f"  {variant:<18} " + "  ".join(f"{k} {v:.3f}" for k, v in per.items()))
         print("  leave-one-out:  " + "  ".join(f"{b}: {v:.4f}" for b, v in out["loo"].items()))
+        print(
+            "  leave-one-out by category: "
+            + "  ".join(f"{k} {v:.3f}" for k, v in out["loo_by_category"].items())
+        )
         print("  folds: " + ", ".join(f"{f['held_out']} -> {f['chosen']}" for f in out["folds"]), flush=True)
 
 

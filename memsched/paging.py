@@ -27,7 +27,7 @@ import re
 import threading
 import time
 from collections import Counter, OrderedDict
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any, Protocol
@@ -36,6 +36,7 @@ import numpy as np
 from pydantic import BaseModel, Field
 
 from memsched.cache import LRUCache
+from memsched.embed.batch import embed_soon
 from memsched.errors import LLMError
 from memsched.model import Candidate, Hit
 from memsched.text.segment import cjk_ratio, has_cjk, terms
@@ -101,6 +102,17 @@ class PagingOptions:
     # normalisation ranks the shortest ones ("Cool! What now?") first; the speaker focus already
     # prefers the speaker's turns. True searches the names too (the earlier behaviour).
     bm25_speaker_names: bool = False
+    # The same for the dense layers (False): a question that names a speaker is also embedded without
+    # the names. A turn is embedded as `Speaker: text`, so the name in the question is near every turn
+    # of that speaker (and every turn addressing them): it takes a share of the cosine that the
+    # question's content should have. The dense layers search with the unit sum of the two vectors,
+    # the message's counting `dense_name_weight` (0: the text without the names alone; chosen
+    # leave-one-out, BENCHMARKS.md "Speaker names out of the dense query"). True embeds the message
+    # as it is (the earlier behaviour). Costs one more query embedding, only when a name is mentioned.
+    dense_speaker_names: bool = False
+    dense_name_weight: float = 1.0
+    # And for the BM25 search over bookmarks (True: searched, as before; False: left out as for turns).
+    bookmark_speaker_names: bool = True
     # A turn that mostly asks ("What made you pick it?") tells little about anyone: the head of the
     # ranking (`question_top` candidates) is re-scored x(1 - penalty x share of its sentences that
     # are questions). Chosen leave-one-out on the dev conversations (BENCHMARKS.md "Leave-one-out").
@@ -121,7 +133,7 @@ class PagingOptions:
 
 def _before(**changes: Any) -> PagingOptions:
     """Options as the stages before "+names" ran: speaker names searched, no question penalty."""
-    return PagingOptions(bm25_speaker_names=True, question_penalty=0.0, **changes)
+    return PagingOptions(bm25_speaker_names=True, question_penalty=0.0, dense_speaker_names=True, **changes)
 
 
 STAGES: dict[str, PagingOptions] = {
@@ -133,8 +145,9 @@ STAGES: dict[str, PagingOptions] = {
     "+multihop": _before(entity_focus=False, cooperative=False, terms=False),
     "+focus": _before(terms=False),
     "+terms": _before(),
-    "+names": PagingOptions(question_penalty=0.0, novelty=0.0),
-    "+questions": PagingOptions(novelty=0.0),
+    "+names": PagingOptions(question_penalty=0.0, novelty=0.0, dense_speaker_names=True),
+    "+questions": PagingOptions(novelty=0.0, dense_speaker_names=True),
+    "+novelty": PagingOptions(dense_speaker_names=True),
     "full": PagingOptions(),
     # Methods measured and left off by default (each added to the full default on its own):
     "+feedback": PagingOptions(feedback=1.0),
@@ -142,8 +155,9 @@ STAGES: dict[str, PagingOptions] = {
     "+diversity": PagingOptions(diversity=0.2),
 }
 """The ablation ladder of `memsched eval locomo --ablation`: each stage adds one part ("+names"
-leaves speaker names out of the BM25 query, "+questions" adds the question penalty, "full" the
-redundancy re-ranking); the last three add, one at a time, methods that are measured but off by default."""
+leaves speaker names out of the BM25 query, "+questions" adds the question penalty, "+novelty" the
+redundancy re-ranking, "full" embeds the query without the speaker names it mentions too); the last
+three add, one at a time, methods that are measured but off by default."""
 
 
 @dataclass(slots=True)
@@ -405,6 +419,33 @@ def query_kind(query: str) -> str | None:
 # -- the pager -----------------------------------------------------------------------------------------------
 
 
+class _Summed(Mapping[str, np.ndarray]):
+    """Per embedder, the unit-length sum `a + weight * b`, computed when first read (either side
+    may still be embedding); names only in `a` are `a`'s."""
+
+    def __init__(self, a: Mapping[str, np.ndarray], b: Mapping[str, np.ndarray], weight: float) -> None:
+        self._a, self._b, self._weight = a, b, weight
+        self._done: dict[str, np.ndarray] = {}
+
+    def __getitem__(self, name: str) -> np.ndarray:
+        vec = self._done.get(name)
+        if vec is None:
+            vec = np.asarray(self._a[name], dtype=np.float32)
+            if name in self._b:
+                vec = vec + self._weight * np.asarray(self._b[name], dtype=np.float32)
+                norm = float(np.linalg.norm(vec))
+                if norm > 0:
+                    vec = vec / norm
+            self._done[name] = vec
+        return vec
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._a)
+
+    def __len__(self) -> int:
+        return len(self._a)
+
+
 @dataclass(slots=True)
 class _SessionDecision:
     vector: np.ndarray
@@ -545,6 +586,39 @@ class Pager:
             self._vocab.put(key, vocab)
         return vocab
 
+    def _dense_text(self, user_id: str, query: str) -> str | None:
+        """`query` without the speaker names it mentions (`PagingOptions.dense_speaker_names`), or
+        None when it names none, has nothing else to search for, or the option keeps them."""
+        if self.options.dense_speaker_names:
+            return None
+        names = [low for low in self._speaker_names(user_id) if low not in _ROLES and _mentions(query, low)]
+        if not names:
+            return None
+        text = query
+        for low in sorted(names, key=len, reverse=True):  # "Anna Lee" before "Anna"
+            if has_cjk(low):
+                text = text.replace(low, " ")
+            else:
+                text = re.sub(rf"(?<![\w]){re.escape(low)}(?:['’]s)?(?![\w])", " ", text, flags=re.I)
+        text = " ".join(text.split())
+        return text if terms(text) else None  # a query of names and stop words keeps its vectors
+
+    def _dense_vectors(
+        self, user_id: str, query: str, qvecs: Mapping[str, np.ndarray]
+    ) -> Mapping[str, np.ndarray]:
+        """The vectors the dense layers search with: `qvecs` (the message's, which the scheduler also
+        stores as the turn's) unless the query names a speaker; then the text without the names is
+        embedded (started now, read by the dense layers after the SQL stages)."""
+        text = self._dense_text(user_id, query)
+        if text is None:
+            return qvecs
+        embedders = self.retriever.embedders
+        stripped = embed_soon(embedders, [n for n in qvecs if n in embedders], text)
+        weight = self.options.dense_name_weight
+        if weight <= 0:
+            return stripped
+        return _Summed(stripped, qvecs, weight)
+
     def _term_skip(self, user_id: str) -> set[str]:
         return {w for label in self._speaker_names(user_id) for w in terms(label)}
 
@@ -644,7 +718,8 @@ class Pager:
         index = self._name_index(user_id) if use_bookmarks else None
 
         term_vectors = self._term_vectors(user_id, query) if opts.terms else None
-        main = self._rank(user_id, query, qvecs, exclude, index, term_vectors)
+        dense_vecs = self._dense_vectors(user_id, query, qvecs)
+        main = self._rank(user_id, query, dense_vecs, exclude, index, term_vectors)
         timings = dict(main.timings)
         layers = dict(main.layers)
         scores = main.scores
@@ -721,7 +796,7 @@ class Pager:
         timings: dict[str, float] = {}
         if qvecs is None:
             t0 = time.perf_counter()
-            qvecs = self.retriever.embed_query(query)
+            qvecs = self._dense_vectors(user_id, query, self.retriever.embed_query(query))
             timings["embed_subquery"] = _ms(t0)
         lexical: str | None = None
         if not opts.bm25_speaker_names:
@@ -802,7 +877,8 @@ class Pager:
                     pages[p] = pages.get(p, 0.0) + cand.fused
         if index is not None and (opts.bookmarks or opts.multihop):
             t0 = time.perf_counter()
-            bm_layers = self._bookmark_layers(user_id, query, qvecs, index)
+            bm_query = query if opts.bookmark_speaker_names or lexical is None else lexical
+            bm_layers = self._bookmark_layers(user_id, query, qvecs, index, bm_query)
             timings["bookmarks"] = _ms(t0)
             layers.update(bm_layers)
             rrf_k = self.retriever.weights.rrf_k
@@ -1024,10 +1100,17 @@ class Pager:
         return out + tail
 
     def _bookmark_layers(
-        self, user_id: str, query: str, qvecs: Mapping[str, np.ndarray], index: _NameIndex
+        self,
+        user_id: str,
+        query: str,
+        qvecs: Mapping[str, np.ndarray],
+        index: _NameIndex,
+        lexical: str | None = None,
     ) -> dict[str, list[Hit]]:
         k = self.options.bookmark_k
-        out: dict[str, list[Hit]] = {"bookmarks:bm25": self.store.search_bookmarks_bm25(user_id, query, k)}
+        out: dict[str, list[Hit]] = {
+            "bookmarks:bm25": self.store.search_bookmarks_bm25(user_id, lexical or query, k)
+        }
         for name, embedder in self.retriever.embedders.items():
             if name not in qvecs or not np.any(qvecs[name]):
                 continue

@@ -9,6 +9,7 @@ from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from memsched.bookmarks import generate_bookmarks, maintain_bookmarks
@@ -268,6 +269,43 @@ def test_memory_context_uses_the_pager_and_offline_makes_no_llm_call(mem: Memory
     assert "Kyoto" in result.messages[0]["content"]
     assert "paging" in result.trace["retrieval"]
     assert llm_calls() == {}
+
+
+def test_the_dense_query_leaves_out_the_speaker_names(mem: Memory) -> None:
+    pager = Pager(mem, PagingOptions(cooperative=False))
+    assert pager._dense_text("u", "What does Alice think about Gion?") == "What does think about Gion?"
+    assert (
+        pager._dense_text("u", "Is alice's trip to Kyoto with BOB booked?") == "Is trip to Kyoto with booked?"
+    )
+    # Nothing to leave out, or nothing but names: the message's own vectors.
+    assert pager._dense_text("u", "Where is Gion?") is None
+    assert pager._dense_text("u", "Alice and Bob?") is None
+    assert pager._dense_text("u", "Where did Alicea go?") is None  # a name inside a word is no name
+    qvecs = mem.retriever.embed_query("Where is Gion?")
+    assert pager._dense_vectors("u", "Where is Gion?", qvecs) is qvecs  # no second embedding
+
+    query = "What does Alice think about Gion?"
+    embedder = mem.embedders["hash"]
+    full, stripped = embedder.embed([query, "What does think about Gion?"])
+    expected = full + stripped
+    expected /= np.linalg.norm(expected)
+    qvecs = mem.retriever.embed_query(query)
+    got = pager._dense_vectors("u", query, qvecs)
+    assert np.allclose(got["hash"], expected, atol=1e-6)
+    alone = Pager(mem, PagingOptions(cooperative=False, dense_name_weight=0.0))._dense_vectors(
+        "u", query, qvecs
+    )
+    assert np.allclose(alone["hash"], stripped / np.linalg.norm(stripped), atol=1e-6)
+    # The dense layer searched with that vector; with the option off, with the message's.
+    result = pager.retrieve("u", query)
+    assert [h.turn_id for h in result.layers["hash"]] == [
+        h.turn_id for h in mem.retriever.dense("u", "hash", expected, len(result.layers["hash"]))
+    ]
+    kept = Pager(mem, PagingOptions(cooperative=False, dense_speaker_names=True))
+    assert kept._dense_text("u", query) is None
+    assert [h.turn_id for h in kept.retrieve("u", query).layers["hash"]] == [
+        h.turn_id for h in mem.retriever.dense("u", "hash", qvecs["hash"], len(result.layers["hash"]))
+    ]
 
 
 def test_generate_then_stages_are_all_usable(tmp_path: Path) -> None:

@@ -29,7 +29,8 @@ SYSTEMS = ("memsched", "window", "bm25", "dense", "hybrid")
 # `--ablation`: the paging stages of memsched.paging.STAGES, each adding one part to the one before
 # ("+ soft terms" adds the soft-term layer to "+ speaker focus", "+ names out of BM25" leaves the speaker
 # names a question mentions out of its BM25 search, "+ question penalty" demotes turns that only ask,
-# "full memsched" adds the redundancy re-ranking, PagingOptions.novelty).
+# "+ redundancy" adds the redundancy re-ranking, PagingOptions.novelty, and "full memsched" embeds the
+# question without the speaker names it mentions too, PagingOptions.dense_speaker_names).
 ABLATION = (
     "hybrid only",
     "+ bookmarks",
@@ -39,6 +40,7 @@ ABLATION = (
     "+ soft terms",
     "+ names out of BM25",
     "+ question penalty",
+    "+ redundancy",
     "full memsched",
     "+ feedback",
     "+ contextual vectors",
@@ -56,6 +58,7 @@ _ABLATION_STAGE = dict(
             "+terms",
             "+names",
             "+questions",
+            "+novelty",
             "full",
             "+feedback",
             "+context",
