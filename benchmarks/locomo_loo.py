@@ -91,6 +91,8 @@ def sweeps() -> dict[str, dict[str, Variant]]:
         },
         "dense_names_weight": {f"name weight={v:g}": _opts(dense_name_weight=v) for v in (0.75, 1.5)},
         "bookmark_names": {"names out of bookmark bm25": _opts(bookmark_speaker_names=False)},
+        # Budget per token (PagingOptions.length_penalty): the head re-scored x tokens ** -penalty.
+        "length_penalty": {f"length={v:g}": _opts(length_penalty=v) for v in (0.1, 0.2, 0.3, 0.4)},
         # Redundancy: maximal marginal relevance over turn vectors (PagingOptions.novelty).
         "novelty": {f"novelty={v:g}": _opts(novelty=v) for v in (0.0, 0.1, 0.2, 0.3, 0.7, 1.0)},
     }

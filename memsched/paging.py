@@ -124,6 +124,10 @@ class PagingOptions:
     # the dev conversations (every fold chose 0.5 among 0 to 1; BENCHMARKS.md "Redundancy").
     novelty: float = 0.5
     novelty_top: int = 120
+    # Budget per token: after the re-rankings above, the head's (`question_top`) scores are divided by
+    # (a turn's estimated line tokens) ** length_penalty, so that of two turns about as relevant the
+    # shorter goes first and a budget holds more distinct turns (`_per_token`). 0: off.
+    length_penalty: float = 0.0
     # Cooperative layer: skip the LLM when the fused top is this far ahead of the next page.
     confident_ratio: float = 1.2
     cache_similarity: float = 0.9  # same-session query this similar: reuse the last decision
@@ -515,6 +519,8 @@ class Pager:
         # turn id -> question share, per user: a turn's text never changes, so each is read once
         # (dropped with the user's other caches after a delete, which may free its id).
         self._questions: LRUCache[str, dict[int, float]] = LRUCache(size)
+        # turn id -> estimated tokens of its line, per user, filled by the same read (`_per_token`).
+        self._lengths: LRUCache[str, dict[int, float]] = LRUCache(size)
         # user -> which of the user's turns use each term (the soft-term layer's candidates), within
         # a quarter of the vector cache's bytes (a 10k-turn user's postings take ~2 MB).
         self._postings: LRUCache[str, TermPostings] = LRUCache(
@@ -529,6 +535,7 @@ class Pager:
         other._names, other._vectors, other._speakers = self._names, self._vectors, self._speakers
         other._vocab = self._vocab
         other._questions = self._questions
+        other._lengths = self._lengths
         other._postings = self._postings
         return other
 
@@ -540,6 +547,7 @@ class Pager:
             self._names.pop(user_id)
             self._speakers.pop(user_id)
             self._questions.pop(user_id)
+            self._lengths.pop(user_id)
             self._postings.pop(user_id)
             for key in [k for k in self._vectors if k[0] == user_id]:
                 self._vectors.pop(key)
@@ -767,6 +775,10 @@ class Pager:
             t0 = time.perf_counter()
             ranked = self._diversify(user_id, ranked)
             timings["diversity"] = _ms(t0)
+        if opts.length_penalty > 0 and ranked:
+            t0 = time.perf_counter()
+            ranked = self._per_token(user_id, ranked)
+            timings["per_token"] = _ms(t0)
         if opts.cooperative and self.llm is not None and index is not None:
             t0 = time.perf_counter()
             ranked = self._cooperate(user_id, session_id, query, qvecs, ranked, pages, index, info)
@@ -1004,30 +1016,57 @@ class Pager:
                 cand.scores["feedback"] = round(hit.score, 4)
                 cand.fused += weight / (w.rrf_k + rank)
 
-    def _penalise_questions(self, user_id: str, ranked: list[Candidate]) -> list[Candidate]:
-        """The head re-scored by how much of each turn is questions (`question_share`), re-sorted;
-        the tail stays below it. Shares are cached per user: only turns not seen before are read."""
-        opts = self.options
-        head, tail = ranked[: opts.question_top], ranked[opts.question_top :]
+    def _turn_facts(self, user_id: str, ids: Sequence[int]) -> tuple[dict[int, float], dict[int, float]]:
+        """Each turn's question share and estimated line tokens, cached per user: a turn's text never
+        changes, so only turns not seen before are read (one read for both)."""
         with self._lock:
             shares = self._questions.get(user_id)
             if shares is None:
                 shares = {}
                 self._questions.put(user_id, shares)
-        missing = [c.turn_id for c in head if c.turn_id not in shares]
+            lengths = self._lengths.get(user_id)
+            if lengths is None:
+                lengths = {}
+                self._lengths.put(user_id, lengths)
+        missing = [tid for tid in ids if tid not in shares or tid not in lengths]
         if missing:
-            fresh = {
-                tid: question_share(text) for tid, text in self.store.turn_contents(user_id, missing).items()
-            }
+            texts = self.store.turn_contents(user_id, missing)
+            fresh = {tid: question_share(text) for tid, text in texts.items()}
+            sizes = {tid: line_tokens(text) for tid, text in texts.items()}
             with self._lock:
                 if len(shares) > _QUESTION_CACHE_TURNS:
                     shares.clear()
+                if len(lengths) > _QUESTION_CACHE_TURNS:
+                    lengths.clear()
                 shares.update(fresh)
+                lengths.update(sizes)
+        return shares, lengths
+
+    def _penalise_questions(self, user_id: str, ranked: list[Candidate]) -> list[Candidate]:
+        """The head re-scored by how much of each turn is questions (`question_share`), re-sorted;
+        the tail stays below it. Shares are cached per user: only turns not seen before are read."""
+        opts = self.options
+        head, tail = ranked[: opts.question_top], ranked[opts.question_top :]
+        shares, _ = self._turn_facts(user_id, [c.turn_id for c in head])
         for c in head:
             share = shares.get(c.turn_id, 0.0)
             if share > 0:
                 c.fused *= 1.0 - opts.question_penalty * share
                 c.scores["questions"] = round(share, 3)
+        return sorted(head, key=lambda c: (-c.fused, c.turn_id)) + tail
+
+    def _per_token(self, user_id: str, ranked: list[Candidate]) -> list[Candidate]:
+        """The head (`question_top` candidates) re-scored per token of context it would take: x
+        (estimated line tokens) ** -length_penalty, re-sorted; the tail stays below it. The budget is
+        packed in this order, so of two turns about as relevant the shorter leaves room for more."""
+        opts = self.options
+        head, tail = ranked[: opts.question_top], ranked[opts.question_top :]
+        _, lengths = self._turn_facts(user_id, [c.turn_id for c in head])
+        for c in head:
+            size = lengths.get(c.turn_id)
+            if size is not None:
+                c.fused *= size**-opts.length_penalty
+                c.scores["tokens"] = round(size, 1)
         return sorted(head, key=lambda c: (-c.fused, c.turn_id)) + tail
 
     def _novelty(self, user_id: str, ranked: list[Candidate]) -> list[Candidate]:
@@ -1249,6 +1288,17 @@ class Pager:
 
 
 _SENTENCE_END = re.compile(r"(?<=[.!?。！？])\s*")
+
+
+_CJK_CHAR = re.compile(r"[\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\u3040-\u30ff\uac00-\ud7af]")
+LINE_OVERHEAD = 8  # a memory line's speaker label, separator and newline, in tokens (about)
+
+
+def line_tokens(text: str) -> float:
+    """A turn's memory line in tokens, estimated without a tokenizer: a CJK character is about one
+    token, other text about four characters per token, plus the line's own overhead."""
+    cjk = len(_CJK_CHAR.findall(text))
+    return cjk + (len(text) - cjk) / 4.0 + LINE_OVERHEAD
 
 
 def question_share(text: str) -> float:
