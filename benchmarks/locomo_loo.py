@@ -90,7 +90,7 @@ def sweeps() -> dict[str, dict[str, Variant]]:
             **{f"name weight={v:g}": _opts(dense_name_weight=v) for v in (0.0, 0.5, 2.0)},
         },
         "dense_names_weight": {f"name weight={v:g}": _opts(dense_name_weight=v) for v in (0.75, 1.5)},
-        "bookmark_names": {"names out of bookmark bm25": _opts(bookmark_speaker_names=False)},
+        "bookmark_names": {"names in bookmark bm25": _opts(bookmark_speaker_names=True)},
         # Budget per token (PagingOptions.length_penalty): the head re-scored x tokens ** -penalty.
         "length_penalty": {f"length={v:g}": _opts(length_penalty=v) for v in (0.1, 0.2, 0.3, 0.4)},
         # Redundancy: maximal marginal relevance over turn vectors (PagingOptions.novelty).

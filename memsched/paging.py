@@ -111,8 +111,9 @@ class PagingOptions:
     # as it is (the earlier behaviour). Costs one more query embedding, only when a name is mentioned.
     dense_speaker_names: bool = False
     dense_name_weight: float = 1.0
-    # And for the BM25 search over bookmarks (True: searched, as before; False: left out as for turns).
-    bookmark_speaker_names: bool = True
+    # And for the BM25 search over bookmarks (False: left out as for turns; True: searched, the
+    # earlier behaviour). Every leave-one-out fold chose False (BENCHMARKS.md "Speaker names out").
+    bookmark_speaker_names: bool = False
     # A turn that mostly asks ("What made you pick it?") tells little about anyone: the head of the
     # ranking (`question_top` candidates) is re-scored x(1 - penalty x share of its sentences that
     # are questions). Chosen leave-one-out on the dev conversations (BENCHMARKS.md "Leave-one-out").
@@ -126,7 +127,9 @@ class PagingOptions:
     novelty_top: int = 120
     # Budget per token: after the re-rankings above, the head's (`question_top`) scores are divided by
     # (a turn's estimated line tokens) ** length_penalty, so that of two turns about as relevant the
-    # shorter goes first and a budget holds more distinct turns (`_per_token`). 0: off.
+    # shorter goes first and a budget holds more distinct turns (`_per_token`). Off (0): 0.2 gained
+    # at 2,000 and 4,000 tokens in sample and held out, but held out it lost at 1,000 (one fold chose
+    # 0.3; BENCHMARKS.md "Speaker names out of the dense query").
     length_penalty: float = 0.0
     # Cooperative layer: skip the LLM when the fused top is this far ahead of the next page.
     confident_ratio: float = 1.2
@@ -137,7 +140,13 @@ class PagingOptions:
 
 def _before(**changes: Any) -> PagingOptions:
     """Options as the stages before "+names" ran: speaker names searched, no question penalty."""
-    return PagingOptions(bm25_speaker_names=True, question_penalty=0.0, dense_speaker_names=True, **changes)
+    return PagingOptions(
+        bm25_speaker_names=True,
+        question_penalty=0.0,
+        dense_speaker_names=True,
+        bookmark_speaker_names=True,
+        **changes,
+    )
 
 
 STAGES: dict[str, PagingOptions] = {
@@ -149,9 +158,11 @@ STAGES: dict[str, PagingOptions] = {
     "+multihop": _before(entity_focus=False, cooperative=False, terms=False),
     "+focus": _before(terms=False),
     "+terms": _before(),
-    "+names": PagingOptions(question_penalty=0.0, novelty=0.0, dense_speaker_names=True),
-    "+questions": PagingOptions(novelty=0.0, dense_speaker_names=True),
-    "+novelty": PagingOptions(dense_speaker_names=True),
+    "+names": PagingOptions(
+        question_penalty=0.0, novelty=0.0, dense_speaker_names=True, bookmark_speaker_names=True
+    ),
+    "+questions": PagingOptions(novelty=0.0, dense_speaker_names=True, bookmark_speaker_names=True),
+    "+novelty": PagingOptions(dense_speaker_names=True, bookmark_speaker_names=True),
     "full": PagingOptions(),
     # Methods measured and left off by default (each added to the full default on its own):
     "+feedback": PagingOptions(feedback=1.0),
@@ -160,7 +171,8 @@ STAGES: dict[str, PagingOptions] = {
 }
 """The ablation ladder of `memsched eval locomo --ablation`: each stage adds one part ("+names"
 leaves speaker names out of the BM25 query, "+questions" adds the question penalty, "+novelty" the
-redundancy re-ranking, "full" embeds the query without the speaker names it mentions too); the last
+redundancy re-ranking, "full" leaves the speaker names out of the dense query and the bookmarks'
+BM25 search too); the last
 three add, one at a time, methods that are measured but off by default."""
 
 

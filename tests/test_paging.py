@@ -308,6 +308,36 @@ def test_the_dense_query_leaves_out_the_speaker_names(mem: Memory) -> None:
     ]
 
 
+def test_speaker_names_stay_out_of_the_bookmark_search(mem: Memory) -> None:
+    query = "What did Alice plan in Kyoto?"
+    k = PagingOptions().bookmark_k
+    default = Pager(mem, PagingOptions(cooperative=False)).retrieve("u", query)
+    without = mem.store.search_bookmarks_bm25("u", "plan kyoto", k)
+    assert without and [h.turn_id for h in default.layers["bookmarks:bm25"]] == [h.turn_id for h in without]
+    named = Pager(mem, PagingOptions(cooperative=False, bookmark_speaker_names=True)).retrieve("u", query)
+    assert [h.turn_id for h in named.layers["bookmarks:bm25"]] == [
+        h.turn_id for h in mem.store.search_bookmarks_bm25("u", query, k)
+    ]
+
+
+def test_budget_per_token_puts_the_shorter_of_two_equal_turns_first(mem: Memory) -> None:
+    from memsched.model import Candidate
+    from memsched.paging import LINE_OVERHEAD, line_tokens
+
+    assert line_tokens("abcd" * 5) == 5 + LINE_OVERHEAD
+    assert line_tokens("我们明天见") == 5 + LINE_OVERHEAD  # a CJK character is about a token
+    texts = {t.id: t.content for t in mem.store.iter_turns("u")}
+    short = min(texts, key=lambda t: len(texts[t]))
+    long = max(texts, key=lambda t: len(texts[t]))
+    ranked = [Candidate(turn_id=long, fused=1.0), Candidate(turn_id=short, fused=1.0)]
+    pager = Pager(mem, PagingOptions(cooperative=False, length_penalty=0.5))
+    out = pager._per_token("u", ranked)
+    assert [c.turn_id for c in out] == [short, long]
+    assert out[0].fused == pytest.approx(line_tokens(texts[short]) ** -0.5)
+    # Off by default: the order is the fused one.
+    assert PagingOptions().length_penalty == 0.0
+
+
 def test_generate_then_stages_are_all_usable(tmp_path: Path) -> None:
     m = Memory(home=tmp_path / "x", embedders={"hash": HashEmbedder()}, page_size=4)
     try:

@@ -58,7 +58,7 @@ def eval_locomo(
         "--ablation",
         help="Compare memsched's paging stages instead: hybrid only, + bookmarks, + page expansion,"
         " + multi-hop, + speaker focus, + soft terms, + names out of BM25, + question penalty,"
-        " + redundancy re-ranking, full memsched (+ names out of the dense query), then full + feedback /"
+        " + redundancy re-ranking, full memsched (+ names out of the dense and bookmark queries), then full + feedback /"
         " contextual vectors / session diversity"
         " (measured, off by default) (offline).",
     ),

@@ -29,8 +29,9 @@ SYSTEMS = ("memsched", "window", "bm25", "dense", "hybrid")
 # `--ablation`: the paging stages of memsched.paging.STAGES, each adding one part to the one before
 # ("+ soft terms" adds the soft-term layer to "+ speaker focus", "+ names out of BM25" leaves the speaker
 # names a question mentions out of its BM25 search, "+ question penalty" demotes turns that only ask,
-# "+ redundancy" adds the redundancy re-ranking, PagingOptions.novelty, and "full memsched" embeds the
-# question without the speaker names it mentions too, PagingOptions.dense_speaker_names).
+# "+ redundancy" adds the redundancy re-ranking, PagingOptions.novelty, and "full memsched" leaves the
+# speaker names out of the dense query and of the bookmarks' BM25 search too,
+# PagingOptions.dense_speaker_names and bookmark_speaker_names).
 ABLATION = (
     "hybrid only",
     "+ bookmarks",
