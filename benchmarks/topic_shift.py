@@ -542,7 +542,12 @@ def main() -> int:
     ap.add_argument("--fit", action="store_true", help="fit the learned judges on the tuning half")
     ap.add_argument("--loco", action="store_true", help="--fit: also the recipe leave-one-conversation-out")
     ap.add_argument("--lang", choices=("zh", "en"), help="--fit: this language only")
-    ap.add_argument("--half", choices=("tune", "report", "both"), default="both", help="which half to report")
+    ap.add_argument(
+        "--half",
+        choices=("tune", "report", "stress", "both"),
+        default="both",
+        help="which half to report (both: tune, report and the stress set)",
+    )
     ap.add_argument("--scenario", action="store_true", help="the issue's 三体 -> 番茄炒蛋 walk")
     ap.add_argument(
         "--scheduler",
