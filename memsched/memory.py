@@ -16,7 +16,7 @@ from memsched.embed import base as embed_base
 from memsched.embed.base import Embedder
 from memsched.embed.batch import MicroBatcher, PendingVectors, batch_all, embed_soon
 from memsched.errors import UnknownUserError
-from memsched.model import Candidate, Role, Turn, as_utc, utcnow
+from memsched.model import Candidate, Hit, Role, Turn, as_utc, utcnow
 from memsched.retrieve import FusionWeights, Retriever
 from memsched.store import Store, open_store
 from memsched.text.segment import cjk_ratio
@@ -38,6 +38,8 @@ class _Unset:
 
 UNSET: Any = _Unset()
 """Per-call override sentinel: UNSET means "use the configured default"."""
+
+HINT_EXTRA = 3  # turns a strategy's recall hint adds right after the best candidates
 
 
 @dataclass(slots=True)
@@ -377,6 +379,8 @@ class Memory:
         timings["embed_query"] = _ms(t0)
 
         exclude = {t.id for t in recent if t.id is not None} | set(exclude_turn_ids)
+        # The hint's search needs no candidates: it runs before waiting for the retrieval thread.
+        hint_hits = self._hint_hits(user_id, recall_hint) if recall_hint else []
         if retrieval is not None:
             t0 = time.perf_counter()
             found = retrieval.result()
@@ -394,7 +398,7 @@ class Memory:
         t0 = time.perf_counter()
         top = found.candidates[:200]
         if recall_hint:
-            top = self._with_hint(user_id, top, recall_hint, exclude)
+            top = self._with_hint(top, hint_hits, exclude)
         gated = set(lexical_only_turn_ids)
         if gated:
             top = [c for c in top if c.turn_id not in gated or any("bm25" in k for k in c.scores)]
@@ -469,13 +473,22 @@ class Memory:
             trace["paging_tools"] = paging_tools
         return ContextResult(messages=result.messages, trace=trace, assembly=result)
 
+    def _hint_hits(self, user_id: str, hint: str) -> list[Hit]:
+        """The BM25 hits of a strategy's `hint` that `_with_hint` chooses from."""
+        return self.retriever.bm25(user_id, hint, k=HINT_EXTRA * 3)
+
     def _with_hint(
-        self, user_id: str, top: list[Candidate], hint: str, exclude: set[int], head: int = 3, extra: int = 3
+        self,
+        top: list[Candidate],
+        hits: Sequence[Hit],
+        exclude: set[int],
+        head: int = 3,
+        extra: int = HINT_EXTRA,
     ) -> list[Candidate]:
-        """`top` with the best BM25 hits of a strategy's `hint` placed right after its first `head`."""
+        """`top` with the best of a strategy's hint's BM25 `hits` placed right after its first `head`."""
         seen = {c.turn_id for c in top[:head]} | exclude
         hinted: list[Candidate] = []
-        for hit in self.retriever.bm25(user_id, hint, k=extra * 3):
+        for hit in hits:
             if hit.turn_id in seen:
                 continue
             seen.add(hit.turn_id)

@@ -843,6 +843,7 @@ class Pager:
             expand=False,
             lexical_query=lexical,
             fuse=soft_job is None,
+            reasons=False,  # only the wide candidates' scores are read (`deep`)
         )
         timings.update(wide.timings_ms)
         if soft_job is not None:
@@ -856,6 +857,7 @@ class Pager:
                 exclude=exclude,
                 expand=False,
                 hits={**wide.layers, "terms": soft} if soft else wide.layers,
+                reasons=False,
             )
             timings["fuse"] = wide.timings_ms["fuse"]
         t0 = time.perf_counter()

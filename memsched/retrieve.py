@@ -17,7 +17,7 @@ import numpy as np
 from memsched.cache import LRUCache
 from memsched.contextual import ContextIndex
 from memsched.embed.base import Embedder, background_pause
-from memsched.embed.batch import Submits
+from memsched.embed.batch import PendingVectors, Submits
 from memsched.model import Candidate, Hit, content_hash
 from memsched.store.base import Store
 from memsched.text.segment import cjk_ratio
@@ -366,6 +366,7 @@ class Retriever:
         hits: dict[str, list[Hit]] | None = None,
         lexical_query: str | None = None,
         fuse: bool = True,
+        reasons: bool = True,
     ) -> Retrieval:
         """Ranked candidates for `query`.
 
@@ -373,7 +374,8 @@ class Retriever:
         weights and k=60 with no expansion: the textbook baseline the eval compares against. `hits`
         fuses layer results the caller already has (e.g. a deeper search cut to rank <= k) instead
         of searching again. With `fuse=False` only the layers are searched (no candidates): for a
-        caller that adds a layer of its own and fuses them all with `hits`.
+        caller that adds a layer of its own and fuses them all with `hits`. With `reasons=False`
+        the candidates carry no reason (for a caller that reads only their scores).
         """
         timings: dict[str, float] = {}
         cjk = cjk_ratio(query)
@@ -393,21 +395,31 @@ class Retriever:
             timings["bm25"] = _ms(t0)
         dense_names = [n for n in wanted if n in self.embedders]
         if dense_names:
-            vectors = dict(query_vectors or {})
-            for name in dense_names:
-                if name not in vectors:
+            given: Mapping[str, np.ndarray] = query_vectors or {}
+            ready = given.ready if isinstance(given, PendingVectors) else None
+            # The layers whose query vector is in (or computed here) search first, while the model
+            # still computes the others; their hits are fused in the usual order all the same.
+            order = sorted(dense_names, key=lambda n: not (ready is None or n not in given or ready(n)))
+            found: dict[str, dict[str, list[Hit]]] = {}
+            for name in order:
+                found[name] = {}
+                if name in given:
+                    vector = given[name]
+                else:
                     t0 = time.perf_counter()
-                    vectors[name] = self.embedders[name].embed([query])[0]
+                    vector = self.embedders[name].embed([query])[0]
                     timings[f"embed:{name}"] = _ms(t0)
-                if not np.any(vectors[name]):
+                if not np.any(vector):
                     continue  # a zero vector matches nothing (embed.gloss on a text with no Chinese)
                 t0 = time.perf_counter()
-                hits[name] = self.dense(user_id, name, vectors[name], k)
+                found[name][name] = self.dense(user_id, name, vector, k)
                 timings[f"dense:{name}"] = _ms(t0)
                 if not plain_rrf and w.context > 0 and (layers is None or f"context:{name}" in layers):
                     t0 = time.perf_counter()
-                    hits[f"context:{name}"] = self.context_dense(user_id, name, vectors[name], k)
+                    found[name][f"context:{name}"] = self.context_dense(user_id, name, vector, k)
                     timings[f"context:{name}"] = _ms(t0)
+            for name in dense_names:
+                hits.update(found[name])
 
         if not fuse:
             return Retrieval(candidates=[], layers=hits, timings_ms=timings)
@@ -435,7 +447,7 @@ class Retriever:
                 cand.ranks[layer] = hit.rank
                 cand.fused += weight / (rrf_k + hit.rank)
         ranked = sorted(by_id.values(), key=lambda c: (-c.fused, c.turn_id))
-        for c in ranked[:200]:  # past that a candidate never reaches a context or a trace
+        for c in ranked[:200] if reasons else ():  # past 200 one never reaches a context or a trace
             c.reason = "fused: " + ", ".join(f"{layer}#{rank}" for layer, rank in sorted(c.ranks.items()))
         timings["fuse"] = _ms(t0)
 

@@ -255,6 +255,15 @@ class _TurnState:
     # The session's last turns (read once the turn's commands and compression are done, before
     # retrieval starts): the recent window, the topic lookback and the last turn are cut from it.
     tail: list[Turn] = field(default_factory=list)
+    # What routing reads that needs none of the message's vectors, read while the model computes
+    # them (`Scheduler._route_inputs`): the topic segment's user turns (how many, and the stored
+    # vectors of the window the judge compares the message with).
+    segment_users: int = 0
+    topic_names: list[str] = field(default_factory=list)
+    topic_old: list[dict[str, np.ndarray]] = field(default_factory=list)
+    topic_pending: list[dict[str, np.ndarray]] = field(default_factory=list)
+    topic_old_texts: list[str] = field(default_factory=list)
+    topic_pending_texts: list[str] = field(default_factory=list)
 
 
 @dataclass(slots=True, eq=False)
@@ -978,6 +987,7 @@ class Scheduler:
             query_vectors=t.qvecs,
             recent=recent,
         )
+        self._route_inputs(t)
         with sw.stage("embed_query"):  # what is left of it after the stages above
             # Only the vectors the router reads are waited for here; the others (the gloss layer's)
             # are read by their dense layer.
@@ -1129,13 +1139,23 @@ class Scheduler:
         t.overflow["live_tokens_after"] = t.live
         t.sw.add("overflow", event["ms"])
 
-    def _route(self, t: _TurnState, timezone: str | None) -> None:
+    def _route_inputs(self, t: _TurnState) -> None:
+        """The part of routing that needs none of the message's vectors (the session state, what the
+        companion carries over, the topic segment's turns and stored vectors), done while the model
+        computes them: the turn then waits for the vectors only to judge and route."""
         t.segment_start = max(int(t.counts.get("segment_start", 0)), t.covered + 1)
         with t.sw.stage("route"):
             # Nothing writes the session's state between the overflow check and here (but compressing).
             state = t.state if t.state is not None else self.store.session_state(t.user_id, t.session_id)
-            t.before = before = self.companion.carried(t.user_id, t.session_id, t.at, state, last=t.tail[-1:])
-            segment_users = self._topic(t, int(state.get("topic_pending", -1)))
+            t.before = self.companion.carried(t.user_id, t.session_id, t.at, state, last=t.tail[-1:])
+            t.segment_users = self._topic_segment(t, int(state.get("topic_pending", -1)))
+
+    def _route(self, t: _TurnState, timezone: str | None) -> None:
+        with t.sw.stage("route"):
+            before = t.before
+            assert before is not None
+            self._topic(t)
+            segment_users = t.segment_users
             weights = self.memory.retriever.weights
             cjk = cjk_ratio(t.message)
             t.route = self.router.route(
@@ -1450,11 +1470,11 @@ class Scheduler:
                 state["live_seq"] = t.seq + 1
         return state
 
-    def _topic(self, t: _TurnState, pending_seq: int) -> int:
-        """Judge whether `t.message` leaves the current topic segment (`memsched.topic.judge`, into
-        `t.topic`; `t.pending_seq` is the candidate it may confirm); returns how many contentful user
-        turns the segment has. Reads the segment's last user turns and their stored vectors (the
-        reply is the LLM's echo of the user's topic, so only the user's own turns are compared)."""
+    def _topic_segment(self, t: _TurnState, pending_seq: int) -> int:
+        """Read what the topic judge compares the message with (`_topic`): the segment's last user
+        turns and their stored vectors (the reply is the LLM's echo of the user's topic, so only the
+        user's own turns are compared), into `t`; `t.pending_seq` is the candidate the message may
+        confirm. Returns how many contentful user turns the segment has."""
         params = self.topic_params
         t.pending_seq = pending_seq if pending_seq >= t.segment_start else -1
         turns = [
@@ -1468,9 +1488,9 @@ class Scheduler:
         else:
             old, pending = turns, []
         old = old[-params.window :]
-        names = [n for n in params.embedders(t.message) if n in t.topic_vecs]
+        # The judge's embedders that the message is embedded with (`t.topic_vecs` will hold them).
+        t.topic_names = names = [n for n in params.embedders(t.message) if n in t.qvecs]
         if not names:
-            t.topic = None
             return len(turns)
         vecs: list[dict[str, np.ndarray]] = [{} for _ in (*old, *pending)]
         both = [*old, *pending]
@@ -1486,16 +1506,25 @@ class Scheduler:
             for i, x in enumerate(both):
                 if x.id in stored:
                     vecs[i][name] = stored[x.id]
+        t.topic_old, t.topic_pending = vecs[: len(old)], vecs[len(old) :]
+        t.topic_old_texts, t.topic_pending_texts = [x.content for x in old], [x.content for x in pending]
+        return len(turns)
+
+    def _topic(self, t: _TurnState) -> None:
+        """Judge whether `t.message` leaves the current topic segment (`memsched.topic.judge`, into
+        `t.topic`), against what `_topic_segment` read."""
+        if not t.topic_names:
+            t.topic = None
+            return
         t.topic = judge(
             t.message,
             t.topic_vecs,
-            vecs[: len(old)],
-            vecs[len(old) :],
-            params=params,
-            segment_texts=[x.content for x in old],
-            pending_texts=[x.content for x in pending],
+            t.topic_old,
+            t.topic_pending,
+            params=self.topic_params,
+            segment_texts=t.topic_old_texts,
+            pending_texts=t.topic_pending_texts,
         )
-        return len(turns)
 
     def _context(self, t: _TurnState) -> ContextResult:
         """The context: profile + command notes as system sections, the session's summaries, the recent

@@ -241,3 +241,88 @@ def test_the_batchers_calls_texts_and_cpu_reach_the_metrics(tmp_path: Any) -> No
         assert 'memsched_embed_cpu_seconds_total{model="all-MiniLM-L6-v2"}' in text
     finally:
         mem.close()
+
+
+def test_a_message_and_its_gloss_share_one_model_call() -> None:
+    from memsched.embed.batch import batch_all, embed_soon
+    from memsched.embed.gloss import GlossEmbedder
+
+    slow = Slow()
+    slow.gate.set()  # the model runs at once: without the hold the message would go alone
+    embedders, batchers = batch_all({"slow": slow, "hash": HashEmbedder(), "gloss": GlossEmbedder(slow)})
+    message = "我的猫叫什么名字？"
+    pending = embed_soon(embedders, ["slow", "hash", "gloss"], message)
+    assert list(pending) == ["slow", "hash", "gloss"]  # the caller's order, whatever ran first
+    assert np.allclose(pending["slow"], HashEmbedder().embed([message])[0])
+    assert np.allclose(pending["gloss"], GlossEmbedder(HashEmbedder()).embed([message])[0])
+    assert slow.calls == [2]  # the message and its English gloss in one model call
+    # An English message has no gloss: one text, one call.
+    english = embed_soon(embedders, ["slow", "hash", "gloss"], "what is my cat called?")
+    assert english["slow"].any() and not english["gloss"].any() and slow.calls == [2, 1]
+    batchers[0].close()
+
+
+def test_a_held_batcher_dispatches_nothing_until_the_hold_ends() -> None:
+    import time
+
+    slow = Slow()
+    slow.gate.set()
+    batcher = MicroBatcher(slow, threads=1)
+    with batcher.holding():
+        first = batcher.submit(["one"], urgent=True)
+        with batcher.holding():  # reentrant
+            second = batcher.submit(["two"], urgent=True)
+        time.sleep(0.05)  # the dispatcher had every chance to take "one" alone
+        assert not first.done() and slow.calls == []
+    assert first.result(5).shape == second.result(5).shape == (1, 256)
+    assert slow.calls == [2]
+    batcher.close()
+
+
+def test_pending_vectors_say_what_they_hold_without_waiting() -> None:
+    from memsched.embed.batch import embed_soon
+
+    slow = Slow()  # held until the gate opens
+    batcher = MicroBatcher(slow, threads=1)
+    pending = embed_soon({"slow": batcher, "hash": HashEmbedder()}, ["slow", "hash"], "my cat")
+    assert "slow" in pending and "other" not in pending  # no wait for the model
+    assert pending.ready("hash") and not pending.ready("slow") and slow.calls == []
+    slow.gate.set()
+    assert pending["slow"].shape == (256,) and pending.ready("slow")
+    batcher.close()
+
+
+def test_dense_layers_with_their_vector_in_search_first_and_fuse_as_before(tmp_path: Any) -> None:
+    from memsched.embed.batch import embed_soon
+    from memsched.memory import Memory
+
+    slow = Slow()  # held: the "slow" layer's query vector is still computing
+    mem = Memory(
+        home=tmp_path / "m", embedders={"slow": MicroBatcher(slow, threads=1), "hash": HashEmbedder()}
+    )
+    slow.gate.set()
+    for text in ("My cat is called Sesame", "我的猫叫芝麻", "The tax report is due on Friday"):
+        mem.add("u", "s1", "user", text)
+    mem.index("u")
+    question = "What's my cat called?"
+    direct = mem.retriever.retrieve("u", question, query_vectors=mem.retriever.embed_query(question))
+    slow.gate.clear()
+    calls = len(slow.calls)
+    pending = embed_soon(mem.embedders, ["slow", "hash"], question)
+    result: list[Any] = []
+    worker = threading.Thread(
+        target=lambda: result.append(mem.retriever.retrieve("u", question, query_vectors=pending))
+    )
+    worker.start()
+    worker.join(0.5)
+    assert worker.is_alive() and len(slow.calls) == calls  # waiting for the model
+    slow.gate.set()
+    worker.join(10)
+    (found,) = result
+    timings = list(found.timings_ms)
+    assert timings.index("dense:hash") < timings.index("dense:slow")  # the ready layer went first
+    assert list(found.layers) == list(direct.layers)  # fused in the usual order
+    assert [(c.turn_id, c.fused) for c in found.candidates] == [
+        (c.turn_id, c.fused) for c in direct.candidates
+    ]
+    mem.close()

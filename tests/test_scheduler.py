@@ -540,6 +540,63 @@ def test_a_turn_reads_the_sessions_last_turns_once(make: Factory, monkeypatch: p
     assert sent[-5:] == [t.content for t in real("u", "s")[-5:-1]] + ["and what about the mountains"]
 
 
+def test_routing_reads_its_vector_free_inputs_while_the_message_is_embedded(
+    tmp_path: Path, fake: FakeOpenAI
+) -> None:
+    """The session state, what the companion carries and the topic segment's stored vectors are read
+    while the model computes the message's vectors; the turn waits for them only to judge and route."""
+    from memsched.embed.batch import MicroBatcher
+
+    class Gated(HashEmbedder):
+        model_id = "gated-hash"
+        micro_batch = True
+
+        def __init__(self) -> None:
+            super().__init__()
+            self.gate = threading.Event()
+            self.calls = 0
+
+        def embed(self, texts: Any) -> Any:
+            self.gate.wait(10)
+            self.calls += 1
+            return super().embed(texts)
+
+    model = Gated()
+    model.gate.set()
+    memory = Memory(Config.load(home=tmp_path), embedders={"hash": MicroBatcher(model, threads=1)})
+    llm = OpenAIChatClient(fake.base_url, "key", "fake-model", retries=0)
+    scheduler = Scheduler(memory, llm=llm, summary_llm=None)
+    try:
+        scheduler.turn("u", "s", "we planned a hiking trip to the mountains")
+        while scheduler.queued("u", "s"):  # the reply's vectors are stored after the turn returns
+            time.sleep(0.01)
+        model.gate.clear()
+        calls = model.calls
+        carried = threading.Event()
+        real = scheduler.companion.carried
+
+        def carried_now(*args: Any, **kwargs: Any) -> Any:
+            carried.set()
+            return real(*args, **kwargs)
+
+        scheduler.companion.carried = carried_now  # type: ignore[method-assign]
+        done: list[Any] = []
+        turn = threading.Thread(
+            target=lambda: done.append(scheduler.turn("u", "s", "what boots should I pack"))
+        )
+        turn.start()
+        assert carried.wait(10)  # routing's reads ran while the model was held...
+        assert model.calls == calls and not done  # ...before the message's vector existed
+        model.gate.set()
+        turn.join(10)
+        assert done and done[0].reply is not None and model.calls > calls
+    finally:
+        model.gate.set()
+        scheduler.close()
+        llm.close()
+        memory.close()
+
+
 def test_turn_needs_an_llm_and_valid_ids(tmp_path: Path) -> None:
     from memsched.errors import ConfigError, InputError
 

@@ -31,9 +31,9 @@ import time
 from collections import deque
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from concurrent.futures import Future
-from contextlib import contextmanager
+from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass, field
-from typing import Any, Protocol, runtime_checkable
+from typing import Any, Protocol, cast, runtime_checkable
 
 import numpy as np
 
@@ -94,6 +94,7 @@ class MicroBatcher:
         self._queue: deque[_Request] = deque()
         self._queued_texts = 0
         self._waited_for = 0  # queued requests that someone waits on (all but post-reply ones)
+        self._holds = 0  # callers queueing several texts that should share one model call (`holding`)
         self._cond = threading.Condition()
         self._closed = False
         self.calls = 0  # model calls made (a batch is one); with `texts`, the batching's effect
@@ -150,6 +151,21 @@ class MicroBatcher:
             future.set_exception(exc)
         return future
 
+    @contextmanager
+    def holding(self) -> Iterator[None]:
+        """Within the block, queued texts wait: a caller with several texts to queue (a message and
+        its gloss, which are ready at different moments) gets them into one model call instead of a
+        call for the first and another for the rest (each call costs a fixed ~20 tokens' worth). Keep
+        the block short: every caller of the batcher waits for it to end. Reentrant."""
+        with self._cond:
+            self._holds += 1
+        try:
+            yield
+        finally:
+            with self._cond:
+                self._holds -= 1
+                self._cond.notify_all()
+
     def close(self) -> None:
         with self._cond:
             self._closed = True
@@ -160,7 +176,11 @@ class MicroBatcher:
     def _ready(self) -> bool:
         """Whether the queued requests should go now (else they are all post-reply ones, few and
         young enough to wait for company)."""
-        if self._closed or self._waited_for or self._queued_texts >= self.linger_texts:
+        if self._closed:
+            return True
+        if self._holds:
+            return False
+        if self._waited_for or self._queued_texts >= self.linger_texts:
             return True
         return time.monotonic() >= self._queue[0].at + self.linger
 
@@ -173,6 +193,9 @@ class MicroBatcher:
                     return None  # closed and drained
                 if self._ready():
                     break
+                if self._holds:
+                    self._cond.wait()  # `holding` notifies when it ends
+                    continue
                 self._cond.wait(max(0.0, self._queue[0].at + self.linger - time.monotonic()))
             taken = [self._queue.popleft()]
             size = len(taken[0].texts)
@@ -219,6 +242,14 @@ class PendingVectors(Mapping[str, np.ndarray]):
             part = self._parts[name] = part.result()[0]
         return part
 
+    def __contains__(self, name: object) -> bool:
+        return name in self._parts  # without waiting (Mapping's own reads the vector)
+
+    def ready(self, name: str) -> bool:
+        """Whether `name`'s vector can be read without waiting."""
+        part = self._parts[name]
+        return not isinstance(part, Future) or part.done()
+
     def __iter__(self) -> Iterator[str]:
         return iter(self._parts)
 
@@ -236,15 +267,36 @@ class Submits(Protocol):
 
 def embed_soon(embedders: Mapping[str, Embedder], names: Iterable[str], text: str) -> PendingVectors:
     """Start embedding `text` with each named embedder: batched ones (`Submits`) in the background
-    (their dispatcher runs the model while the caller goes on), the others (cheap ones) now."""
+    (their dispatcher runs the model while the caller goes on), the others (cheap ones) now.
+
+    The batched ones are queued first and together (`MicroBatcher.holding`): layers over one model
+    (MiniLM and the gloss layer's MiniLM over a Chinese message's English gloss) share one model
+    call instead of one call each, and the cheap ones are computed while the model runs."""
+    names = list(names)
     parts: dict[str, Future[np.ndarray] | np.ndarray] = {}
+    batched = [n for n in names if isinstance(embedders[n], Submits) and background_pause() is None]
+    with ExitStack() as stack:
+        held: set[int] = set()
+        for name in batched:
+            batcher = _batcher_of(embedders[name])
+            if batcher is not None and id(batcher) not in held:
+                held.add(id(batcher))
+                stack.enter_context(batcher.holding())
+        for name in batched:
+            parts[name] = cast(Submits, embedders[name]).submit([text], urgent=True)
     for name in names:
-        embedder = embedders[name]
-        if isinstance(embedder, Submits) and background_pause() is None:
-            parts[name] = embedder.submit([text], urgent=True)
-        else:
-            parts[name] = embedder.embed([text])[0]
-    return PendingVectors(parts)
+        if name not in parts:
+            parts[name] = embedders[name].embed([text])[0]
+    return PendingVectors({name: parts[name] for name in names})
+
+
+def _batcher_of(embedder: Embedder) -> MicroBatcher | None:
+    """The batcher whose model calls `embedder`'s texts go to (its own, or that of the model it runs
+    over: `embed.gloss`), if any."""
+    if isinstance(embedder, MicroBatcher):
+        return embedder
+    over = getattr(embedder, "over", None)
+    return over if isinstance(over, MicroBatcher) else None
 
 
 def batched(embedder: Embedder) -> Embedder:
