@@ -904,7 +904,8 @@ class Pager:
         if index is not None and (opts.bookmarks or opts.multihop):
             t0 = time.perf_counter()
             bm_query = query if opts.bookmark_speaker_names or lexical is None else lexical
-            bm_layers = self._bookmark_layers(user_id, query, qvecs, index, bm_query)
+            kw_hits = match_names(index, query)  # read by the keyword layer and below
+            bm_layers = self._bookmark_layers(user_id, query, qvecs, index, bm_query, found=kw_hits)
             timings["bookmarks"] = _ms(t0)
             layers.update(bm_layers)
             rrf_k = self.retriever.weights.rrf_k
@@ -920,7 +921,6 @@ class Pager:
                         weight = self.retriever.weights.dense_weight(name.split(":", 1)[1], cjk)
                     for hit in hits:
                         bm_score[hit.turn_id] = bm_score.get(hit.turn_id, 0.0) + weight / (rrf_k + hit.rank)
-            kw_hits = match_names(index, query)
             matched = sorted({n for _, names in kw_hits.values() for n in names})
             alias_pages: set[int] = set()
             if opts.bookmarks and deep:
@@ -1159,7 +1159,10 @@ class Pager:
         qvecs: Mapping[str, np.ndarray],
         index: _NameIndex,
         lexical: str | None = None,
+        found: dict[int, tuple[float, list[str]]] | None = None,
     ) -> dict[str, list[Hit]]:
+        """The bookmark layers: BM25 and dense over the bookmarks, and keyword/alias matches
+        (`found`: `match_names(index, query)` when the caller has it)."""
         k = self.options.bookmark_k
         out: dict[str, list[Hit]] = {
             "bookmarks:bm25": self.store.search_bookmarks_bm25(user_id, lexical or query, k)
@@ -1175,7 +1178,8 @@ class Pager:
             out[f"bookmarks:{name}"] = [
                 Hit(turn_id=int(ids[i]), score=float(sims[i]), rank=r + 1) for r, i in enumerate(top)
             ]
-        found = match_names(index, query)
+        if found is None:
+            found = match_names(index, query)
         ranked = sorted(found.items(), key=lambda kv: (-kv[1][0], kv[0]))[:k]
         out["bookmarks:keywords"] = [
             Hit(turn_id=bid, score=s, rank=r + 1) for r, (bid, (s, _)) in enumerate(ranked)

@@ -326,3 +326,19 @@ def test_dense_layers_with_their_vector_in_search_first_and_fuse_as_before(tmp_p
         (c.turn_id, c.fused) for c in direct.candidates
     ]
     mem.close()
+
+
+def test_a_fusion_without_reasons_has_the_same_candidates_and_scores(tmp_path: Any) -> None:
+    from memsched.memory import Memory
+
+    mem = Memory(home=tmp_path / "m", embedders={"hash": HashEmbedder()})
+    for text in ("My cat is called Sesame", "我的猫叫芝麻", "Sesame likes fish", "The tax report is due"):
+        mem.add("u", "s1", "user", text)
+    with_reasons = mem.retriever.retrieve("u", "what is my cat called", expand=False)
+    bare = mem.retriever.retrieve("u", "what is my cat called", expand=False, reasons=False)
+    assert [(c.turn_id, c.fused, c.ranks) for c in bare.candidates] == [
+        (c.turn_id, c.fused, c.ranks) for c in with_reasons.candidates
+    ]
+    assert all(c.reason.startswith("fused: ") for c in with_reasons.candidates)
+    assert not any(c.reason for c in bare.candidates)
+    mem.close()
