@@ -53,6 +53,7 @@ BLIND = DATA.parent / "mode_blind.txt"
 
 FIRST_SET = 304  # messages 0..303 are the first labelled set; later ones were added with the classifier
 BEFORE_SESSION_15 = 944  # messages 0..943 existed before session 15 added 1200 more
+BEFORE_SESSION_16 = 2144  # messages 0..2143 existed before session 16 added topical chatter
 
 
 def load(path: Path = DATA) -> list[dict[str, Any]]:
@@ -112,13 +113,21 @@ def summarise(rows: list[dict[str, Any]], pred: list[str]) -> dict[str, Any]:
 
 
 def report(router: Router, rows: list[dict[str, Any]], memory: Memory, vecs: list[Any]) -> dict[str, Any]:
-    """`evaluate` on the held-out rows, also split into the first set (lines 1-304) and the later one."""
+    """`evaluate` on the held-out rows, also split into the first set (lines 1-304) and the later one,
+    and into the lines before session 16 and the topical ones it added."""
     full = evaluate(router, rows, memory, vecs)
     first = [i for i, r in enumerate(rows) if r["line"] < FIRST_SET]
     later = [i for i, r in enumerate(rows) if r["line"] >= FIRST_SET]
+    before_16 = [i for i, r in enumerate(rows) if r["line"] < BEFORE_SESSION_16]
+    added_16 = [i for i, r in enumerate(rows) if r["line"] >= BEFORE_SESSION_16]
     out = {k: v for k, v in full.items() if k != "errors"}
     if later:
-        for name, sel in (("first_set", first), ("later_set", later)):
+        for name, sel in (
+            ("first_set", first),
+            ("later_set", later),
+            ("before_session_16", before_16),
+            ("added_session_16", added_16),
+        ):
             part = evaluate(router, [rows[i] for i in sel], memory, [vecs[i] for i in sel])
             out[name] = {k: v for k, v in part.items() if k not in ("errors", "confusion")}
     out["errors"] = full["errors"]
@@ -160,7 +169,8 @@ def latency(router: Router, rows: list[dict[str, Any]], memory: Memory, vecs: li
 def kfold(
     memory: Memory, rows: list[dict[str, Any]], vecs: list[Any], shipped: ModeClassifier, protos: Prototypes
 ) -> dict[str, Any]:
-    """Grouped 5-fold cross-validation over every labelled line, with the shipped model's C and weight."""
+    """Grouped 5-fold cross-validation over every labelled line, with the shipped model's C, naive
+    Bayes weight and stacking weight."""
     from train_mode_classifier import embedder_ids, features, fit, folds, groups
 
     feats = features(memory, rows)
@@ -177,6 +187,7 @@ def kfold(
             dims,
             float(shipped.meta["C"]),
             {"weight": shipped.weight},
+            nb=(float(shipped.meta.get("nb_alpha", 1.0)), float(shipped.meta.get("nb_weight", 0.0))),
         )
         got = predict(
             Router(prototypes=protos, classifier=model),
@@ -190,7 +201,9 @@ def kfold(
     out.pop("errors")
     for name, sel in (
         ("first_944", slice(0, BEFORE_SESSION_15)),
-        ("added_session_15", slice(BEFORE_SESSION_15, None)),
+        ("added_session_15", slice(BEFORE_SESSION_15, BEFORE_SESSION_16)),
+        ("before_session_16", slice(0, BEFORE_SESSION_16)),
+        ("added_session_16", slice(BEFORE_SESSION_16, None)),
     ):
         part = summarise(rows[sel], pred[sel])
         out[name] = {k: v for k, v in part.items() if k not in ("errors", "confusion")}

@@ -3,8 +3,9 @@
 Reads tests/data/mode_labelled.txt and computes the features the router sees in a turn (the
 vectors `Retriever.embed_query` computes for the message, the cue-lexicon hits, character, Latin
 word and Chinese word n-grams). The choices are made on the EVEN lines only (the odd lines are the
-held-out half that benchmarks/mode_accuracy.py reports on): the inverse regularisation C by 5-fold
-cross-validation, the folds grouped so that a message and its translation (the set is written in
+held-out half that benchmarks/mode_accuracy.py reports on): the inverse regularisation C and the
+weight of a complement naive Bayes over the n-grams folded into the regression's weights (`fit_parts`)
+by 5-fold cross-validation, the folds grouped so that a message and its translation (the set is written in
 parallel zh/en blocks) stay on the same side, then the weight of the classifier's log-probabilities
 next to the router's hand-set cue and prototype evidence, on the same out-of-fold predictions.
 With those choices fixed, the multinomial logistic regression (scikit-learn, a dev dependency) is
@@ -40,7 +41,11 @@ from memsched.router import Prototypes, Router
 from memsched.text.segment import cjk_ratio
 
 OUT = Path(__file__).resolve().parent.parent / "memsched" / "data" / "mode_classifier.npz"
-C_GRID = (1.0, 3.0, 10.0, 30.0)
+C_GRID = (3.0, 10.0, 30.0)
+# The complement naive Bayes over the n-grams added to the regression (`fit_parts`): its weight is
+# chosen with C; alpha is scikit-learn's smoothing, fixed.
+NB_GRID = (0.0, 0.5, 1.0, 2.0)
+NB_ALPHA = 0.3
 WEIGHT_GRID = (0.25, 0.5, 1.0, 2.0, 4.0, 8.0)
 # Not the gloss layer: its vector comes from a second MiniLM call, which routing does not wait for.
 EMBEDDERS = ("minilm", "wordllama")
@@ -91,16 +96,38 @@ def fit(
     dims: dict[str, int],
     c: float,
     meta: dict[str, Any] | None = None,
+    nb: tuple[float, float] = (NB_ALPHA, 0.0),
 ) -> ModeClassifier:
-    """A ModeClassifier fitted on these messages (vocabularies from them alone)."""
+    """A ModeClassifier fitted on these messages (vocabularies from them alone). `nb`: (alpha,
+    weight) of the complement naive Bayes over the n-gram blocks folded into the weights."""
+    return combine(fit_parts(texts, labels, feats, model_ids, dims, c, nb[0]), nb[1], meta)
+
+
+def fit_parts(
+    texts: Sequence[str],
+    labels: Sequence[str],
+    feats: Sequence[dict[str, Any]],
+    model_ids: dict[str, str],
+    dims: dict[str, int],
+    c: float,
+    alpha: float = NB_ALPHA,
+) -> dict[str, Any]:
+    """The two linear models over one feature matrix: the logistic regression over every block and
+    the complement naive Bayes over the n-gram blocks (TF-IDF, non-negative). ComplementNB's joint
+    log-likelihood is `x @ feature_log_prob_.T` with no prior (scikit-learn, more than one class), so
+    `combine` can add it to the regression's logits as weights: the router centres log-probabilities
+    over the modes, which removes both models' normalising constants, so the centred log-probabilities
+    of the folded model are those of the regression plus `weight` x those of the naive Bayes."""
     from sklearn.linear_model import LogisticRegression
+    from sklearn.naive_bayes import ComplementNB
 
     char = NgramBlock.fit(texts, "char")
     word = NgramBlock.fit(texts, "word")
     han = NgramBlock.fit(texts, "han")
     blocks: list[tuple[str, int, str | None]] = [(n, dims[n], model_ids[n]) for n in EMBEDDERS if n in dims]
     blocks.append(("cues", len(MODES), None))
-    n_feat = len(char.vocab) + len(word.vocab) + len(han.vocab) + sum(d for _, d, _ in blocks)
+    n_sparse = len(char.vocab) + len(word.vocab) + len(han.vocab)
+    n_feat = n_sparse + sum(d for _, d, _ in blocks)
     parts: dict[str, Any] = {"char": char, "word": word, "han": han, "dense_blocks": blocks}
     # Unfitted weights: the shell only turns messages into feature rows.
     shell = ModeClassifier(**parts, coef=np.zeros((len(MODES), n_feat)), intercept=np.zeros(len(MODES)))
@@ -111,7 +138,21 @@ def fit(
     # One BLAS thread: on a shared 2-core machine the threads fight and a fit takes 20x longer.
     with threadpool_limits(1):
         clf = LogisticRegression(C=c, max_iter=10000, tol=1e-6).fit(x, y)
-    return ModeClassifier(**parts, coef=clf.coef_, intercept=clf.intercept_, meta=meta)
+    nb = ComplementNB(alpha=alpha).fit(x[:, :n_sparse], y)
+    return {
+        "parts": parts,
+        "coef": clf.coef_,
+        "intercept": clf.intercept_,
+        "nb": np.asarray(nb.feature_log_prob_),
+        "alpha": alpha,
+    }
+
+
+def combine(fitted: dict[str, Any], nb_weight: float, meta: dict[str, Any] | None = None) -> ModeClassifier:
+    """One ModeClassifier: the regression's weights plus `nb_weight` x the naive Bayes' on the n-grams."""
+    coef = np.array(fitted["coef"], dtype=np.float64)
+    coef[:, : fitted["nb"].shape[1]] += nb_weight * fitted["nb"]
+    return ModeClassifier(**fitted["parts"], coef=coef, intercept=fitted["intercept"], meta=meta)
 
 
 def out_of_fold(
@@ -122,20 +163,27 @@ def out_of_fold(
     dims: dict[str, int],
     c: float,
     group_ids: Sequence[int],
-) -> np.ndarray:
-    """Log-probabilities (rows: messages, columns: MODES) of `fit` over grouped folds (`folds`),
-    each message predicted by a model that saw neither it nor its translation (vocabulary included)."""
-    out = np.zeros((len(texts), len(MODES)))
+    nb_weights: Sequence[float] = (0.0,),
+    alpha: float = NB_ALPHA,
+) -> dict[float, np.ndarray]:
+    """Per naive Bayes weight, log-probabilities (rows: messages, columns: MODES) of `fit` over grouped
+    folds (`folds`), each message predicted by a model that saw neither it nor its translation
+    (vocabulary included)."""
+    out = {w: np.zeros((len(texts), len(MODES))) for w in nb_weights}
     for held in folds(group_ids):
         held_set = set(held)
         tr = [i for i in range(len(texts)) if i not in held_set]
-        model = fit(
-            [texts[i] for i in tr], [labels[i] for i in tr], [feats[i] for i in tr], model_ids, dims, c
+        fitted = fit_parts(
+            [texts[i] for i in tr], [labels[i] for i in tr], [feats[i] for i in tr], model_ids, dims, c, alpha
         )
-        for i in held:
-            f = feats[i]
-            pred = model.predict(texts[i], vectors=f["vectors"], model_ids=model_ids, cue_counts=f["cues"])
-            out[i] = [pred.log_probs[m] for m in MODES]
+        for w in nb_weights:
+            model = combine(fitted, w)
+            for i in held:
+                f = feats[i]
+                pred = model.predict(
+                    texts[i], vectors=f["vectors"], model_ids=model_ids, cue_counts=f["cues"]
+                )
+                out[w][i] = [pred.log_probs[m] for m in MODES]
     return out
 
 
@@ -180,23 +228,31 @@ def main() -> None:
 def choose(
     memory: Memory, rows: Sequence[dict[str, Any]], feats: Sequence[dict[str, Any]], c: float | None = None
 ) -> dict[str, Any]:
-    """C and the stacking weight, chosen on grouped out-of-fold predictions over `rows` (the even lines)."""
+    """C, the naive Bayes weight and the stacking weight, chosen on grouped out-of-fold predictions
+    over `rows` (the even lines)."""
     texts = [r["text"] for r in rows]
     labels = [r["mode"] for r in rows]
     y = np.array([MODES.index(m) for m in labels])
     model_ids, dims = embedder_ids(memory)
     hand = hand_set_scores(memory, texts, feats)
     gids = groups(rows)
-    oof = {k: out_of_fold(texts, labels, feats, model_ids, dims, k, gids) for k in ([c] if c else C_GRID)}
+    oof = {
+        (k, w): p
+        for k in ([c] if c else C_GRID)
+        for w, p in out_of_fold(texts, labels, feats, model_ids, dims, k, gids, NB_GRID).items()
+    }
     cv = {k: round(float((p.argmax(1) == y).mean()), 4) for k, p in oof.items()}
-    best = max(cv, key=lambda k: (cv[k], -k))
+    # Ties go to the smaller C, then to the smaller naive Bayes weight.
+    best = max(cv, key=lambda k: (cv[k], -k[0], -k[1]))
     centred = oof[best] - oof[best].mean(axis=1, keepdims=True)
     stacked = {w: round(float(((hand + w * centred).argmax(1) == y).mean()), 4) for w in WEIGHT_GRID}
     weight = max(stacked, key=lambda w: (stacked[w], -w))
     return {
         "chosen_on": "tests/data/mode_labelled.txt, even lines, 5 grouped folds",
-        "C": best,
-        "cv_accuracy": cv,
+        "C": best[0],
+        "nb_alpha": NB_ALPHA,
+        "nb_weight": best[1],
+        "cv_accuracy": {f"C={k} nb={w}": v for (k, w), v in cv.items()},
         "hand_set_accuracy": round(float((hand.argmax(1) == y).mean()), 4),
         "weight": weight,
         "stacked_cv_accuracy": stacked,
@@ -233,6 +289,7 @@ def train(
         dims,
         meta["C"],
         meta,
+        nb=(meta["nb_alpha"], meta["nb_weight"]),
     )
     return model, meta
 

@@ -15,11 +15,19 @@ millisecond on top of what the turn computes anyway:
   (BENCHMARKS.md, "Conversation mode");
 - `cues`: the number of cue-lexicon hits per mode (`memsched.router.DEFAULT_CUES`).
 
+The weights are those of the logistic regression plus, on the n-gram columns, a complement naive
+Bayes' log weights (`feature_log_prob_`) times a weight chosen with C (session 16: the two together
+read short Chinese text better than either; `benchmarks/train_mode_classifier.py`, `fit_parts`).
+Both are linear in the same features, so the model stays one weight matrix and `predict` one
+product: the sum is exact up to each model's normalising constant, which the router's centring
+over modes removes.
+
 The router adds the classifier's centred log-probabilities, times `weight`, to its hand-set cue
 and prototype evidence (stacking: the hand-set prototypes still carry English best, the classifier
 carries Chinese). The weights are package data (`data/mode_classifier.npz`), written by
-`benchmarks/train_mode_classifier.py`: C and the weight chosen on the even lines of
-tests/data/mode_labelled.txt by grouped cross-validation, the model fitted on all its lines.
+`benchmarks/train_mode_classifier.py`: C, the naive Bayes weight and the stacking weight chosen on
+the even lines of tests/data/mode_labelled.txt by grouped cross-validation, the model fitted on all
+its lines.
 Prediction needs numpy alone; scikit-learn is used only to fit (a dev dependency).
 """
 
