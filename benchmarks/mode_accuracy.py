@@ -1,19 +1,22 @@
 """Mode router accuracy on the labelled set and on the blind set, and the router's own latency.
 
-`tests/data/mode_labelled.txt`: 2144 hand-written messages (zh and en; casual, conflict, comfort,
+`tests/data/mode_labelled.txt`: 2988 hand-written messages (zh and en; casual, conflict, comfort,
 intimacy; hard cases such as sarcasm, "算了吧", "whatever" marked #hard; the first 944 written before
-session 15, the 1200 after them in it). Three figures:
+session 15, the 1200 after them in it, the 844 after those in session 16: topical chatter and
+emotional messages that mention a topic). Three figures:
 
 1. **odd half**: the even lines tune (the hand-set weights are re-tuned on them here, a small grid
    over `ModeWeights.prototype`, `casual_bias` and `cue`; a classifier is fitted here on them by
-   the recipe of benchmarks/train_mode_classifier.py, its C and weight chosen on them), the odd
+   the recipe of benchmarks/train_mode_classifier.py, its C and weights chosen on them), the odd
    lines are reported: accuracy overall, per language, on hard cases, a confusion matrix, for the
    cue lexicons alone, the hand-set router (cues + prototypes) and the router with that classifier;
-   also split into the first 304 messages (the set the earlier figures used) and the ones added later.
-2. **k-fold**: 5 folds over all 2144 lines, grouped so that a message and its translation stay in
+   also split into the first 304 messages (the set the earlier figures used) and the ones added later,
+   and into the lines before session 16 and the ones it added.
+2. **k-fold**: 5 folds over all 2988 lines, grouped so that a message and its translation stay in
    the same fold, each fold's classifier fitted on the other four with the shipped model's C and
    weight (those were chosen on the even lines, so this figure is not fully independent of them);
-   also split into the first 944 lines (the earlier k-fold figures) and the 1200 added in session 15.
+   also split into the first 944 lines (the earlier k-fold figures), the 1200 added in session 15,
+   the 2144 before session 16 and the 844 it added.
 3. **blind**: `tests/data/mode_blind.txt`, 200 messages written before the shipped classifier
    existed and never tuned on, routed by the default router of a turn (the shipped classifier,
    fitted on all labelled lines) and, for comparison, by the even-lines classifier. Only its
@@ -25,6 +28,7 @@ cost), after warm-up.
 
     python benchmarks/mode_accuracy.py            # default embedders (minilm, wordllama, gloss)
     python benchmarks/mode_accuracy.py --json
+    python benchmarks/mode_accuracy.py --no-grid --no-blind   # while developing: the blind set untouched
 """
 
 from __future__ import annotations
