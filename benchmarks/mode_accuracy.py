@@ -223,6 +223,9 @@ def main() -> None:
     ap.add_argument("--no-grid", action="store_true", help="skip re-tuning the hand-set weights")
     ap.add_argument("--no-kfold", action="store_true", help="skip the k-fold figure")
     ap.add_argument(
+        "--c", type=float, default=None, help="the even-lines classifier's C (default: chosen by its recipe)"
+    )
+    ap.add_argument(
         "--no-blind",
         action="store_true",
         help="do not score the blind set (while developing: each scoring of it is counted in BENCHMARKS.md)",
@@ -272,7 +275,7 @@ def main() -> None:
         default = Router(prototypes=protos, classifier=classifier)  # what a turn uses (Scheduler)
         out["classifier"] = {k: v for k, v in classifier.meta.items() if k != "dense_blocks"}
         # The odd half needs a classifier that never saw it: the same recipe on the even lines.
-        even_model, even_meta = train(memory, rows, lines="even", feats=features(memory, rows))
+        even_model, even_meta = train(memory, rows, lines="even", c=args.c, feats=features(memory, rows))
         even = Router(prototypes=protos, classifier=even_model)
         out["classifier_even"] = {k: v for k, v in even_meta.items() if k != "dense_blocks"}
         out["classifier_even_tune_accuracy"] = evaluate(even, tune, memory, tune_v)["accuracy"]
