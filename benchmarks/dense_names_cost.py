@@ -13,74 +13,42 @@ serve` runs it). Prints, for the questions that name a speaker, the process CPU 
 
 from __future__ import annotations
 
-import argparse
 import statistics
-import tempfile
 import time
-from pathlib import Path
 
-from memsched.bookmarks import generate_bookmarks
-from memsched.config import Config
-from memsched.embed import base as embed_base
-from memsched.embed.batch import MicroBatcher
+from soft_terms_latency import _p, arguments, bookmarked  # the same set-up and percentile
+
 from memsched.eval import locomo
-from memsched.eval.vcache import CachedEmbedder
-from memsched.importers import read_locomo
-from memsched.memory import Memory
-
-
-def _p(values: list[float], pct: float) -> float:
-    ordered = sorted(values)
-    return round(ordered[min(len(ordered) - 1, int(pct / 100 * len(ordered)))], 2)
 
 
 def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--data", type=Path, required=True)
-    ap.add_argument("--sample", type=int, default=0)
-    ap.add_argument("--repeat", type=int, default=2)
-    ap.add_argument("--cache", type=Path, default=Path.home() / ".cache" / "memsched-eval")
-    args = ap.parse_args()
-    cfg = Config.load()
-    cached = [CachedEmbedder(embed_base.create(n, cfg), args.cache) for n in cfg.embedder_names]
-    embedders = {n: MicroBatcher(c) for n, c in zip(cfg.embedder_names, cached, strict=True)}
-    sample = read_locomo(args.data)[args.sample]
-    with tempfile.TemporaryDirectory() as tmp:
-        mem = Memory(cfg.replace(db=Path(tmp) / "names.db"), embedders=embedders)  # type: ignore[arg-type]
-        try:
-            mem.add_many(sample.turns, index=False)
-            mem.index(sample.sample_id)
-            generate_bookmarks(mem, sample.sample_id)
-            for c in cached:
-                c.save()
-                c.active = False  # the questions' vectors are computed for real
-            ids = {t.external_id for t in mem.store.iter_turns(sample.sample_id) if t.external_id}
-            questions = locomo.questions_of(sample.qa, ids)
-            out, kept = mem.pager, mem.pager.with_options(dense_speaker_names=True)
-            named = [q for q in questions if out._dense_text(sample.sample_id, q.text) is not None]
-            for q in named[:3]:  # warm up both paths (caches, the vocabulary, the model)
-                for pager in (out, kept):
+    args = arguments(__doc__ or "")
+    with bookmarked(args) as (mem, sample):
+        ids = {t.external_id for t in mem.store.iter_turns(sample.sample_id) if t.external_id}
+        questions = locomo.questions_of(sample.qa, ids)
+        out, kept = mem.pager, mem.pager.with_options(dense_speaker_names=True)
+        named = [q for q in questions if out._dense_text(sample.sample_id, q.text) is not None]
+        for q in named[:3]:  # warm up both paths (caches, the vocabulary, the model)
+            for pager in (out, kept):
+                pager.retrieve(sample.sample_id, q.text, query_vectors=mem.query_vectors(q.text))
+        for _ in range(args.repeat):
+            cpu: dict[str, list[float]] = {"names out": [], "names kept": []}
+            wall: dict[str, list[float]] = {"names out": [], "names kept": []}
+            for q in named:
+                for name, pager in (("names out", out), ("names kept", kept)):
+                    c0, t0 = time.process_time(), time.perf_counter()
                     pager.retrieve(sample.sample_id, q.text, query_vectors=mem.query_vectors(q.text))
-            for _ in range(args.repeat):
-                cpu: dict[str, list[float]] = {"names out": [], "names kept": []}
-                wall: dict[str, list[float]] = {"names out": [], "names kept": []}
-                for q in named:
-                    for name, pager in (("names out", out), ("names kept", kept)):
-                        c0, t0 = time.process_time(), time.perf_counter()
-                        pager.retrieve(sample.sample_id, q.text, query_vectors=mem.query_vectors(q.text))
-                        cpu[name].append((time.process_time() - c0) * 1000.0)
-                        wall[name].append((time.perf_counter() - t0) * 1000.0)
-                print(
-                    f"{sample.sample_id}: {len(named)} of {len(questions)} questions name a speaker; "
-                    + "; ".join(
-                        f"{k}: CPU p50 {statistics.median(cpu[k]):.2f} p95 {_p(cpu[k], 95)} ms,"
-                        f" wall p50 {statistics.median(wall[k]):.2f} p95 {_p(wall[k], 95)} ms"
-                        for k in cpu
-                    ),
-                    flush=True,
-                )
-        finally:
-            mem.close()
+                    cpu[name].append((time.process_time() - c0) * 1000.0)
+                    wall[name].append((time.perf_counter() - t0) * 1000.0)
+            print(
+                f"{sample.sample_id}: {len(named)} of {len(questions)} questions name a speaker; "
+                + "; ".join(
+                    f"{k}: CPU p50 {statistics.median(cpu[k]):.2f} p95 {_p(cpu[k], 95)} ms,"
+                    f" wall p50 {statistics.median(wall[k]):.2f} p95 {_p(wall[k], 95)} ms"
+                    for k in cpu
+                ),
+                flush=True,
+            )
 
 
 if __name__ == "__main__":

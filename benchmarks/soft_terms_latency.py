@@ -14,6 +14,8 @@ import argparse
 import statistics
 import tempfile
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 from memsched.bookmarks import generate_bookmarks
@@ -22,7 +24,7 @@ from memsched.embed import base as embed_base
 from memsched.embed.batch import MicroBatcher
 from memsched.eval import locomo
 from memsched.eval.vcache import CachedEmbedder
-from memsched.importers import read_locomo
+from memsched.importers import LocomoSample, read_locomo
 from memsched.memory import Memory
 
 
@@ -31,19 +33,27 @@ def _p(values: list[float], pct: float) -> float:
     return round(ordered[min(len(ordered) - 1, int(pct / 100 * len(ordered)))], 2)
 
 
-def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+def arguments(doc: str) -> argparse.Namespace:
+    """The options shared by the per-question paging benchmarks over one LoCoMo conversation."""
+    ap = argparse.ArgumentParser(description=doc, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--data", type=Path, required=True)
     ap.add_argument("--sample", type=int, default=0)
     ap.add_argument("--repeat", type=int, default=2)
     ap.add_argument("--cache", type=Path, default=Path.home() / ".cache" / "memsched-eval")
-    args = ap.parse_args()
+    return ap.parse_args()
+
+
+@contextmanager
+def bookmarked(args: argparse.Namespace) -> Iterator[tuple[Memory, LocomoSample]]:
+    """One LoCoMo conversation imported (turn vectors cached in --cache), indexed and bookmarked as
+    the background jobs would, in a temporary store; from then on every vector is computed for real
+    (MiniLM behind the micro-batcher, as `memsched serve` runs it)."""
     cfg = Config.load()
     cached = [CachedEmbedder(embed_base.create(n, cfg), args.cache) for n in cfg.embedder_names]
     embedders = {n: MicroBatcher(c) for n, c in zip(cfg.embedder_names, cached, strict=True)}
     sample = read_locomo(args.data)[args.sample]
     with tempfile.TemporaryDirectory() as tmp:
-        mem = Memory(cfg.replace(db=Path(tmp) / "soft.db"), embedders=embedders)  # type: ignore[arg-type]
+        mem = Memory(cfg.replace(db=Path(tmp) / "bench.db"), embedders=embedders)  # type: ignore[arg-type]
         try:
             mem.add_many(sample.turns, index=False)
             mem.index(sample.sample_id)
@@ -51,30 +61,36 @@ def main() -> None:
             for c in cached:
                 c.save()
                 c.active = False  # the questions' vectors (and words) are computed for real
-            model = next(iter(mem.embedders.values())).model_id
-            vocab = len(mem.store.term_vectors(sample.sample_id, model)[0])
-            ids = {t.external_id for t in mem.store.iter_turns(sample.sample_id)}
-            questions = locomo.questions_of(sample.qa, ids)
-            on, off = mem.pager, mem.pager.with_options(terms=False)
-            for _ in range(args.repeat):
-                times: dict[str, list[float]] = {"paging, layer on": [], "paging, layer off": [], "layer": []}
-                for q in questions:
-                    qvecs = mem.retriever.embed_query(q.text)
-                    for name, pager in (("paging, layer on", on), ("paging, layer off", off)):
-                        t0 = time.perf_counter()
-                        result = pager.retrieve(sample.sample_id, q.text, query_vectors=qvecs)
-                        times[name].append((time.perf_counter() - t0) * 1000.0)
-                        if pager is on:
-                            times["layer"].append(result.timings_ms.get("terms", 0.0))
-                print(
-                    f"{sample.sample_id}: {len(questions)} questions, vocabulary {vocab} terms; "
-                    + "; ".join(
-                        f"{k} p50 {statistics.median(v):.2f} p95 {_p(v, 95)} ms" for k, v in times.items()
-                    ),
-                    flush=True,
-                )
+            yield mem, sample
         finally:
             mem.close()
+
+
+def main() -> None:
+    args = arguments(__doc__ or "")
+    with bookmarked(args) as (mem, sample):
+        model = next(iter(mem.embedders.values())).model_id
+        vocab = len(mem.store.term_vectors(sample.sample_id, model)[0])
+        ids = {t.external_id for t in mem.store.iter_turns(sample.sample_id)}
+        questions = locomo.questions_of(sample.qa, ids)
+        on, off = mem.pager, mem.pager.with_options(terms=False)
+        for _ in range(args.repeat):
+            times: dict[str, list[float]] = {"paging, layer on": [], "paging, layer off": [], "layer": []}
+            for q in questions:
+                qvecs = mem.retriever.embed_query(q.text)
+                for name, pager in (("paging, layer on", on), ("paging, layer off", off)):
+                    t0 = time.perf_counter()
+                    result = pager.retrieve(sample.sample_id, q.text, query_vectors=qvecs)
+                    times[name].append((time.perf_counter() - t0) * 1000.0)
+                    if pager is on:
+                        times["layer"].append(result.timings_ms.get("terms", 0.0))
+            print(
+                f"{sample.sample_id}: {len(questions)} questions, vocabulary {vocab} terms; "
+                + "; ".join(
+                    f"{k} p50 {statistics.median(v):.2f} p95 {_p(v, 95)} ms" for k, v in times.items()
+                ),
+                flush=True,
+            )
 
 
 if __name__ == "__main__":
