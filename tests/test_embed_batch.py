@@ -225,7 +225,7 @@ def test_the_batchers_calls_texts_and_cpu_reach_the_metrics(tmp_path: Any) -> No
     batcher = MicroBatcher(slow, threads=1)
     batcher.embed(["one", "two"])
     batcher.embed(["three"])
-    assert (batcher.calls, batcher.texts) == (2, 3) and batcher.cpu_seconds >= 0.0
+    assert (batcher.calls, batcher.texts) == (2, 3)  # its CPU is checked on the real model below
     batcher.close()
 
     mem = Memory(home=tmp_path / "m", embedders="minilm,wordllama")

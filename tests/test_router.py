@@ -250,12 +250,26 @@ def test_router_adds_the_classifier_to_its_evidence_and_says_why() -> None:
     assert carried.mode == "conflict" and "carried" in carried.mode_reason
 
 
+def _route(router: Router, memory: Any, text: str, **kw: Any) -> Any:
+    """`router.route` on the vectors a turn computes for `text`, weighted as the turn weights them."""
+    from memsched.text.segment import cjk_ratio
+
+    vecs = memory.retriever.embed_query(text)
+    weights = memory.retriever.weights
+    return router.route(
+        text,
+        vectors=vecs,
+        embedders=memory.embedders,
+        embedder_weights={n: weights.dense_weight(n, cjk_ratio(text)) for n in vecs},
+        **kw,
+    )
+
+
 def test_the_shipped_classifier_routes_fresh_messages_in_both_languages(tmp_path: Path) -> None:
     """The default router of a turn (prototypes + the shipped classifier) on the vectors a turn computes,
     for messages written for this test (not in the labelled set)."""
     from memsched.memory import Memory
     from memsched.router import Prototypes
-    from memsched.text.segment import cjk_ratio
 
     clf = ModeClassifier.load()
     # Its choices (C, weight) were made on the even lines; the shipped fit has seen every line.
@@ -267,7 +281,6 @@ def test_the_shipped_classifier_routes_fresh_messages_in_both_languages(tmp_path
     router = Router(prototypes=Prototypes(), classifier=clf)
     memory = Memory(home=tmp_path / "m")  # the default embedders
     try:
-        weights = memory.retriever.weights
         cases = {
             "宝贝，我好想你呀，想抱抱你": "intimacy",
             "你凭什么不接我电话？我真的很生气": "conflict",
@@ -279,14 +292,7 @@ def test_the_shipped_classifier_routes_fresh_messages_in_both_languages(tmp_path
             "Thinking about trying that new taco place for lunch": "casual",
         }
         for text, mode in cases.items():
-            vecs = memory.retriever.embed_query(text)
-            cjk = cjk_ratio(text)
-            route = router.route(
-                text,
-                vectors=vecs,
-                embedders=memory.embedders,
-                embedder_weights={n: weights.dense_weight(n, cjk) for n in vecs},
-            )
+            route = _route(router, memory, text)
             assert route.mode == mode, (text, route.mode_reason)
             assert route.evidence["classifier"] and "minilm" in route.mode_reason
             assert "gloss" not in route.mode_reason
@@ -330,23 +336,13 @@ def test_the_shipped_classifier_reads_hard_cases_above_a_floor(tmp_path: Path) -
     must get at least half of its six."""
     from memsched.memory import Memory
     from memsched.router import Prototypes
-    from memsched.text.segment import cjk_ratio
 
     router = Router(prototypes=Prototypes(), classifier=ModeClassifier.load())
     memory = Memory(home=tmp_path / "m")
     try:
-        weights = memory.retriever.weights
         right: dict[str, int] = dict.fromkeys(MODES, 0)
         for text, mode in HARD_CASES:
-            vecs = memory.retriever.embed_query(text)
-            cjk = cjk_ratio(text)
-            got = router.route(
-                text,
-                vectors=vecs,
-                embedders=memory.embedders,
-                embedder_weights={n: weights.dense_weight(n, cjk) for n in vecs},
-            ).mode
-            right[mode] += got == mode
+            right[mode] += _route(router, memory, text).mode == mode
     finally:
         memory.close()
     assert sum(right.values()) >= 18, right
@@ -374,22 +370,13 @@ def test_the_morning_after_with_the_default_router_and_vectors(tmp_path: Path) -
     conflict and made the next hours cold)."""
     from memsched.memory import Memory
     from memsched.router import UNCUED_MOOD_INTENSITY, Carried, Prototypes
-    from memsched.text.segment import cjk_ratio
 
     router = Router(prototypes=Prototypes(), classifier=ModeClassifier.load())
     memory = Memory(home=tmp_path / "m")  # the default embedders
     try:
-        weights = memory.retriever.weights
 
         def route(text: str, **kw: Any) -> Any:
-            vecs = memory.retriever.embed_query(text)
-            return router.route(
-                text,
-                vectors=vecs,
-                embedders=memory.embedders,
-                embedder_weights={n: weights.dense_weight(n, cjk_ratio(text)) for n in vecs},
-                **kw,
-            )
+            return _route(router, memory, text, **kw)
 
         upset = Carried("upset", 0.5)
         for text in ("morning.", "Good morning.", "早安。", "早"):
