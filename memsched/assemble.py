@@ -9,11 +9,12 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from datetime import datetime
 from typing import Any
 
 from memsched.errors import BudgetError
 from memsched.model import Turn
-from memsched.text.timeexpr import DATES_KEY
+from memsched.text.timeexpr import DATES_KEY, local_now
 from memsched.text.tokens import TokenCounter
 
 MEMORY_HEADER = "Memories from earlier conversations (oldest first; dates are when it was said):"
@@ -29,8 +30,14 @@ class Assembly:
     sections: list[str] = field(default_factory=list)
 
 
-def format_date(turn: Turn) -> str:
-    return turn.created_at.date().isoformat()  # YYYY-MM-DD; several times faster than strftime
+def _when(turn: Turn, timezone: str | None) -> datetime:
+    """When `turn` was said, on the user's clock when their timezone is known (a turn stored at
+    2024-03-02 00:00 UTC was said on 2024-03-01 in New York, and the model must read that date)."""
+    return local_now(turn.created_at, timezone) if timezone else turn.created_at
+
+
+def format_date(turn: Turn, timezone: str | None = None) -> str:
+    return _when(turn, timezone).date().isoformat()  # YYYY-MM-DD; several times faster than strftime
 
 
 def turn_line(turn: Turn) -> str:
@@ -42,13 +49,14 @@ def turn_line(turn: Turn) -> str:
     return f"{turn.label}: {turn.content}"
 
 
-def format_memory(turns: Sequence[Turn]) -> str:
+def format_memory(turns: Sequence[Turn], timezone: str | None = None) -> str:
     """Recalled turns grouped by session in time order, one dated header per group.
 
     `[2023-05-08]` then `Caroline: ...` lines; a `…` marks skipped turns inside a group. Two groups
     that start on the same day carry the time too (`[2023-05-08 13:56]`). The session's id is not
     shown: it tells the model nothing the date does not, and a long id (a UUID is ~25 tokens) in
-    every header is budget that recalled turns could use.
+    every header is budget that recalled turns could use. Dates and times are on the user's clock
+    when `timezone` (IANA) is given, else as stored.
     """
     if not turns:
         return ""
@@ -59,17 +67,17 @@ def format_memory(turns: Sequence[Turn]) -> str:
         groups.setdefault(t.session_id, []).append(t)
     order = sorted(groups, key=lambda s: (groups[s][0].created_at, groups[s][0].id or 0))
     lines = [MEMORY_HEADER]
-    days = Counter(format_date(groups[s][0]) for s in order)
+    days = Counter(format_date(groups[s][0], timezone) for s in order)
     for session_id in order:
         group = sorted(groups[session_id], key=lambda t: t.seq if t.seq is not None else 0)
-        day = format_date(group[0])
-        lines.append(f"[{day} {group[0].created_at:%H:%M}]" if days[day] > 1 else f"[{day}]")
+        day = format_date(group[0], timezone)
+        lines.append(f"[{day} {_when(group[0], timezone):%H:%M}]" if days[day] > 1 else f"[{day}]")
         prev_seq: int | None = None
         for t in group:
             if prev_seq is not None and t.seq is not None and t.seq > prev_seq + 1:
                 lines.append("…")
-            date = format_date(t)
-            prefix = f"({date}) " if date != format_date(group[0]) else ""
+            date = format_date(t, timezone)
+            prefix = f"({date}) " if date != day else ""
             lines.append(f"{prefix}{turn_line(t)}")
             prev_seq = t.seq
     return "\n".join(lines)
@@ -88,6 +96,7 @@ def assemble(
     system_sections: Sequence[str] = (),
     summaries: Sequence[str] = (),
     shares: Mapping[str, float] | None = None,
+    timezone: str | None = None,
 ) -> Assembly:
     """Pack the context under `budget`.
 
@@ -98,7 +107,7 @@ def assemble(
     With `shares` (a strategy's `recent`, `recalled`, `summaries` fractions of that room) the recent
     window gets at most its share, summaries and recalled turns together at most theirs (summaries
     first: they stand for this session's own past), and only the recent window takes up what the
-    others leave.
+    others leave. Recalled turns are dated on the user's clock when `timezone` is given.
     """
     system_text = "\n\n".join(s for s in (system_prompt, *system_sections) if s)
     base_messages = [{"role": "system", "content": system_text}, {"role": "user", "content": new_message}]
@@ -136,7 +145,7 @@ def assemble(
     if recall_cap is not None:
         recall_room = min(recall_room, recall_cap)
     chosen, summary_text, dropped = _pack_recall(counter, recalled, recall_room, system_text, summary_text)
-    recall_cost = _memory_cost(counter, system_text, chosen, summary_text)
+    recall_cost = _memory_cost(counter, system_text, chosen, summary_text, timezone)
 
     # Unused recall room goes back to the recent window, still newest first.
     room = available - recall_cost - used_recent
@@ -149,7 +158,7 @@ def assemble(
         room -= cost
     window.reverse()
 
-    memory_text = format_memory(chosen)
+    memory_text = format_memory(chosen, timezone)
     parts = [system_text, summary_text, memory_text]
     messages = [{"role": "system", "content": "\n\n".join(p for p in parts if p)}]
     messages.extend(turn_message(t) for t in window)
@@ -163,7 +172,7 @@ def assemble(
             chosen = chosen[:-1]
         else:
             window = window[1:]
-        memory_text = format_memory(chosen)
+        memory_text = format_memory(chosen, timezone)
         messages = [
             {
                 "role": "system",
@@ -205,9 +214,11 @@ def _fit_summaries(counter: TokenCounter, summaries: Sequence[str], cap: int) ->
     return kept
 
 
-def _memory_cost(counter: TokenCounter, system_text: str, turns: Sequence[Turn], summary_text: str) -> int:
+def _memory_cost(
+    counter: TokenCounter, system_text: str, turns: Sequence[Turn], summary_text: str, timezone: str | None
+) -> int:
     """Extra tokens the system message costs once the summaries and memory block are appended."""
-    parts = [p for p in (summary_text, format_memory(turns)) if p]
+    parts = [p for p in (summary_text, format_memory(turns, timezone)) if p]
     if not parts:
         return 0
     full = "\n\n".join([system_text, *parts]) if system_text else "\n\n".join(parts)

@@ -342,6 +342,7 @@ class Memory:
         lexical_only_turn_ids: Iterable[int] = (),
         retrieval: Future[Retrieval | Paging] | None = None,
         recent: Sequence[Turn] | None = None,
+        timezone: str | None = None,
     ) -> ContextResult:
         """Build the messages for the next LLM call: system, recalled memory, recent turns, `message`.
 
@@ -355,7 +356,8 @@ class Memory:
         (BM25) found them — e.g. a finished topic that its summary stands for, which comes back when
         the message names it but not by mere embedding similarity. `retrieval` is the result of
         `self.retrieval(...)` started earlier with the same arguments (used instead of searching again);
-        `recent` the recent window as `recent_turns` returns it, when the caller has read it.
+        `recent` the recent window as `recent_turns` returns it, when the caller has read it;
+        `timezone` (IANA) dates the recalled memories on the user's clock.
         """
         t_start = time.perf_counter()
         cfg = self.config
@@ -418,6 +420,7 @@ class Memory:
             system_sections=system_sections,
             summaries=summaries,
             shares=shares,
+            timezone=timezone,
         )
         timings["assemble"] = _ms(t0)
         paging_tools: dict[str, Any] | None = None

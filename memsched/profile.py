@@ -23,6 +23,7 @@ from typing import Any
 
 from memsched.model import as_utc, utcnow
 from memsched.store import Store, Tx
+from memsched.text.timeexpr import local_now
 
 PREFERRED_NAME = "preferred_name"
 NAME = "name"
@@ -268,9 +269,13 @@ class Profile:
         for row in rows:
             by_key.setdefault(row["key"], []).append(row)
         order = [k for k in KEYS if k in by_key] + sorted(k for k in by_key if k not in KEYS)
+        # Dates on the user's clock: a fact from 20:00 in New York is not from "tomorrow".
+        zone = next(
+            (f["value"] for f in reversed(by_key.get(TIMEZONE, [])) if f["superseded_at"] is None), None
+        )
         lines: list[str] = []
         for key in order:
-            line = _line(key, by_key[key])
+            line = _line(key, by_key[key], zone)
             if line:
                 lines.append(line)
         if not lines:
@@ -280,7 +285,7 @@ class Profile:
         return "\n".join([SECTION_HEADER, *lines]) if lines else ""
 
 
-def _line(key: str, facts: list[dict[str, Any]]) -> str:
+def _line(key: str, facts: list[dict[str, Any]], timezone: str | None = None) -> str:
     current = [f for f in facts if f["superseded_at"] is None]
     if not current:
         return ""
@@ -289,7 +294,7 @@ def _line(key: str, facts: list[dict[str, Any]]) -> str:
         values = list(dict.fromkeys(f["value"] for f in current))
         return f"- {label}: {', '.join(values)}"
     fact = current[-1]
-    since = datetime.fromtimestamp(fact["valid_from"], UTC).strftime("%Y-%m-%d")
+    since = local_now(datetime.fromtimestamp(fact["valid_from"], UTC), timezone).strftime("%Y-%m-%d")
     former: list[str] = []
     if key in FORMERLY_KEYS:
         for old in reversed(facts):

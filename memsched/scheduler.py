@@ -1533,6 +1533,7 @@ class Scheduler:
             "backfill": False,
             "session_id": t.session_id,
             "now": t.at,
+            "timezone": t.timezone,
             "system_prompt": t.persona,
             "system_sections": t.sections,
             "summaries": [render(s) for s in t.summaries],

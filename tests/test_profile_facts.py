@@ -154,6 +154,15 @@ def test_a_new_value_supersedes_the_old_one_and_history_stays(store: SQLiteStore
     assert not old.current and old.superseded_by == tokyo
 
 
+def test_since_dates_are_on_the_user_clock(store: SQLiteStore) -> None:
+    p = Profile(store)
+    p.set("u", LOCATION, "Boston", at=datetime(2024, 3, 1, tzinfo=UTC))
+    p.set("u", LOCATION, "Chicago", at=datetime(2024, 3, 9, 1, 30, tzinfo=UTC))  # 8 March, 20:30 in New York
+    assert "- location: Chicago (since 2024-03-09;" in p.section("u")
+    p.set("u", "timezone", "America/New_York", at=datetime(2024, 3, 9, 1, 30, tzinfo=UTC))
+    assert "- location: Chicago (since 2024-03-08;" in p.section("u")
+
+
 def test_likes_are_a_set_and_a_dislike_retracts_the_like(store: SQLiteStore) -> None:
     p = Profile(store)
     apply(p, "u", extract("I love jazz"), at=T0, source_turn_ids=[1])

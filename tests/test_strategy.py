@@ -22,6 +22,9 @@ def test_the_shipped_table_covers_every_moment() -> None:
     assert table.select("intimacy", "affectionate", 0.5, NO_SIGNALS).strategy.name == "intimacy"
     late = table.select("casual", "neutral", 0.0, {"late_night": True, "recall": False})
     assert late.strategy.name == "caretaker" and "late_night" in late.reason
+    # "can't sleep" past one's bedtime: comfort that still sends them to bed.
+    late_sad = table.select("comfort", "sad", 0.6, {"late_night": True, "recall": False})
+    assert late_sad.strategy.name == "late_comfort" and "sleep" in late_sad.strategy.style
     assert table.select("casual", "neutral", 0.0, {"recall": True}).strategy.name == "recall"
     casual = table.select("casual", "neutral", 0.0, NO_SIGNALS)
     assert casual.strategy.name == "casual" and casual.skipped  # the trace says what did not match

@@ -62,6 +62,39 @@ def test_turn_prompt_carries_local_date_weekday_time_and_remembers_the_timezone(
         assert interview.meta["dates"] == ["下周五 = 2024-11-01"]
 
 
+def test_recalled_memories_are_dated_on_the_user_clock(tmp_path: Path) -> None:
+    """19:00 on 1 March in New York is already 2 March in UTC: the model must read 1 March."""
+    ny = "America/New_York"
+    with Scheduler(Memory(home=tmp_path, embedders="hash"), start_workers=False) as sched:
+        sched.prepare(
+            "ella",
+            "s1",
+            "I cooked mushroom risotto tonight",
+            now=datetime(2024, 3, 2, tzinfo=UTC),
+            timezone=ny,
+        )
+        sched.record("ella", "s1", "assistant", "Sounds lovely!")
+        later = sched.prepare(
+            "ella",
+            "s2",
+            "what did I cook with mushroom?",
+            now=datetime(2024, 3, 9, 18, tzinfo=UTC),
+            timezone=ny,
+        )
+        system = later.messages[0]["content"]
+        assert "I cooked mushroom risotto tonight" in system
+        assert "[2024-03-01]" in system and "2024-03-02" not in system
+    # Without a timezone the stored (UTC) date is shown, as before.
+    mem = Memory(home=tmp_path / "utc", embedders="hash")
+    mem.add(
+        "bo", "s1", "user", "I cooked mushroom risotto tonight", created_at=datetime(2024, 3, 2, tzinfo=UTC)
+    )
+    ctx = mem.context(
+        "bo", "what did I cook with mushroom?", session_id="s2", now=datetime(2024, 3, 9, tzinfo=UTC)
+    )
+    assert "[2024-03-02]" in ctx.messages[0]["content"]
+
+
 @pytest.fixture
 def server(tmp_path: Path, fake: FakeOpenAI) -> Iterator[str]:
     cfg = Config.load(
