@@ -262,6 +262,12 @@ def test_follow_up_nudges_come_the_day_after_with_their_dates(
     assert due[0]["due_at"].startswith((event + timedelta(days=1)).date().isoformat())
     assert due[0]["source_turn_ids"] == [trace["turn_ids"][0]]
     assert nudges(event + timedelta(days=6)) == []  # too late to ask
+    # `now` is accepted for `at`; both at once must agree.
+    at = (event + timedelta(days=1)).replace(hour=11).isoformat()
+    r = httpx.get(f"{server}/v1/users/fang/nudges", params={"now": at, "timezone": "Asia/Shanghai"})
+    assert [n["event_date"] for n in r.json() if n["kind"] == "follow_up"] == [event_date]
+    r = httpx.get(f"{server}/v1/users/fang/nudges", params={"now": at, "at": event.isoformat()})
+    assert r.status_code == 400 and "either at or now" in r.text
 
 
 def test_state_and_nudges_of_an_unknown_user_are_404(server: str) -> None:

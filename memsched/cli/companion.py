@@ -16,7 +16,7 @@ from memsched.importers import parse_timestamp
 @reports_errors
 def proactive(
     user: str = typer.Option(..., "--user", "-u", help="Whose nudges."),
-    at: str | None = typer.Option(None, "--at", help="As of this time (ISO 8601); default now."),
+    at: str | None = typer.Option(None, "--at", "--now", help="As of this time (ISO 8601); default now."),
     timezone: str | None = typer.Option(None, "--timezone", help="IANA timezone; default the user's."),
     upcoming: bool = typer.Option(False, "--upcoming", help="Also list follow-ups not due yet."),
     as_json: bool = typer.Option(False, "--json", help="Print the nudges as JSON."),

@@ -10,6 +10,7 @@ from fastapi import APIRouter, Depends, Query, Request
 from pydantic import BaseModel, Field
 
 from memsched.companion import user_state
+from memsched.errors import InputError
 from memsched.importers import parse_timestamp
 from memsched.nudges import due_nudges
 from memsched.server.errors import ERRORS
@@ -49,8 +50,16 @@ class NudgeOut(BaseModel):
     source_turn_ids: list[int]
 
 
-def _at(value: str | None) -> datetime | None:
-    return parse_timestamp(value, "at") if value else None
+def _at(value: str | None, now: str | None = None) -> datetime | None:
+    """The `at` query parameter, or its alias `now` (an app asking "as of now" says either)."""
+    if value and now and value != now:
+        raise InputError("give either at or now, not both")
+    if value:
+        return parse_timestamp(value, "at")
+    return parse_timestamp(now, "now") if now else None
+
+
+_NOW = Query(default=None, description="Alias of `at`")
 
 
 @router.get(
@@ -63,11 +72,12 @@ async def state(
     request: Request,
     user: str,
     at: str | None = Query(default=None, description="Decay the mood to this time (ISO 8601); default now"),
+    now: str | None = _NOW,
     svc: Service = Depends(get_service),
 ) -> StateOut:
     uid = user_id(request, user)
     svc.memory.require_user(uid)
-    data = await asyncio.to_thread(user_state, svc.memory, uid, _at(at))
+    data = await asyncio.to_thread(user_state, svc.memory, uid, _at(at, now))
     return StateOut.model_validate(data)
 
 
@@ -81,6 +91,7 @@ async def nudges(
     request: Request,
     user: str,
     at: str | None = Query(default=None, description="As of this time (ISO 8601); default now"),
+    now: str | None = _NOW,
     timezone: str | None = Query(default=None, description="IANA timezone; default the user's"),
     upcoming: bool = Query(default=False, description="Also list follow-ups not due yet"),
     svc: Service = Depends(get_service),
@@ -88,6 +99,6 @@ async def nudges(
     uid = user_id(request, user)
     svc.memory.require_user(uid)
     found = await asyncio.to_thread(
-        due_nudges, svc.memory, uid, _at(at), timezone=timezone, include_upcoming=upcoming
+        due_nudges, svc.memory, uid, _at(at, now), timezone=timezone, include_upcoming=upcoming
     )
     return [NudgeOut.model_validate(n.as_dict()) for n in found]
