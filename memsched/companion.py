@@ -239,7 +239,7 @@ class Companion:
                     event=plan.mood.event,
                 )
             )
-        return {"last_mode": route.mode, "last_mode_at": at.timestamp(), "mode_label": None}, jobs
+        return {"last_mode": route.next_mode, "last_mode_at": at.timestamp(), "mode_label": None}, jobs
 
     def on_reply(self, tx: Any, user_id: str, session_id: str, reply: Turn) -> bool:
         """A reply recorded on its own (a client calling its own LLM, the proxy): when it accepts the

@@ -286,6 +286,15 @@ class Route:
     apology: bool = False
     acceptance: bool = False
     late_window: str | None = None  # "HH:MM-HH:MM", and whether it was learned or the default
+    own_mode: str = "casual"  # the mode the message's own evidence picks, without the carried state
+
+    @property
+    def next_mode(self) -> str:
+        """The mode this message hands on to the session's next one (`Carried.previous_mode`): its own
+        reading when a cue word backs it, else casual. Not `mode`: a mode the carried state imposed
+        would carry itself on forever ("ok." misread as conflict made every later line conflict until
+        the session went quiet), and, like an uncued mood, an uncued reading is only noted."""
+        return self.own_mode if self.mood_cued else "casual"
 
     def as_dict(self) -> dict[str, Any]:
         return {
@@ -300,6 +309,7 @@ class Route:
             "mood": self.mood,
             "mood_intensity": round(self.mood_intensity, 3),
             "mood_cued": self.mood_cued,
+            "own_mode": self.own_mode,
             "apology": self.apology,
             "acceptance": self.acceptance,
             "late_window": self.late_window,
@@ -594,4 +604,5 @@ class Router:
             apology=bool(cues.get("apology")),
             acceptance=bool(cues.get("acceptance")),
             late_window=f"{hhmm(window[0])}-{hhmm(window[1])} ({late_source})",
+            own_mode=own_mode,
         )

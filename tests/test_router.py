@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import os
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -394,3 +394,33 @@ def test_the_morning_after_with_the_default_router_and_vectors(tmp_path: Path) -
         assert route("morning.", carried=Carried("upset", UNCUED_MOOD_INTENSITY)).mode == "casual"
     finally:
         memory.close()
+
+
+def test_a_reading_no_cue_backs_does_not_carry_itself_through_the_session(tmp_path: Path) -> None:
+    """The learned parts alone read "生气" as conflict here (a lexicon-free router): that turn is routed
+    as conflict, but it hands nothing on, and the later neutral lines of the session stay casual
+    (the session's last mode used to be the carried mode itself, so one misread made every later line
+    conflict until the session went quiet)."""
+    from memsched.memory import Memory
+    from memsched.scheduler import Scheduler
+
+    router = Router(cues={}, classifier=_tiny_classifier())
+    at = datetime(2024, 5, 1, 12, tzinfo=UTC)
+    with Scheduler(Memory(home=tmp_path, embedders="hash"), router=router, start_workers=False) as sched:
+        first = sched.prepare("u", "s", "生气", now=at)
+        assert first.route["mode"] == "conflict"
+        modes = [
+            sched.prepare("u", "s", text, now=at + timedelta(minutes=i + 1)).route["mode"]
+            for i, text in enumerate(["what should I wear?", "tell me a fun fact", "今天吃什么"])
+        ]
+        assert modes == ["casual", "casual", "casual"]
+    # A cue-backed reading does carry to the next line of the session.
+    cued = Router(cues={"modes": {"conflict": ["生气"]}}, classifier=_tiny_classifier())
+    with Scheduler(
+        Memory(home=tmp_path / "cued", embedders="hash"), router=cued, start_workers=False
+    ) as sched:
+        assert sched.prepare("u", "s", "我很生气", now=at).route["mode"] == "conflict"
+        assert (
+            sched.prepare("u", "s", "what should I wear?", now=at + timedelta(minutes=1)).route["mode"]
+            == "conflict"
+        )
