@@ -481,9 +481,17 @@ class Router:
                     }
         scores = {m: sum(src.get(m, 0.0) for src in evidence.values()) for m in MODES}
         scores["casual"] += w.casual_bias
-        mode = max(MODES, key=lambda m: (scores[m], -MODES.index(m)))
+        # With carried state the mode is the message's own reading or one the state carries: the
+        # clamp above drops casual's learned evidence, so a third mode one source leans to weakly
+        # ("那带点什么吃的好": prototypes +0.25 for comfort) must not slip past casual through it.
+        eligible = (
+            [m for m in MODES if m == "casual" or m == own_mode or m in evidence["carried"]]
+            if evidence["carried"]
+            else MODES
+        )
+        mode = max(eligible, key=lambda m: (scores[m], -MODES.index(m)))
         if mode == "casual":
-            runner = max((m for m in MODES if m != "casual"), key=lambda m: scores[m])
+            runner = max([m for m in eligible if m != "casual"] or MODES[1:], key=lambda m: scores[m])
             reason = f"no mode beat casual {scores['casual']:.2f} (next: {runner} {scores[runner]:.2f})"
         else:
             parts = [

@@ -424,3 +424,40 @@ def test_a_reading_no_cue_backs_does_not_carry_itself_through_the_session(tmp_pa
             sched.prepare("u", "s", "what should I wear?", now=at + timedelta(minutes=1)).route["mode"]
             == "conflict"
         )
+
+
+def test_with_carried_state_a_third_mode_needs_the_message_own_reading() -> None:
+    """A weak carried mood (0.15 upset: pull 0.18, below the casual bias) must not let a mode that one
+    source leans to weakly win because the carried-state clamp dropped casual's learned evidence."""
+    from memsched.classify import NgramBlock
+    from memsched.router import Carried
+
+    char = NgramBlock.fit(["吃饭"], "char")
+    word = NgramBlock.fit(["eat"], "word")
+    n = len(char.vocab) + len(word.vocab) + 4
+    coef = np.zeros((4, n))
+    coef[0, char.vocab["吃"]] = 3.0  # the classifier reads it as casual
+    clf = ModeClassifier(
+        char=char,
+        word=word,
+        dense_blocks=[("cues", 4, None)],
+        coef=coef,
+        intercept=np.zeros(4),
+        meta={"weight": 1.0},
+    )
+
+    class LeansComfort:  # the prototypes lean to comfort a little
+        def similarities(self, *args: Any) -> dict[str, float]:
+            return {"casual": 0.0, "conflict": 0.0, "comfort": 0.07, "intimacy": 0.0}
+
+    router = Router(cues={}, classifier=clf, prototypes=LeansComfort())  # type: ignore[arg-type]
+
+    class Stub:
+        model_id = "stub"
+
+    kw: dict[str, Any] = {"vectors": {"x": np.zeros(3)}, "embedders": {"x": Stub()}}
+    assert router.decide_mode("今天吃什么", {}, **kw).mode == "casual"
+    weak = router.decide_mode("今天吃什么", {}, carried=Carried("upset", 0.15), **kw)
+    assert weak.mode == "casual", weak.reason
+    # A carried mood strong enough still pulls the message to its own mode, never to comfort.
+    assert router.decide_mode("今天吃什么", {}, carried=Carried("upset", 0.5), **kw).mode == "conflict"
