@@ -251,14 +251,21 @@ def test_p1_job_from_record_is_applied_before_the_next_turn(make: Factory, fake:
     assert len(rec.jobs) == 1 and sched.queue.pending("u", "s") == 1
     assert sched.profile.get("u", PREFERRED_NAME) is None  # queued, not applied yet
 
+    # The worker starts only once the turn waits at the barrier (the session lease is taken earlier:
+    # a worker started on seeing the lease could run the job before the turn counted it, under load).
+    waiting = threading.Event()
+    wait_for = sched.queue.wait_for
+
+    def spy(*args: Any, **kwargs: Any) -> bool:
+        waiting.set()
+        return wait_for(*args, **kwargs)
+
+    sched.queue.wait_for = spy  # type: ignore[method-assign]
     result: dict[str, Any] = {}
     t = threading.Thread(target=lambda: result.update(r=sched.turn("u", "s", "早上好")))
     t.start()
-    # The turn holds the session lease once it is at the barrier; only then does a worker start.
-    for _ in range(3000):
-        if sched.locks.holder("u", "s") is not None:
-            break
-        threading.Event().wait(0.01)
+    assert waiting.wait(60)
+    assert sched.locks.holder("u", "s") is not None
     assert len(fake.chat_requests) == 1  # the new turn has not called the LLM: it is waiting
     worker = Worker(memory, llm=None).start()
     try:
