@@ -708,3 +708,28 @@ def test_models_are_listed_and_a_one_user_app_needs_no_user_field(
     with LiveServer(create_app(bare)) as base:
         r = httpx.get(f"{base}/v1/models", timeout=10)
         assert r.status_code == 503 and "MEMSCHED_UPSTREAM_MODEL" in r.json()["error"]["message"]
+
+
+def test_embeddings_are_relayed_to_the_upstream_unchanged(
+    fake: FakeOpenAI, server: str, tmp_path: Path
+) -> None:
+    """An app that uses one base URL for chat and embeddings (LangChain's OpenAIEmbeddings, RAG UIs)
+    gets the upstream's embeddings through the proxy; its errors come back with their status."""
+    client = openai.OpenAI(base_url=f"{server}/v1", api_key="unused", max_retries=0)
+    out = client.embeddings.create(model="text-embedding-3-small", input=["hello", "world"])
+    assert [d.index for d in out.data] == [0, 1] and out.model == "text-embedding-3-small"
+    sent = [r for r in fake.requests if r.path.endswith("/embeddings")]
+    assert sent[-1].body == {
+        "model": "text-embedding-3-small",
+        "input": ["hello", "world"],
+        "encoding_format": "base64",
+    }
+    fake.script_embeddings(Fail(400, {"error": {"message": "bad input", "type": "invalid_request_error"}}))
+    r = httpx.post(f"{server}/v1/embeddings", json={"model": "m", "input": "x"}, timeout=30)
+    assert r.status_code == 400 and r.json()["error"]["message"] == "bad input"
+    r = httpx.post(f"{server}/v1/embeddings", content=b"not json", timeout=30)
+    assert r.status_code == 400 and "JSON object" in r.json()["error"]["message"]
+    bare = Config.load(home=tmp_path / "bare", embedders="hash")
+    with LiveServer(create_app(bare)) as base:
+        r = httpx.post(f"{base}/v1/embeddings", json={"model": "m", "input": "x"}, timeout=30)
+        assert r.status_code == 503 and "MEMSCHED_UPSTREAM_BASE_URL" in r.json()["error"]["message"]

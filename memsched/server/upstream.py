@@ -191,6 +191,34 @@ class Upstream:
                 raise LLMError(self._scrub(f"the stream from {self.url} broke off: {last}"))
         raise LLMError(self._scrub(f"POST {self.url} failed after {self.retries + 1} attempt(s): {last}"))
 
+    async def relay(self, path: str, body: dict[str, Any]) -> tuple[int, str, bytes]:
+        """POST `body` to the upstream's `path` (e.g. "embeddings") and hand back its answer as it is:
+        (status, content type, body). For the OpenAI endpoints that memsched does not change, so a
+        client pointed at the proxy can use them as it would the upstream. Connection errors,
+        timeouts, 429 and 5xx are retried like replies; a 4xx comes back to the client unchanged."""
+        url = f"{self.base_url}/{path}"
+        data = json.dumps(body, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
+        last = ""
+        for attempt in range(self.retries + 1):
+            await self._sleep(attempt)
+            try:
+                async with self._http.post(
+                    url, data=data, headers=self._headers(), proxy=self._proxy
+                ) as resp:
+                    status, raw = resp.status, await resp.read()
+                    kind = resp.headers.get("content-type", "application/json")
+            except TimeoutError:
+                last = f"timed out after {self.timeout:g}s"
+                continue
+            except aiohttp.ClientError as exc:
+                last = f"connection failed ({type(exc).__name__}: {exc})"
+                continue
+            if _retryable(status) and attempt < self.retries:
+                last = f"HTTP {status}: {_text(raw)[:300]}"
+                continue
+            return status, kind, raw
+        raise LLMError(self._scrub(f"POST {url} failed after {self.retries + 1} attempt(s): {last}"))
+
     async def aclose(self) -> None:
         if self._session is not None:
             await self._session.close()

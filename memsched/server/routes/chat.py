@@ -117,6 +117,25 @@ async def chat(body: ChatRequest, request: Request, svc: Service = Depends(get_s
             release()
 
 
+@router.post(
+    "/v1/embeddings",
+    responses=UPSTREAM_ERRORS,
+    summary="Relayed to the upstream as it is (no memory): for clients that use one base URL for both",
+)
+async def embeddings(request: Request, svc: Service = Depends(get_service)) -> Response:
+    try:
+        body = await request.json()
+    except ValueError:
+        raise InputError("the request body must be a JSON object") from None
+    if not isinstance(body, dict):
+        raise InputError("the request body must be a JSON object")
+    upstream = svc.upstream
+    if upstream is None:
+        raise ConfigError("no upstream: set MEMSCHED_UPSTREAM_BASE_URL and MEMSCHED_UPSTREAM_MODEL")
+    status, kind, raw = await upstream.relay("embeddings", body)
+    return Response(raw, status_code=status, media_type=kind)
+
+
 def _models(svc: Service) -> list[ModelCard]:
     model = svc.config.upstream_model
     if svc.upstream is None or not model:
