@@ -265,13 +265,14 @@ class SQLiteStore(
             return []
         out: list[Turn] = []
         ids = list(ids)
+        # `+user_id`: by primary key, the user a filter (see `turn_vectors`).
         for start in range(0, len(ids), 500):
             chunk = ids[start : start + 500]
             marks = ",".join("?" * len(chunk))
             out.extend(
                 row_to_turn(r)
                 for r in self.db.execute(
-                    f"SELECT {TURN_COLUMNS} FROM turns WHERE user_id = ? AND id IN ({marks})",
+                    f"SELECT {TURN_COLUMNS} FROM turns WHERE +user_id = ? AND id IN ({marks})",
                     (user_id, *chunk),
                 )
             )

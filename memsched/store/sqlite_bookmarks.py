@@ -352,6 +352,9 @@ class BookmarksMixin(SQLiteMixin):
 
     def turn_vectors(self, user_id: str, model_id: str, turn_ids: Sequence[int]) -> dict[int, np.ndarray]:
         """Stored vectors of the given turns for `model_id` (turns without one are left out)."""
+        # `+t.user_id`: the ids are looked up by primary key and the user is a filter. On the plain
+        # column SQLite's planner walked the user's whole `turns_by_hash` index instead (every turn of
+        # the user for a handful of ids: 4.6 ms for 6 turns of a 10k-turn user, 0.26 ms this way).
         out: dict[int, np.ndarray] = {}
         ids = list(turn_ids)
         for start in range(0, len(ids), 500):
@@ -359,7 +362,7 @@ class BookmarksMixin(SQLiteMixin):
             marks = ",".join("?" * len(chunk))
             for tid, vec in self.db.execute(
                 f"SELECT t.id, e.vector FROM turns t JOIN embeddings e ON e.user_id = t.user_id AND e.model = ?"
-                f" AND e.content_hash = t.content_hash WHERE t.user_id = ? AND t.id IN ({marks})",
+                f" AND e.content_hash = t.content_hash WHERE +t.user_id = ? AND t.id IN ({marks})",
                 (model_id, user_id, *chunk),
             ):
                 out[tid] = np.frombuffer(vec, dtype=np.float32)
@@ -402,6 +405,8 @@ class BookmarksMixin(SQLiteMixin):
 
     def turn_meta(self, user_id: str, turn_ids: Sequence[int]) -> dict[int, tuple[int, str, int, str]]:
         """turn id -> (page id, session id, seq, speaker label) for the given turns of the user."""
+        # `+user_id`: by primary key, the user a filter (`turn_vectors`); ~30% less than through
+        # the (user_id) index.
         out: dict[int, tuple[int, str, int, str]] = {}
         ids = list(turn_ids)
         for start in range(0, len(ids), 500):
@@ -409,7 +414,7 @@ class BookmarksMixin(SQLiteMixin):
             marks = ",".join("?" * len(chunk))
             for tid, pid, sid, seq, label in self.db.execute(
                 f"SELECT id, page_id, session_id, seq, coalesce(speaker, role) FROM turns"
-                f" WHERE user_id = ? AND id IN ({marks})",
+                f" WHERE +user_id = ? AND id IN ({marks})",
                 (user_id, *chunk),
             ):
                 out[tid] = (pid, sid, seq, label)
