@@ -89,3 +89,23 @@ def test_a_store_made_before_the_per_user_index_migrates(
         assert len(new.search_bookmarks_bm25("alice", "tapas")) == 1
     finally:
         new.close()
+
+
+def test_a_word_common_only_among_other_users_is_not_capped_for_this_one(
+    store: SQLiteStore, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The cap check asks the whole table first and the user's rows only for a word common there:
+    a word another user says often but this one rarely is ranked over all of this user's matches,
+    and the other user's matches of it are still capped."""
+    from memsched.store import postgres_base, sqlite_fts
+
+    store.add_turns(_turns("alice", [f"garden party {i}" for i in range(4)]))
+    store.add_turns(_turns("bob", [f"garden chores {i}" for i in range(20)]))
+    alice_before = [(h.turn_id, h.score) for h in store.search_bm25("alice", "garden", limit=50)]
+    bob_all = {h.turn_id for h in store.search_bm25("bob", "garden", limit=50)}
+    assert len(alice_before) == 4 and len(bob_all) == 20
+    for module in (postgres_base, sqlite_fts):
+        monkeypatch.setattr(module, "BM25_CANDIDATES_PER_TERM", 5)
+    assert [(h.turn_id, h.score) for h in store.search_bm25("alice", "garden", limit=50)] == alice_before
+    bob = store.search_bm25("bob", "garden", limit=50)
+    assert sorted(h.turn_id for h in bob) == sorted(bob_all)[-5:]

@@ -49,6 +49,7 @@ def user_match(user_id: str, query: str) -> str | None:
     return f'u : "{user_tag(user_id)}" AND body : ({match})'
 
 
+_NTH_NEWEST = "SELECT rowid FROM turns_fts WHERE turns_fts MATCH ? ORDER BY rowid DESC LIMIT 2 OFFSET ?"
 _RANK = (
     "SELECT rowid, bm25(turns_fts, 0.0, 1.0) AS s FROM turns_fts WHERE turns_fts MATCH ?"
     " AND rowid >= ? AND rowid < ? ORDER BY s LIMIT ?"
@@ -64,13 +65,15 @@ def search_turns(db: sqlite3.Connection, user_id: str, query: str, limit: int) -
     cap = BM25_CANDIDATES_PER_TERM
     user = f'u : "{user_tag(user_id)}"'
     # Where each term's newest `cap` matches begin (None: it has no more than `cap`): rowids only,
-    # newest first, which FTS5 reads without scoring.
+    # newest first, which FTS5 reads without scoring. A term with no more than `cap` matches in the
+    # whole table has no more for this user: that is asked first, of the term's doclist alone (the
+    # user's AND walks the user's whole doclist, ~0.27 ms at 10k turns even for a term used 8 times,
+    # against ~0.015 ms); only a term common in the table is counted for the user.
     starts: list[int | None] = []
     for p in phrases:
-        rows = db.execute(
-            "SELECT rowid FROM turns_fts WHERE turns_fts MATCH ? ORDER BY rowid DESC LIMIT 2 OFFSET ?",
-            (f"{user} AND body : {p}", cap - 1),
-        ).fetchall()
+        rows = db.execute(_NTH_NEWEST, (f"body : {p}", cap - 1)).fetchall()
+        if len(rows) == 2:
+            rows = db.execute(_NTH_NEWEST, (f"{user} AND body : {p}", cap - 1)).fetchall()
         starts.append(int(rows[0][0]) if len(rows) == 2 else None)
     everything = f"{user} AND body : ({' OR '.join(phrases)})"
     if all(r is None for r in starts):
