@@ -21,6 +21,7 @@ import json
 import logging
 import os
 import statistics
+import sys
 import tempfile
 import time
 from datetime import UTC, datetime, timedelta
@@ -34,6 +35,9 @@ from memsched.memory import Memory
 from memsched.model import Turn
 from memsched.scheduler import Scheduler
 from memsched.testing import FakeOpenAI
+
+sys.path.insert(0, str(Path(__file__).parent))
+from yardstick import minilm_query_cpu_ms
 
 DATA = Path(__file__).parent / "data" / "bilingual_memory.json"
 USER = "bench"
@@ -211,6 +215,9 @@ def main() -> None:
             worker.wait(timeout=60)
         elif worker is not None:
             worker.stop(timeout=60)
+        # The machine's speed now (yardstick.py): the same model the turns used, workers stopped.
+        minilm = memory.embedders.get("minilm")
+        yardstick = minilm_query_cpu_ms(minilm) if minilm is not None else None
         sched.close()
         llm.close()
         memory.close()
@@ -243,6 +250,9 @@ def main() -> None:
         "worker_process": args.worker_process,
         "seed_seconds": round(seed_s, 1),
         "minilm_backend": os.environ.get("MEMSCHED_MINILM_BACKEND", "onnx"),
+        # CPU of one MiniLM query embedding in this run: figures of runs on different days compare
+        # after dividing by it (the VM's speed drifts).
+        "minilm_query_cpu_ms": yardstick,
         # The machine's run queue (1, 5, 15 min) at the end: figures taken under load are slower.
         "load_average_at_end": os.getloadavg(),
     }

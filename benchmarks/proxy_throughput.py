@@ -396,10 +396,16 @@ def main() -> None:
             upstream.wait(timeout=10)
         result["order"] = check_order(Path(tmp) / "memsched.db", driver.sent)
         result["errors"] = {"count": len(driver.errors), "examples": driver.errors[:5]}
+    sys.path.insert(0, str(Path(__file__).parent))
+    from yardstick import minilm_query_cpu_ms
+
     out = {
         "benchmark": "proxy_throughput",
         "embedders": args.embedders or "default",
         "minilm_backend": os.environ.get("MEMSCHED_MINILM_BACKEND", "onnx"),
+        # CPU of one ONNX MiniLM query embedding, measured here after the server stopped: figures of
+        # runs on different days compare after dividing by it (the VM's speed drifts).
+        "minilm_query_cpu_ms": minilm_query_cpu_ms(),
         "cpus": os.cpu_count(),
         "load_average_at_end": os.getloadavg(),
     }
