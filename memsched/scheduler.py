@@ -45,6 +45,8 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from memsched.classify import ModeClassifier
+from memsched.client_history import META_KEY as CLIENT_HISTORY
+from memsched.client_history import unseen_prefix
 from memsched.commands import (
     COUNTS_RESET,
     Applied,
@@ -255,6 +257,10 @@ class _TurnState:
     # The session's last turns (read once the turn's commands and compression are done, before
     # retrieval starts): the recent window, the topic lookback and the last turn are cut from it.
     tail: list[Turn] = field(default_factory=list)
+    # The client's earlier messages memsched never recorded (`client_history.unseen_prefix`), shown
+    # as the oldest part of the recent window; how many earlier messages the client sent.
+    unseen: list[Turn] = field(default_factory=list)
+    history_sent: int = 0
     # What routing reads that needs none of the message's vectors, read while the model computes
     # them (`Scheduler._route_inputs`): the topic segment's user turns (how many, and the stored
     # vectors of the window the judge compares the message with).
@@ -404,6 +410,7 @@ class Scheduler:
         timezone: str | None = None,
         system_prompt: str | None = None,
         images: Sequence[Image] = (),
+        history: Sequence[tuple[str, str]] = (),
     ) -> TurnResult:
         """Answer `message` with the reply LLM and record both sides.
 
@@ -426,6 +433,7 @@ class Scheduler:
             True,
             system_prompt,
             images,
+            history=history,
         )
 
     def prepare(
@@ -439,6 +447,7 @@ class Scheduler:
         system_prompt: str | None = None,
         images: Sequence[Image] = (),
         hold: SessionHold | None = None,
+        history: Sequence[tuple[str, str]] = (),
     ) -> TurnResult:
         """Everything `turn()` does except the LLM call: returns the messages to send and records `message`.
 
@@ -459,6 +468,7 @@ class Scheduler:
             system_prompt,
             images,
             hold,
+            history,
         )
 
     async def aturn(
@@ -471,6 +481,7 @@ class Scheduler:
         timezone: str | None = None,
         system_prompt: str | None = None,
         images: Sequence[Image] = (),
+        history: Sequence[tuple[str, str]] = (),
     ) -> TurnResult:
         """`turn()` in a worker thread. The session's place in line is taken before the first await,
         so coroutines of one session are answered in the order they called `aturn`."""
@@ -479,7 +490,7 @@ class Scheduler:
         _check(user_id, session_id, message or _image_only(images))
         ticket = self._gates.take((user_id, session_id))
         return await self._in_thread(
-            ticket, user_id, session_id, message, now, timezone, True, system_prompt, images
+            ticket, user_id, session_id, message, now, timezone, True, system_prompt, images, None, history
         )
 
     async def aprepare(
@@ -493,13 +504,14 @@ class Scheduler:
         system_prompt: str | None = None,
         images: Sequence[Image] = (),
         hold: SessionHold | None = None,
+        history: Sequence[tuple[str, str]] = (),
     ) -> TurnResult:
         """`prepare()` in a worker thread, keeping the session's arrival order like `aturn`."""
         _check(user_id, session_id, message or _image_only(images))
         _check_hold(hold, user_id, session_id)
         ticket = None if hold is not None else self._gates.take((user_id, session_id))
         return await self._in_thread(
-            ticket, user_id, session_id, message, now, timezone, False, system_prompt, images, hold
+            ticket, user_id, session_id, message, now, timezone, False, system_prompt, images, hold, history
         )
 
     async def aprepare_held(
@@ -512,6 +524,7 @@ class Scheduler:
         timezone: str | None = None,
         system_prompt: str | None = None,
         images: Sequence[Image] = (),
+        history: Sequence[tuple[str, str]] = (),
     ) -> tuple[SessionHold, TurnResult]:
         """`ahold_session` then `aprepare` with that hold, in one trip to a worker thread: returns
         the hold (give it to `record` and `release_session`) and the prepared turn. The place in
@@ -524,7 +537,17 @@ class Scheduler:
             hold = self._renewed(self._acquire(ticket, user_id, session_id))
             try:
                 return hold, self._run(
-                    None, user_id, session_id, message, now, timezone, False, system_prompt, images, hold
+                    None,
+                    user_id,
+                    session_id,
+                    message,
+                    now,
+                    timezone,
+                    False,
+                    system_prompt,
+                    images,
+                    hold,
+                    history,
                 )
             except BaseException:
                 self._unhold(hold)
@@ -833,10 +856,21 @@ class Scheduler:
         system_prompt: str | None = None,
         images: Sequence[Image] = (),
         held: SessionHold | None = None,
+        history: Sequence[tuple[str, str]] = (),
     ) -> TurnResult:
         with self.gate.turn():  # background work in this process steps aside meanwhile
             return self._run_gated(
-                ticket, user_id, session_id, message, now, timezone, call_llm, system_prompt, images, held
+                ticket,
+                user_id,
+                session_id,
+                message,
+                now,
+                timezone,
+                call_llm,
+                system_prompt,
+                images,
+                held,
+                history,
             )
 
     def _run_gated(
@@ -851,6 +885,7 @@ class Scheduler:
         system_prompt: str | None,
         images: Sequence[Image] = (),
         held: SessionHold | None = None,
+        history: Sequence[tuple[str, str]] = (),
     ) -> TurnResult:
         """One turn; with `held`, in a session the caller holds (and keeps holding), else `ticket`'s."""
         sw = Stopwatch()
@@ -885,6 +920,7 @@ class Scheduler:
                 system_prompt,
                 pending,
                 captions,
+                history,
             )
             if post and not handed_off:
                 # The reply's vectors are computed after the caller has the reply; the session stays
@@ -946,6 +982,7 @@ class Scheduler:
         system_prompt: str | None = None,
         pending: Mapping[str, np.ndarray] | None = None,
         captions: Sequence[Caption] = (),
+        history: Sequence[tuple[str, str]] = (),
     ) -> tuple[TurnResult, bool]:
         t = _TurnState(
             user_id=user_id,
@@ -975,6 +1012,11 @@ class Scheduler:
             user_id, session_id, last=max(TOPIC_LOOKBACK, self.config.recent_max_turns)
         )
         recent = self.memory.recent_turns(user_id, session_id, t.covered, tail=t.tail)
+        if history and t.covered < 0:
+            # The client's history from before memsched recorded this session: context, never stored.
+            t.unseen = unseen_prefix(self.store, user_id, session_id, history, t.tail, t.at)
+            t.history_sent = len(history)
+            recent = [*t.unseen, *recent]
         # Retrieval needs only the message, its vectors and the recent window, all known now: it runs
         # on another thread (BM25, bookmarks and the soft layer's pool first, the dense layers when
         # the vectors are in) while this one waits for the vectors the router reads and routes.
@@ -1004,6 +1046,14 @@ class Scheduler:
         trace = self._trace(t, ctx)
         if t.captions:  # what each image became, and why one was not described
             trace["images"] = [{**c.as_dict(), "ms": c.ms} for c in t.captions]
+        if t.history_sent:  # earlier messages the client sent, and how many memsched had not recorded
+            trace["client_history"] = {
+                "sent": t.history_sent,
+                "unseen": len(t.unseen),
+                "unseen_in_context": sum(
+                    1 for r in (ctx.assembly.recent if ctx.assembly else []) if r.meta.get(CLIENT_HISTORY)
+                ),
+            }
 
         reply: str | None = None
         error: LLMError | None = None
@@ -1540,7 +1590,7 @@ class Scheduler:
             "recent_after_seq": t.covered,
             "query_vectors": t.qvecs,
             "retrieval": t.retrieval,
-            "recent": self.memory.recent_turns(t.user_id, t.session_id, t.covered, tail=t.tail),
+            "recent": [*t.unseen, *self.memory.recent_turns(t.user_id, t.session_id, t.covered, tail=t.tail)],
             # A finished topic is represented by its summary: its raw turns come back only when the
             # message names them (a keyword hit), not by mere embedding similarity.
             "lexical_only_turn_ids": [

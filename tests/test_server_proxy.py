@@ -733,3 +733,56 @@ def test_embeddings_are_relayed_to_the_upstream_unchanged(
     with LiveServer(create_app(bare)) as base:
         r = httpx.post(f"{base}/v1/embeddings", json={"model": "m", "input": "x"}, timeout=30)
         assert r.status_code == 503 and "MEMSCHED_UPSTREAM_BASE_URL" in r.json()["error"]["message"]
+
+
+def test_history_the_client_sends_from_before_memsched_is_shown_never_stored(
+    server: str, fake: FakeOpenAI
+) -> None:
+    """An app that puts memsched in front of a conversation already under way sends its history with
+    every request: the messages memsched never recorded reach the model (oldest first, before what
+    memsched recorded) and are not stored; a forget of the session's first recorded turns ends them."""
+    earlier = [
+        {"role": "user", "content": "My sister is called Alice and she lives in Lyon."},
+        {"role": "assistant", "content": "Lyon is lovely!"},
+    ]
+
+    def ask(history: list[dict[str, Any]], text: str) -> tuple[httpx.Response, list[dict[str, Any]]]:
+        body = _body(text, session="mid")
+        body["messages"] = [body["messages"][0], *history, {"role": "user", "content": text}]
+        r = _post(server, body)
+        assert r.status_code == 200, r.text
+        return r, fake.chat_requests[-1]["messages"]
+
+    fake.script("Alice, in Lyon.")
+    r, sent = ask(earlier, "Where does my sister live?")
+    assert sent[1:] == [*earlier, {"role": "user", "content": "Where does my sister live?"}]
+    assert _trace(server, r)["client_history"] == {"sent": 2, "unseen": 2, "unseen_in_context": 2}
+    stored = [t["content"] for t in _turns(server, session="mid")]
+    assert stored == ["Where does my sister live?", "Alice, in Lyon."]  # the earlier messages are not stored
+
+    # The next request carries the whole history: the unseen part once, then what memsched recorded.
+    fake.script("Sure.")
+    full = [
+        *earlier,
+        {"role": "user", "content": "Where does my sister live?"},
+        {"role": "assistant", "content": "Alice, in Lyon."},
+    ]
+    r, sent = ask(full, "Remind me later.")
+    assert [m["content"] for m in sent[1:]] == [m["content"] for m in full] + ["Remind me later."]
+    assert _trace(server, r)["client_history"]["unseen"] == 2
+    # A client that trims its history (the first recorded turn no longer sent) gets nothing added.
+    fake.script("Ok.")
+    r, sent = ask(full[3:], "ok")
+    assert "Alice and she lives" not in json.dumps(sent)
+    assert _trace(server, r)["client_history"]["unseen"] == 0
+
+    # The session's first recorded turn is forgotten: the client still sends it, and what came before
+    # it can no longer be told apart from it, so none of it reaches the model any more.
+    first = _turns(server, session="mid")[0]
+    gone = httpx.delete(f"{server}/v1/users/alice/turns/{first['id']}", timeout=30)
+    assert gone.status_code == 200, gone.text
+    fake.script("Hm?")
+    r, sent = ask(full, "What did I ask you first?")
+    assert "Lyon" not in json.dumps(sent[1:-1]).replace("Alice, in Lyon.", "")
+    assert "Where does my sister live?" not in json.dumps(sent)
+    assert _trace(server, r)["client_history"]["unseen"] == 0

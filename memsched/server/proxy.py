@@ -122,6 +122,9 @@ class ProxyTurn:
     # releases it), so no other turn of the session, in any process, comes in between.
     hold: SessionHold | None = None
     images: list[Image] = field(default_factory=list)  # the image parts of the last user message
+    # The client's earlier user/assistant messages, as (role, text): memsched shows those it never
+    # recorded (a conversation it joined midway) and ignores the rest (`memsched.client_history`).
+    history: list[tuple[str, str]] = field(default_factory=list)
     offer_recall: bool = False
     calls: list[dict[str, Any]] = field(default_factory=list)  # one entry per upstream call
     recalls: list[dict[str, Any]] = field(default_factory=list)  # one entry per recall call
@@ -170,6 +173,7 @@ class ProxyTurn:
             "timezone": self.timezone,
             "system_prompt": self.persona,
             "images": self.images,
+            "history": self.history,
         }
         if self.hold is None:
             self.hold, self.prepared = await sched.aprepare_held(*args, **turn)

@@ -29,6 +29,20 @@ def _trailing(messages: list[dict[str, Any]], last_user: int) -> list[dict[str, 
     return [m for m in after if m.get("role") in TOOL_EXCHANGE_ROLES] if _has_tools(after) else []
 
 
+def _history(messages: list[dict[str, Any]], last_user: int) -> list[tuple[str, str]]:
+    """The client's user and assistant messages before the last user message, as (role, text); tool
+    calls and their results are left out."""
+    out: list[tuple[str, str]] = []
+    for m in messages[:last_user]:
+        role = m.get("role")
+        if role not in ("user", "assistant") or m.get("tool_calls") or m.get("function_call"):
+            continue
+        text = proxy.text_of(m.get("content"))
+        if text.strip():
+            out.append((str(role), text))
+    return out
+
+
 def _has_tools(messages: list[dict[str, Any]]) -> bool:
     return any(m.get("role") in ("tool", "function") or m.get("tool_calls") for m in messages)
 
@@ -86,6 +100,7 @@ async def chat(body: ChatRequest, request: Request, svc: Service = Depends(get_s
         forward=forward,
         user_message=messages[last],
         trailing=_trailing(messages, last),
+        history=_history(messages, last),
         stream=body.stream,
         include_usage=bool(stream_options.get("include_usage")),
         images=images,
