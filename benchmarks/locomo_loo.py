@@ -93,6 +93,10 @@ def sweeps() -> dict[str, dict[str, Variant]]:
         "bookmark_names": {"names in bookmark bm25": _opts(bookmark_speaker_names=True)},
         # Budget per token (PagingOptions.length_penalty): the head re-scored x tokens ** -penalty.
         "length_penalty": {f"length={v:g}": _opts(length_penalty=v) for v in (0.1, 0.2, 0.3, 0.4)},
+        # Issue 10 open-domain: the same speaker's next/previous turn follows a head turn
+        # (PagingOptions.thread_decay), and how many head turns bring their neighbours.
+        "thread": {f"thread={v:g}": _opts(thread_decay=v) for v in (0.0, 0.15, 0.2, 0.25, 0.35, 0.4, 0.5)},
+        "neighbour_top": {f"neighbour_top={v}": _opts(neighbour_top=v) for v in (10, 40)},
         # Redundancy: maximal marginal relevance over turn vectors (PagingOptions.novelty).
         "novelty": {f"novelty={v:g}": _opts(novelty=v) for v in (0.0, 0.1, 0.2, 0.3, 0.7, 1.0)},
     }
@@ -113,6 +117,7 @@ _STAGE_NAMES = {
     "+ names out of BM25": "+names",
     "+ question penalty": "+questions",
     "+ redundancy": "+novelty",
+    "+ names out of the dense query": "+densenames",
 }
 
 

@@ -96,6 +96,11 @@ class PagingOptions:
     terms: bool = True
     terms_threshold: float = 0.5
     neighbour_decay: float = 0.3
+    # The same speaker's previous and next turn in the session (in a two-person chat, two turns
+    # away): a speaker's story often runs over their next turn, past the other side's reply.
+    # Counts this share of the head turn's score (0: off). Only turns that are candidates already.
+    thread_decay: float = 0.3
+    neighbour_top: int = 20  # the head turns whose neighbours follow them
     subquery_weight: float = 0.5
     # Speaker names a query mentions stay out of its BM25 search (False). A turn is indexed with
     # its speaker's label, so the name matches every turn of that speaker and BM25's length
@@ -145,6 +150,7 @@ def _before(**changes: Any) -> PagingOptions:
         question_penalty=0.0,
         dense_speaker_names=True,
         bookmark_speaker_names=True,
+        thread_decay=0.0,
         **changes,
     )
 
@@ -159,10 +165,17 @@ STAGES: dict[str, PagingOptions] = {
     "+focus": _before(terms=False),
     "+terms": _before(),
     "+names": PagingOptions(
-        question_penalty=0.0, novelty=0.0, dense_speaker_names=True, bookmark_speaker_names=True
+        question_penalty=0.0,
+        novelty=0.0,
+        dense_speaker_names=True,
+        bookmark_speaker_names=True,
+        thread_decay=0.0,
     ),
-    "+questions": PagingOptions(novelty=0.0, dense_speaker_names=True, bookmark_speaker_names=True),
-    "+novelty": PagingOptions(dense_speaker_names=True, bookmark_speaker_names=True),
+    "+questions": PagingOptions(
+        novelty=0.0, dense_speaker_names=True, bookmark_speaker_names=True, thread_decay=0.0
+    ),
+    "+novelty": PagingOptions(dense_speaker_names=True, bookmark_speaker_names=True, thread_decay=0.0),
+    "+densenames": PagingOptions(thread_decay=0.0),
     "full": PagingOptions(),
     # Methods measured and left off by default (each added to the full default on its own):
     "+feedback": PagingOptions(feedback=1.0),
@@ -171,8 +184,8 @@ STAGES: dict[str, PagingOptions] = {
 }
 """The ablation ladder of `memsched eval locomo --ablation`: each stage adds one part ("+names"
 leaves speaker names out of the BM25 query, "+questions" adds the question penalty, "+novelty" the
-redundancy re-ranking, "full" leaves the speaker names out of the dense query and the bookmarks'
-BM25 search too); the last
+redundancy re-ranking, "+densenames" leaves the speaker names out of the dense query and the
+bookmarks' BM25 search too, "full" lets the speaker's own next turn follow a head turn); the last
 three add, one at a time, methods that are measured but off by default."""
 
 
@@ -974,18 +987,28 @@ class Pager:
                     lifted = scores[tid] = Candidate(turn_id=tid, reason=f"page p{m[0]}")
                 lifted.scores["page"] = round(lift, 6)
                 lifted.fused += lift
-        if opts.expand and opts.neighbour_decay > 0 and deep:
+        if opts.expand and (opts.neighbour_decay > 0 or opts.thread_decay > 0) and deep:
             by_pos = {(m[1], m[2]): tid for tid, m in meta.items()}
-            head = sorted(scores.values(), key=lambda c: -c.fused)[:20]
+            head = sorted(scores.values(), key=lambda c: -c.fused)[: opts.neighbour_top]
             for cand in head:
                 m = meta.get(cand.turn_id)
                 if m is None:
                     continue
-                for d in (-1, 1):
+                near: list[tuple[int, float]] = []
+                if opts.neighbour_decay > 0:
+                    near += [(d, opts.neighbour_decay) for d in (-1, 1)]
+                if opts.thread_decay > 0:
+                    for step in (-1, 1):
+                        for d in range(2 * step, 5 * step, step):  # the speaker's nearest turn within 4
+                            nid = by_pos.get((m[1], m[2] + d))
+                            if nid is not None and meta[nid][3] == m[3]:
+                                near.append((d, opts.thread_decay))
+                                break
+                for d, decay in near:
                     nid = by_pos.get((m[1], m[2] + d))
                     if nid is None or nid in exclude:
                         continue
-                    score = cand.fused * opts.neighbour_decay
+                    score = cand.fused * decay
                     other = scores.get(nid)
                     if other is None:
                         scores[nid] = Candidate(

@@ -496,3 +496,39 @@ def test_speaker_names_stay_out_of_the_bm25_search(mem: Memory) -> None:
     # A query that is nothing but a name still searches the name.
     only = Pager(mem, PagingOptions(cooperative=False)).retrieve("u", "Alice?")
     assert only.layers["bm25"]
+
+
+def test_the_speakers_next_turn_follows_a_head_turn(tmp_path: Path) -> None:
+    mem = Memory(home=tmp_path / "t", embedders={"hash": HashEmbedder()}, page_size=8)  # type: ignore[arg-type]
+    talk = [
+        # Turns that share a word with the question, stored first: the meteor turn, which shares
+        # none, ranks below all of them on its own.
+        *((f"s{3 + i}", "Carol", f"A short trip to the shop, errand {i}.") for i in range(30)),
+        ("s1", "Alice", "Our family camping trip to Yosemite was the best weekend."),
+        ("s1", "Bob", "Sounds fun, tell me more!"),
+        ("s1", "Alice", "At night we lay outside and watched the meteor shower."),
+        ("s1", "Bob", "Wow, I have never seen one."),
+        ("s2", "Bob", "The meteor shower was on the news too."),
+        ("s2", "Alice", "I started a pottery class on Monday."),
+    ]
+    mem.add_many(
+        [
+            Turn("u", s, "user", text, speaker=who, created_at=T0 + timedelta(minutes=i))
+            for i, (s, who, text) in enumerate(talk)
+        ]
+    )
+    ids = {t.content: t.id for t in mem.store.iter_turns("u")}
+    meteor = ids["At night we lay outside and watched the meteor shower."]
+    query = "Yosemite camping trip"
+    assert PagingOptions().thread_decay == 0.3  # on by default (chosen leave-one-out)
+    plain = Pager(mem, PagingOptions(cooperative=False, thread_decay=0.0, novelty=0.0)).retrieve("u", query)
+    thread = Pager(mem, PagingOptions(cooperative=False, novelty=0.0)).retrieve("u", query)
+    before = {c.turn_id: c for c in plain.candidates}
+    after = {c.turn_id: c for c in thread.candidates}
+    # Alice's next turn (two places on, past Bob's reply) gets a share of the hit's score ...
+    assert after[meteor].fused > before[meteor].fused
+    assert "neighbour" in after[meteor].scores or after[meteor].reason.startswith("neighbour")
+    # ... Bob's turn two places after his own reply does not follow Alice's hit, nor another session's.
+    for text in ("Wow, I have never seen one.", "The meteor shower was on the news too."):
+        assert after[ids[text]].fused == pytest.approx(before[ids[text]].fused)
+    mem.close()

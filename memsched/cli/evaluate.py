@@ -58,7 +58,8 @@ def eval_locomo(
         "--ablation",
         help="Compare memsched's paging stages instead: hybrid only, + bookmarks, + page expansion,"
         " + multi-hop, + speaker focus, + soft terms, + names out of BM25, + question penalty,"
-        " + redundancy re-ranking, full memsched (+ names out of the dense and bookmark queries), then full + feedback /"
+        " + redundancy re-ranking, + names out of the dense and bookmark queries, full memsched (+ the"
+        " speaker's next turn follows a head turn), then full + feedback /"
         " contextual vectors / session diversity"
         " (measured, off by default) (offline).",
     ),

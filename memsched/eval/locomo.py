@@ -29,9 +29,10 @@ SYSTEMS = ("memsched", "window", "bm25", "dense", "hybrid")
 # `--ablation`: the paging stages of memsched.paging.STAGES, each adding one part to the one before
 # ("+ soft terms" adds the soft-term layer to "+ speaker focus", "+ names out of BM25" leaves the speaker
 # names a question mentions out of its BM25 search, "+ question penalty" demotes turns that only ask,
-# "+ redundancy" adds the redundancy re-ranking, PagingOptions.novelty, and "full memsched" leaves the
-# speaker names out of the dense query and of the bookmarks' BM25 search too,
-# PagingOptions.dense_speaker_names and bookmark_speaker_names).
+# "+ redundancy" adds the redundancy re-ranking, PagingOptions.novelty, "+ names out of the dense
+# query" leaves the speaker names out of the dense query and of the bookmarks' BM25 search too,
+# PagingOptions.dense_speaker_names and bookmark_speaker_names, and "full memsched" lets the
+# speaker's own next turn follow a head turn, PagingOptions.thread_decay).
 ABLATION = (
     "hybrid only",
     "+ bookmarks",
@@ -42,6 +43,7 @@ ABLATION = (
     "+ names out of BM25",
     "+ question penalty",
     "+ redundancy",
+    "+ names out of the dense query",
     "full memsched",
     "+ feedback",
     "+ contextual vectors",
@@ -60,6 +62,7 @@ _ABLATION_STAGE = dict(
             "+names",
             "+questions",
             "+novelty",
+            "+densenames",
             "full",
             "+feedback",
             "+context",

@@ -1,0 +1,70 @@
+"""What one paging option costs on the turn: `Pager.retrieve` with the default options against the
+same pager with one option changed, question by question on one LoCoMo conversation (issue 10).
+
+The conversation is imported (turn vectors cached in --cache) and bookmarked as the background jobs
+would; each question's vectors are computed once beforehand (MiniLM), so both sides page from the
+same vectors and the figures are the paging's own CPU. Prints the process CPU and the wall time of
+`Pager.retrieve` p50 / p95 either way, for each of --repeat passes. Report the load average with it.
+
+    python benchmarks/paging_option_cost.py --data D --option thread_decay=0 [--sample 0] [--repeat 2]
+"""
+
+from __future__ import annotations
+
+import statistics
+import sys
+import time
+from typing import Any
+
+from soft_terms_latency import _p, arguments, bookmarked  # the same set-up and percentile
+
+from memsched.eval import locomo
+
+
+def _option() -> tuple[str, Any]:
+    """--option NAME=VALUE, taken off argv before the shared arguments are parsed."""
+    if "--option" not in sys.argv:
+        raise SystemExit("--option NAME=VALUE is required (e.g. --option thread_decay=0)")
+    i = sys.argv.index("--option")
+    name, _, raw = sys.argv[i + 1].partition("=")
+    del sys.argv[i : i + 2]
+    value: Any = {"true": True, "false": False}.get(raw.lower())
+    if value is None:
+        value = int(raw) if raw.lstrip("-").isdigit() else float(raw)
+    return name, value
+
+
+def main() -> None:
+    name, value = _option()
+    args = arguments(__doc__ or "")
+    with bookmarked(args) as (mem, sample):
+        ids = {t.external_id for t in mem.store.iter_turns(sample.sample_id) if t.external_id}
+        questions = locomo.questions_of(sample.qa, ids)
+        default, changed = mem.pager, mem.pager.with_options(**{name: value})
+        vectors = {q.text: dict(mem.query_vectors(q.text)) for q in questions}
+        sides = (("default", default), (f"{name}={value}", changed))
+        for q in questions[:3]:  # warm up both paths (caches, the vocabulary, the term vectors)
+            for _, pager in sides:
+                pager.retrieve(sample.sample_id, q.text, query_vectors=vectors[q.text])
+        for _ in range(args.repeat):
+            cpu: dict[str, list[float]] = {k: [] for k, _ in sides}
+            wall: dict[str, list[float]] = {k: [] for k, _ in sides}
+            for q in questions:
+                for key, pager in sides:
+                    c0, t0 = time.process_time(), time.perf_counter()
+                    pager.retrieve(sample.sample_id, q.text, query_vectors=vectors[q.text])
+                    cpu[key].append((time.process_time() - c0) * 1000.0)
+                    wall[key].append((time.perf_counter() - t0) * 1000.0)
+            print(
+                f"{sample.sample_id}, {len(questions)} questions: "
+                + "; ".join(
+                    f"{k}: CPU p50 {statistics.median(cpu[k]):.2f} p95 {_p(cpu[k], 95)} ms,"
+                    f" wall p50 {statistics.median(wall[k]):.2f} p95 {_p(wall[k], 95)} ms"
+                    for k in cpu
+                ),
+                flush=True,
+            )
+
+
+if __name__ == "__main__":
+    main()
