@@ -22,6 +22,7 @@ import httpx
 import openai
 import pytest
 
+import memsched
 from memsched.config import Config
 from memsched.server.app import create_app
 from memsched.testing import Cut, Fail, FakeOpenAI, Hold, LiveServer
@@ -42,7 +43,23 @@ def helper() -> Iterator[FakeOpenAI]:
         yield f
 
 
+def _daytime_strategies(tmp_path: Path) -> Path:
+    """The shipped strategy table without the late-night strategies: from 23:00 UTC (the default
+    late window) they make a plain question 'caretaker', whose bookmark share is 0, so no page would
+    be offered and the paging tests here would depend on the wall clock."""
+    shipped = (Path(memsched.__file__).parent / "strategies.toml").read_text(encoding="utf-8")
+    head, *blocks = shipped.split("[[strategy]]")
+    late = re.compile(r'^when = \{[^\n]*(?<!not_)signals = \[[^\]]*"late_night"', re.M)
+    tmp_path.mkdir(parents=True, exist_ok=True)
+    table = tmp_path / "strategies.toml"
+    table.write_text(
+        head + "".join("[[strategy]]" + b for b in blocks if not late.search(b)), encoding="utf-8"
+    )
+    return table
+
+
 def _serve(tmp_path: Path, fake: FakeOpenAI, helper: FakeOpenAI, **overrides: Any) -> LiveServer:
+    overrides.setdefault("strategies", _daytime_strategies(tmp_path))
     cfg = Config.load(
         home=tmp_path / "srv",
         embedders="hash",
