@@ -275,6 +275,56 @@ class Interrupted(Exception):
     pass
 
 
+def index_defs(store: Any) -> set[tuple[str, str]]:
+    """The target's indexes (name, definition), its HNSW ones left out."""
+    return {
+        (str(n), str(d))
+        for n, d in raw_sql(
+            store,
+            "SELECT indexname, indexdef FROM pg_indexes WHERE schemaname = current_schema()"
+            " AND NOT starts_with(indexname, 'embeddings_hnsw_')",
+        )
+    }
+
+
+def test_a_bulk_copy_builds_every_index_the_schema_has(source: Path, target: str, pg_server: Any) -> None:
+    """Into an empty database the copy drops the secondary indexes and builds them after the rows:
+    the target ends with exactly the indexes of a freshly migrated database, and no marker of them."""
+    other = pg_server.database()
+    fresh = PostgresStore(other)
+    expected = index_defs(fresh)
+    fresh.close()
+    pg_server.release(other)
+    assert any("gin" in d for _, d in expected), "the schema has full-text indexes to drop"
+    migrate_sqlite_to_postgres(source, target)
+    dst = PostgresStore(target)
+    try:
+        assert index_defs(dst) == expected
+        marker = raw_sql(dst, "SELECT value FROM meta WHERE key = ?", (PROGRESS_KEY,))[0][0]
+        assert '"complete": true' in marker and "dropped_indexes" not in marker
+    finally:
+        dst.close()
+
+
+def test_an_interrupted_bulk_copy_rebuilds_the_indexes_it_dropped(source: Path, target: str) -> None:
+    dst = PostgresStore(target, page_size=4)  # the source's (a store writes its page size)
+    expected = index_defs(dst)
+    dst.close()
+
+    def stop_in_turns(table: str, done: int) -> None:
+        if table == "turns" and done >= 4:
+            raise Interrupted
+
+    with pytest.raises(Interrupted):
+        migrate_sqlite_to_postgres(source, target, batch_size=2, after_batch=stop_in_turns)
+    dst = PostgresStore(target)
+    try:
+        assert index_defs(dst) == expected
+        assert raw_sql(dst, "SELECT count(*) FROM turns")[0][0] == 4  # the rows stay, to resume
+    finally:
+        dst.close()
+
+
 def test_an_interrupted_copy_resumes_and_completes(source: Path, target: str) -> None:
     seen: list[tuple[str, int]] = []
 
@@ -317,10 +367,17 @@ def test_a_killed_copy_process_resumes(source: Path, target: str, tmp_path: Path
         "migrate_sqlite_to_postgres(sys.argv[1], sys.argv[2], batch_size=2, after_batch=kill)\n"
     )
     env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[1])}
+    dst = PostgresStore(target, page_size=4)  # the source's (a store writes its page size)
+    expected = index_defs(dst)
+    dst.close()
     proc = subprocess.run(
         [sys.executable, "-c", script, str(source), target], env=env, capture_output=True, timeout=120
     )
     assert proc.returncode == -9, proc.stderr.decode()[-2000:]
+    dst = PostgresStore(target)
+    # killed mid bulk copy: the secondary indexes are still dropped (the marker names them)
+    assert index_defs(dst) < expected
+    dst.close()
     runner = CliRunner()
     result = runner.invoke(app, ["migrate", "--from", str(source), "--to", target])
     assert result.exit_code == 0, result.output
@@ -328,6 +385,7 @@ def test_a_killed_copy_process_resumes(source: Path, target: str, tmp_path: Path
     dst = PostgresStore(target)
     try:
         assert snapshot(dst) == snapshot(src)
+        assert index_defs(dst) == expected  # the resumed run built them
     finally:
         src.close()
         dst.close()

@@ -604,8 +604,9 @@ class PostgresStore(
                 out[tid] = as_vector(vec)
         return out
 
-    def _ensure_vector_index(self, model_id: str, dim: int) -> None:
-        """One HNSW index (cosine) per (model, width), made when the model's first vectors arrive."""
+    def _ensure_vector_index(self, model_id: str, dim: int, build_memory: str | None = None) -> None:
+        """One HNSW index (cosine) per (model, width), made when the model's first vectors arrive.
+        `build_memory`: `maintenance_work_mem` for the build (a bulk load's, `store.transfer`)."""
         key = (model_id, dim)
         if key in self._hnsw or dim > _HNSW_MAX_DIM or getattr(self._local, "conn", None) is not None:
             return
@@ -616,6 +617,10 @@ class PostgresStore(
             with self._pool.connection() as conn, conn.transaction():
                 conn.execute("SET LOCAL lock_timeout = '5s'")
                 conn.execute("SELECT pg_advisory_xact_lock(%s)", (_MIGRATION_LOCK + 1,))
+                if build_memory:
+                    conn.execute(
+                        sql.SQL("SET LOCAL maintenance_work_mem = {}").format(sql.Literal(build_memory))
+                    )
                 conn.execute(
                     sql.SQL(
                         "CREATE INDEX IF NOT EXISTS {} ON embeddings USING hnsw ((vector::vector({})) vector_cosine_ops)"

@@ -20,11 +20,22 @@ as queued with no lease: its worker is gone, and a PostgreSQL worker runs it aga
   `migrate.progress`: the source file and the last key copied per table); a run of the same source
   that finds an unfinished marker continues after it. A finished copy re-run checks every row.
 * The source is read in one read transaction: a consistent snapshot even if a process writes to it.
+* Bulk load into an empty database (what `pg_restore` does, and PostgreSQL's manual advises for
+  populating a database): when every copied table of the target is empty, the secondary indexes
+  (those backing no constraint: the GIN full-text indexes, the by-user B-trees) are dropped first and
+  built once after the rows, with `maintenance_work_mem` raised to `build_memory` for those builds and
+  the HNSW ones (pgvector builds a graph several times faster when it fits that memory); rows of a
+  table that was empty are COPYed without looking for them in the target first. Primary keys and
+  foreign keys stay, so the copy is checked as before. The dropped definitions are kept in the
+  progress marker: an interrupted copy that raises rebuilds them before it returns, and one killed
+  outright rebuilds them when it is resumed (`memsched migrate` again): until then the target
+  answers correctly but without those indexes.
 """
 
 from __future__ import annotations
 
 import json
+import logging
 import sqlite3
 import time
 from collections.abc import Callable, Iterator, Sequence
@@ -39,8 +50,13 @@ from memsched.store.postgres_base import as_vector, tsvector_literal
 from memsched.store.sqlite_base import TURN_COLUMNS, row_to_turn
 from memsched.text.timeexpr import searchable_text
 
+log = logging.getLogger(__name__)
+
 PROGRESS_KEY = "migrate.progress"
 DEFAULT_BATCH = 1000
+# maintenance_work_mem for the index builds after a bulk load (a session setting; the server's own
+# default, 64 MB, makes pgvector spill a graph of more than ~40k vectors and build it far slower).
+DEFAULT_BUILD_MEMORY = "1GB"
 
 # Column kinds: how a SQLite value becomes a PostgreSQL one and how both are compared.
 PLAIN, JSONB, JSON, ARRAY, BOOL, VECTOR, BYTES = "plain", "jsonb", "json", "array", "bool", "vector", "bytes"
@@ -220,6 +236,7 @@ def migrate_sqlite_to_postgres(
     progress: Progress | None = None,
     after_batch: Callable[[str, int], None] | None = None,
     vector_indexes: bool = True,
+    build_memory: str = DEFAULT_BUILD_MEMORY,
 ) -> MigrateReport:
     """Copy the SQLite database at `source` into the PostgreSQL database at `target_url`.
 
@@ -230,6 +247,7 @@ def migrate_sqlite_to_postgres(
     called after each committed batch (tests use it to interrupt a copy). `vector_indexes=False`
     leaves the HNSW indexes unbuilt (a benchmark's bulk load whose users all stay on the exact
     path); a store made on the target builds each when its model's next vectors arrive.
+    `build_memory` is the `maintenance_work_mem` of the index builds (a PostgreSQL size, "1GB").
     """
     from memsched.store import is_database_url
     from memsched.store.postgres import PostgresStore, redact
@@ -261,13 +279,39 @@ def migrate_sqlite_to_postgres(
     src = sqlite3.connect(f"file:{path}?mode=ro", uri=True, isolation_level=None)
     try:
         src.execute("BEGIN")  # one snapshot for the whole copy
-        marker = _read_marker(target, str(path))
-        for table in TABLES:
-            report.tables[table.name] = _copy_table(
-                src, target, table, marker, batch_size, dry_run, progress, after_batch, str(path)
-            )
+        full = _read_full_marker(target, str(path))
+        marker = dict(full.get("tables") or {})
+        # [name, definition] of the secondary indexes this copy (or the run it resumes) dropped
+        dropped: list[list[str]] = [list(d) for d in full.get("dropped_indexes") or []]
+        empty = set() if dry_run else _empty_tables(target)
+        if not dry_run and not marker and len(empty) == len(TABLES) - 1:
+            dropped = _drop_secondary_indexes(target, str(path))
+        state = _CopyState(source=str(path), tables=marker, dropped=dropped)
+        try:
+            for table in TABLES:
+                report.tables[table.name] = _copy_table(
+                    src,
+                    target,
+                    table,
+                    state,
+                    batch_size,
+                    dry_run,
+                    progress,
+                    after_batch,
+                    fresh=table.name in empty,
+                )
+        except Exception:
+            if dropped:  # leave the target indexed as before this run (its rows stay: resumable)
+                try:
+                    _build_indexes(target, dropped, build_memory)
+                    state.dropped = []
+                    _write_marker(target, state.marker(complete=False))
+                except Exception:  # the target is gone too: the marker keeps them for the resumed run
+                    log.warning("could not rebuild the indexes the copy dropped; resume it to rebuild them")
+            raise
         if not dry_run:
-            _finish(src, target, vector_indexes)
+            _build_indexes(target, dropped, build_memory)
+            _finish(src, target, vector_indexes, build_memory)
             _write_marker(target, {"source": str(path), "complete": True, "tables": {}})
     finally:
         src.close()
@@ -279,15 +323,87 @@ def migrate_sqlite_to_postgres(
 # -- the progress marker ----------------------------------------------------------------------------------
 
 
-def _read_marker(target: Any, source: str) -> dict[str, Any]:
-    """Last keys copied per table by an unfinished run of this source; {} when there is none."""
+@dataclass(slots=True)
+class _CopyState:
+    """What the progress marker records: the last key copied per table, the dropped indexes."""
+
+    source: str
+    tables: dict[str, Any]
+    dropped: list[list[str]]
+
+    def marker(self, complete: bool) -> dict[str, Any]:
+        out: dict[str, Any] = {"source": self.source, "complete": complete, "tables": self.tables}
+        if self.dropped:
+            out["dropped_indexes"] = self.dropped
+        return out
+
+
+def _read_full_marker(target: Any, source: str) -> dict[str, Any]:
+    """The marker of an unfinished run of this source ({} when there is none). An unfinished run of
+    another source that dropped indexes is refused: they are rebuilt by finishing that copy."""
     row = target._one("SELECT value FROM meta WHERE key = %s", (PROGRESS_KEY,))
     if row is None:
         return {}
     marker = json.loads(row[0])
-    if marker.get("source") != source or marker.get("complete"):
+    if marker.get("complete"):
         return {}
-    return dict(marker.get("tables") or {})
+    if marker.get("source") != source:
+        if marker.get("dropped_indexes"):
+            raise StoreError(
+                f"an unfinished bulk copy of {marker.get('source')} into this database dropped its"
+                " secondary indexes; finish it first (memsched migrate --from that file), which rebuilds them"
+            )
+        return {}
+    return dict(marker)
+
+
+# -- bulk load into an empty target --------------------------------------------------------------------
+
+
+def _empty_tables(target: Any) -> set[str]:
+    """The copied tables that hold no row in the target. Never `meta`: opening the target writes its
+    page size there, which the copy then finds equal to the source's."""
+    out: set[str] = set()
+    with target._read() as conn:
+        for table in TABLES:
+            if (
+                table.name != "meta"
+                and conn.execute(f"SELECT 1 FROM {table.name} LIMIT 1").fetchone() is None
+            ):
+                out.add(table.name)
+    return out
+
+
+def _drop_secondary_indexes(target: Any, source: str) -> list[list[str]]:
+    """Drop the indexes of the copied tables that back no constraint, recording their definitions in
+    the progress marker in the same transaction. Returns [name, definition] of each."""
+    names = [t.name for t in TABLES]
+    with target.transaction() as tx:
+        rows = tx.execute(
+            "SELECT ci.relname, pg_get_indexdef(i.indexrelid) FROM pg_index i"
+            " JOIN pg_class c ON c.oid = i.indrelid JOIN pg_class ci ON ci.oid = i.indexrelid"
+            " WHERE c.relname = ANY(%s) AND c.relnamespace = current_schema()::regnamespace"
+            " AND NOT EXISTS (SELECT 1 FROM pg_constraint k WHERE k.conindid = i.indexrelid)"
+            " ORDER BY ci.relname",
+            (names,),
+        ).fetchall()
+        dropped = [[str(name), str(definition)] for name, definition in rows]
+        for name, _ in dropped:
+            tx.execute(f'DROP INDEX "{name}"')
+        _write_marker(
+            target, {"source": source, "complete": False, "tables": {}, "dropped_indexes": dropped}, tx
+        )
+    return dropped
+
+
+def _build_indexes(target: Any, dropped: list[list[str]], build_memory: str) -> None:
+    """Build the dropped indexes again (each skipped if it exists: a resumed run may find some)."""
+    from psycopg import sql
+
+    for _name, definition in dropped:
+        with target.transaction() as tx:
+            tx.execute(sql.SQL("SET LOCAL maintenance_work_mem = {}").format(sql.Literal(build_memory)))
+            tx.execute(definition.replace("CREATE INDEX ", "CREATE INDEX IF NOT EXISTS ", 1))
 
 
 def _write_marker(target: Any, marker: dict[str, Any], tx: Any = None) -> None:
@@ -308,13 +424,16 @@ def _copy_table(
     src: sqlite3.Connection,
     target: Any,
     table: Table,
-    marker: dict[str, Any],
+    state: _CopyState,
     batch_size: int,
     dry_run: bool,
     progress: Progress | None,
     after_batch: Callable[[str, int], None] | None,
-    source: str,
+    fresh: bool = False,
 ) -> TableReport:
+    """Copy one table. `fresh`: the target's table was empty when this run began, so no batch needs
+    looking for in it (a row someone else writes meanwhile makes the COPY fail on its key instead)."""
+    marker = state.tables
     out = TableReport(source=int(src.execute(f"SELECT count(*) FROM {table.name}").fetchone()[0]))
     after = marker.get(table.name)
     if after is not None:
@@ -327,7 +446,7 @@ def _copy_table(
         progress(table.name, done, out.source)
     for rows in _batches(src, table, after, batch_size):
         keys = [tuple(r[c] for c in table.key) for r in rows]
-        existing = _target_rows(target, table, keys)
+        existing = {} if fresh else _target_rows(target, table, keys)
         missing: list[dict[str, Any]] = []
         conflicts: list[str] = []
         for key, row in zip(keys, rows, strict=True):
@@ -350,7 +469,7 @@ def _copy_table(
             with target.transaction() as tx:
                 _insert(tx, table, missing)
                 marker[table.name] = list(keys[-1])
-                _write_marker(target, {"source": source, "complete": False, "tables": marker}, tx)
+                _write_marker(target, state.marker(complete=False), tx)
         out.copied += len(missing)
         done += len(rows)
         if progress:
@@ -509,7 +628,9 @@ _TURN_FIELDS = [c.strip() for c in TURN_COLUMNS.split(",")]
 # -- after the rows ----------------------------------------------------------------------------------------
 
 
-def _finish(src: sqlite3.Connection, target: Any, vector_indexes: bool = True) -> None:
+def _finish(
+    src: sqlite3.Connection, target: Any, vector_indexes: bool = True, build_memory: str | None = None
+) -> None:
     """What PostgreSQL keeps besides the rows: identity counters, BM25 statistics, vector indexes."""
     high = {r[0]: int(r[1]) for r in src.execute("SELECT name, seq FROM sqlite_sequence")}
     users = [r[0] for r in src.execute("SELECT id FROM users")]
@@ -538,7 +659,7 @@ def _finish(src: sqlite3.Connection, target: Any, vector_indexes: bool = True) -
     if not vector_indexes:
         return
     for model, dim in src.execute("SELECT DISTINCT model, dim FROM embeddings ORDER BY model, dim"):
-        target._ensure_vector_index(model, int(dim))
+        target._ensure_vector_index(model, int(dim), build_memory=build_memory)
 
 
 __all__ = ["TABLES", "MigrateReport", "TableReport", "migrate_sqlite_to_postgres"]
