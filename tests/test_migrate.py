@@ -477,6 +477,7 @@ def test_the_migrated_user_gets_the_same_context_and_search(
     [
         (["--to", "mysql://x/y"], "postgresql://"),
         (["--to", "postgresql://nobody@127.0.0.1:1/none?connect_timeout=2"], "cannot open database"),
+        (["--to", "postgresql://x/y", "--build-memory", "lots"], "--build-memory must be a PostgreSQL size"),
     ],
 )
 def test_cli_bad_target(source: Path, args: list[str], message: str) -> None:

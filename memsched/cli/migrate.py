@@ -36,6 +36,12 @@ def migrate(
         False, "--dry-run", help="Compare both sides and say what would be copied; write no rows."
     ),
     batch_size: int = typer.Option(1000, "--batch-size", min=1, help="Rows per committed batch."),
+    build_memory: str = typer.Option(
+        "1GB",
+        "--build-memory",
+        help="maintenance_work_mem for the index builds after a copy into an empty database"
+        " (a PostgreSQL size; the vector indexes build far faster when their graph fits).",
+    ),
     as_json: bool = typer.Option(False, "--json", help="Print the summary as JSON."),
     home: Path | None = HomeOption,
     db: Path | None = DbOption,
@@ -68,7 +74,7 @@ def migrate(
             bar.update(tasks[table], completed=done if total else 1)  # type: ignore[arg-type]
 
         report = migrate_sqlite_to_postgres(
-            path, target, batch_size=batch_size, dry_run=dry_run, progress=progress
+            path, target, batch_size=batch_size, dry_run=dry_run, progress=progress, build_memory=build_memory
         )
     if as_json:
         console.print_json(json.dumps(report.as_dict()))

@@ -36,6 +36,7 @@ from __future__ import annotations
 
 import json
 import logging
+import re
 import sqlite3
 import time
 from collections.abc import Callable, Iterator, Sequence
@@ -256,6 +257,10 @@ def migrate_sqlite_to_postgres(
     started = time.perf_counter()
     if not is_database_url(target_url):
         raise InputError(f"--to must be a postgresql:// URL, got {target_url!r}")
+    if not re.fullmatch(r"[1-9][0-9]*\s*(kB|MB|GB|TB)", build_memory.strip()):
+        raise InputError(
+            f"--build-memory must be a PostgreSQL size such as 1GB or 512MB, got {build_memory!r}"
+        )
     path = Path(source).expanduser()
     if not path.is_file():
         raise InputError(f"no SQLite database at {path}: name one with --from (or --home / --db)")
