@@ -58,13 +58,31 @@ def _side(path: Path, what: str) -> Path:
 class Members:
     """Which turns a graph covers: one graph node per distinct vector (a text said again, one
     vector for many turns, would fill HNSW neighbour lists with copies at distance 0 and cut the
-    graph apart), keyed by the oldest turn with it; `turns[i]` has the vector of node `reps[i]`."""
+    graph apart), keyed by the oldest turn with it; `turns[i]` has the vector of node `reps[i]`.
+
+    Kept in two orders (by turn for lookups, by node for expansion). The worker writes both to the
+    members file (`rows()`), so a query process opens a big user's graph with the file memory-mapped
+    (`from_rows`) instead of sorting every turn id of their history on the query path."""
 
     def __init__(self, turns: np.ndarray, reps: np.ndarray) -> None:
         order = np.argsort(turns, kind="stable")
         self.turns, self.reps = turns[order], reps[order]  # by turn id: lookups
         by_rep = np.lexsort((turns, reps))
         self._rep_sorted, self._turns_by_rep = reps[by_rep], turns[by_rep]  # by node: expansion
+
+    @classmethod
+    def from_rows(cls, rows: np.ndarray) -> Members:
+        """From `rows()` as saved (4 rows, already in both orders: nothing is sorted), or from the
+        2-row files of earlier versions (turns, reps: sorted here)."""
+        if rows.shape[0] == 2:
+            return cls(np.asarray(rows[0]), np.asarray(rows[1]))
+        out = cls.__new__(cls)
+        out.turns, out.reps, out._rep_sorted, out._turns_by_rep = rows[0], rows[1], rows[2], rows[3]
+        return out
+
+    def rows(self) -> np.ndarray:
+        """Turns and nodes by turn, then nodes and turns by node: what `from_rows` reads back."""
+        return np.vstack([self.turns, self.reps, self._rep_sorted, self._turns_by_rep])
 
     def __len__(self) -> int:
         return len(self.turns)
@@ -103,12 +121,13 @@ def open_graph(path: Path) -> tuple[Any, int, tuple[int, int], Members] | None:
             meta = json.loads(_side(path, "version").read_text())
             stamp = path.stat().st_mtime_ns
             graph = index_class.restore(str(path), view=True)
-            pairs = np.load(_side(path, "members.npy"))
+            # memory-mapped: pages of it are read when a search touches them
+            pairs = np.load(_side(path, "members.npy"), mmap_mode="r")
         except (FileNotFoundError, RuntimeError, ValueError, OSError):
             return None
         if graph is not None and len(graph) == meta["nodes"] and pairs.shape[1] == meta["turns"]:
             version = (int(meta["version"][0]), int(meta["version"][1]))
-            return graph, stamp, version, Members(pairs[0], pairs[1])
+            return graph, stamp, version, Members.from_rows(pairs)
     return None
 
 
@@ -154,6 +173,8 @@ def update_graph(
         ~members.covers(ids) if members is not None and index is not None else np.ones(len(ids), dtype=bool)
     )
     if index is not None and int(fresh.sum()) < ANN_UPDATE_EVERY:
+        if members is not None and not isinstance(members.turns, np.memmap):
+            _save_members(path, members)  # an earlier version's file: in both orders from now on
         return 0
     if index is None:
         index = Index(ndim=matrix.shape[1], metric="cos", dtype=ANN_DTYPE, expansion_add=ANN_EXPANSION_ADD)
@@ -173,10 +194,7 @@ def update_graph(
     turns = np.concatenate([members.turns, new_ids]) if members is not None else new_ids
     all_reps = np.concatenate([members.reps, reps]) if members is not None else reps
     path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f"{path.name}.{os.getpid()}.{threading.get_ident()}.tmp")
-    with open(tmp, "wb") as f:
-        np.save(f, np.vstack([turns, all_reps]))
-    os.replace(tmp, _side(path, "members.npy"))
+    tmp = _save_members(path, Members(turns, all_reps))
     index.save(str(tmp))
     os.replace(tmp, path)
     meta = {"version": list(version), "nodes": len(index), "turns": len(turns)}
@@ -186,6 +204,16 @@ def update_graph(
         drop_graph(path)
         return 0
     return len(new_ids)
+
+
+def _save_members(path: Path, members: Members) -> Path:
+    """Write the members file of the graph at `path` aside and rename it over the old one (a reader
+    keeps its mapping of the old file). Returns the scratch path, free again."""
+    tmp = path.with_name(f"{path.name}.{os.getpid()}.{threading.get_ident()}.tmp")
+    with open(tmp, "wb") as f:
+        np.save(f, members.rows())
+    os.replace(tmp, _side(path, "members.npy"))
+    return tmp
 
 
 def graph_generation(path: Path) -> str:

@@ -1,12 +1,14 @@
 from __future__ import annotations
 
+import os
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
 from memsched.embed.base import normalize
 from memsched.store import Store
-from memsched.vectors import VectorIndex, graph_generation, open_graph, update_graph, usearch_index
+from memsched.vectors import Members, VectorIndex, graph_generation, open_graph, update_graph, usearch_index
 
 
 def _data(n: int, dim: int = 16) -> tuple[np.ndarray, np.ndarray]:
@@ -70,6 +72,45 @@ def test_turns_sharing_a_vector_share_a_node_and_all_come_back(tmp_path: Path) -
     hits = index.search(m[5], 11)
     assert [h.turn_id for h in hits] == [6, *range(101, 111)]
     assert index.vectors([105]).shape == (1, 16) and np.allclose(index.vectors([105])[0], m[5], atol=1e-3)
+
+
+def test_members_open_memory_mapped_in_both_orders_and_old_files_still_open(tmp_path: Path) -> None:
+    """The worker writes a graph's members in both orders; a query process maps the file instead of
+    sorting a big user's turn ids, and gets what sorting gives. A 2-row file (earlier versions) is
+    sorted on open and searches the same."""
+    ids, m = _data(400, dim=16)
+    m[100:110] = m[5]
+    shuffled = np.random.default_rng(1).permutation(len(ids))
+    path = tmp_path / "g.usearch"
+    assert update_graph(path, ids[shuffled], m[shuffled], (1, 1), "", threshold=100) == 400
+    opened = open_graph(path)
+    assert opened is not None
+    members = opened[3]
+    assert isinstance(members.turns, np.memmap)
+    assert np.array_equal(members.turns, ids) and np.array_equal(
+        members.rows(), Members(ids, members.reps).rows()
+    )
+    expected = [h.turn_id for h in _attached(opened).search(m[5], 11)]
+    assert expected == [6, *range(101, 111)]
+    # an earlier version's 2-row members file (written aside and renamed, as the worker does: the
+    # open graph's mapping of the old file stays valid)
+    np.save(tmp_path / "old.npy", np.vstack([members.turns[::-1], members.reps[::-1]]))
+    os.replace(tmp_path / "old.npy", tmp_path / "g.usearch.members.npy")
+    old = open_graph(path)
+    assert old is not None and not isinstance(old[3].turns, np.memmap)
+    assert np.array_equal(old[3].rows(), members.rows())
+    assert [h.turn_id for h in _attached(old).search(m[5], 11)] == expected
+    # the worker's next look (nothing new to add) writes it in both orders
+    assert update_graph(path, ids, m, (1, 1), "", threshold=100) == 0
+    again = open_graph(path)
+    assert again is not None and isinstance(again[3].turns, np.memmap)
+    assert np.array_equal(again[3].rows(), members.rows())
+
+
+def _attached(opened: tuple[Any, int, tuple[int, int], Members]) -> VectorIndex:
+    index = VectorIndex(ann_threshold=100)
+    index.attach_graph(opened[0], opened[1], opened[3])
+    return index
 
 
 def test_update_graph_extends_rebuilds_and_respects_forgets(tmp_path: Path) -> None:
