@@ -281,6 +281,50 @@ def load_checkpoints(home: Path, totals: Sequence[int], per_user: int) -> None:
     loader.close()
 
 
+def load_one_checkpoints(home: Path, singles: Sequence[int]) -> None:
+    """The one user grown to each of `singles` turns (stand-in vectors, and the worker's graph step),
+    with a copy of the store and its graphs kept at each (`HOME/one-<n>/`) for `--from-checkpoints`."""
+    import shutil
+    import sqlite3
+
+    loader, _ = open_pair(home / "one", None, measured=False)
+    have = loader.store.turn_count("solo") if "solo" in loader.store.users() else 0
+    for n in singles:
+        done = home / f"one-{n}" / "memsched.db"
+        if done.exists():
+            continue
+        if n < have:
+            raise SystemExit(f"{home / 'one'} already holds {have} turns: cannot keep a copy at {n}")
+        turns = list(history(HistorySpec("solo", n)))[have:]
+        t0 = time.perf_counter()
+        for i in range(0, len(turns), 5000):
+            loader.add_many(turns[i : i + 5000], index=False)
+        store_s = time.perf_counter() - t0
+        t0 = time.perf_counter()
+        loader.index("solo")
+        index_s = time.perf_counter() - t0
+        have = n
+        done.parent.mkdir(parents=True, exist_ok=True)
+        part = done.with_suffix(".part")
+        dst = sqlite3.connect(part)
+        src = sqlite3.connect(loader.config.db_path)
+        src.backup(dst)
+        src.close()
+        dst.close()
+        graphs = Path(f"{loader.config.db_path}.graphs")
+        if graphs.exists():
+            shutil.copytree(graphs, Path(f"{done}.graphs"), dirs_exist_ok=True)
+        part.rename(done)
+        row = {
+            "user_turns": n,
+            "store_turns_per_s": round(len(turns) / max(store_s, 1e-9)),
+            "index_and_graph_s": round(index_s, 1),
+            "load_avg": round(os.getloadavg()[0], 2),
+        }
+        print(json.dumps(row), file=sys.stderr, flush=True)
+    loader.close()
+
+
 def copy_checkpoint(db: Path, database_url: str, vector_indexes: bool) -> dict[str, float]:
     """Bulk-copy a kept checkpoint (`load_checkpoints`) into an empty PostgreSQL database;
     without `vector_indexes` the HNSW indexes are left unbuilt (`--no-hnsw`)."""
@@ -350,11 +394,15 @@ def main() -> None:
         }
         kept = Path(args.checkpoints) if args.checkpoints else home
         if args.load_only:
-            load_checkpoints(kept, totals, args.per_user)
+            if totals:
+                load_checkpoints(kept, totals, args.per_user)
+            if singles:
+                load_one_checkpoints(kept, singles)
             return
         loader: Memory | None
         if args.from_checkpoints:
-            loader, memory = None, open_measured(kept / f"many-{totals[0]}", None)
+            first = f"many-{totals[0]}" if totals else f"one-{singles[0]}"
+            loader, memory = None, open_measured(kept / first, None)
         else:
             loader, memory = open_pair(home / "many", args.database_url)
         assert memory is not None
@@ -394,7 +442,27 @@ def main() -> None:
             loader.close()
         memory.close()
 
-        if singles:
+        if singles and args.from_checkpoints:
+            rows = []
+            for n in singles:
+                bulk = {}
+                if server is not None:
+                    one_url = server.database()
+                    bulk = copy_checkpoint(kept / f"one-{n}" / "memsched.db", one_url, vector_indexes=True)
+                    memory = open_measured(home / "one", one_url)
+                else:
+                    memory = open_measured(kept / f"one-{n}", None)  # its graphs beside it
+                warm_up(memory)
+                memory.context("solo", QUESTIONS[0], budget=args.budget)
+                row = {"user_turns": n, "checkpoint": True, "bulk": bulk}
+                row.update(measure(memory, ["solo"], args.queries, args.budget, seed=n))
+                rows.append(row)
+                print(json.dumps(row), file=sys.stderr, flush=True)
+                memory.close()
+            result["one_user"] = rows
+            if rows:
+                result["one_user_p99_growth"] = growth(rows)
+        elif singles:
             loader, measured = open_pair(home / "one", one_url)
             assert measured is not None
             memory = measured
