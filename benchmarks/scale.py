@@ -110,6 +110,22 @@ class ServerCPU:
                 total += int(fields[11]) + int(fields[12])
         return total / self.tick
 
+    def pss_mb(self) -> float:
+        """Proportional set size of the local PostgreSQL (postmaster and backends; shared buffers
+        counted once across them), in MB."""
+        total = 0
+        for status in Path("/proc").glob("[0-9]*/stat"):
+            try:
+                fields = status.read_text().rsplit(")", 1)[1].split()
+                if not (int(fields[1]) == self.pid or status.parent.name == str(self.pid)):
+                    continue
+                for line in (status.parent / "smaps_rollup").read_text().splitlines():
+                    if line.startswith("Pss:"):
+                        total += int(line.split()[1])
+            except OSError:
+                continue
+        return total / 1024
+
 
 SERVER_CPU = ServerCPU(None)
 
@@ -190,6 +206,8 @@ def measure(memory: Memory, users: Sequence[str], queries: int, budget: int, see
     gc.collect()
     rss, peak = rss_mb()
     out.update(rss_mb=round(rss), peak_rss_mb=round(peak), load_avg=round(os.getloadavg()[0], 2))
+    if SERVER_CPU.pid:
+        out["postgres_pss_mb"] = round(SERVER_CPU.pss_mb())
     return out
 
 

@@ -230,6 +230,40 @@ def test_full_copy_equals_the_source(source: Path, target: str) -> None:
         dst.close()
 
 
+@pytest.mark.parametrize(
+    "text",
+    [
+        *LINES,
+        "晚饭吃了番茄炒蛋, then a café crème at 7:30 — naïve Übermensch!!",
+        "user: 上周我们在 Lisbon 吃了 pastel de nata, it's 2024-10-15 (Tuesday)",
+        "  spaces\tand\nnewlines   everywhere  ",
+        "x " * 300 + "supercalifragilisticexpialidocious" * 3,
+    ],
+)
+def test_a_tsvector_from_sqlites_index_text_is_the_one_from_segmenting(text: str) -> None:
+    from memsched.store.postgres_base import tsvector_literal, tsvector_of_index_text
+    from memsched.text.segment import index_text
+
+    assert tsvector_of_index_text(index_text(text), "u") == tsvector_literal(text, "u")
+
+
+def test_the_copy_indexes_turns_from_sqlites_full_text_rows(source: Path, target: str) -> None:
+    """The tsvector of a copied turn is made from what SQLite's full-text index holds for it (not
+    segmented again): a word only that index has is found on PostgreSQL too."""
+    db = sqlite3.connect(source)
+    (tid,) = db.execute("SELECT min(id) FROM turns WHERE user_id = 'u'").fetchone()
+    (body,) = db.execute("SELECT body FROM turns_fts WHERE rowid = ?", (tid,)).fetchone()
+    db.execute("UPDATE turns_fts SET body = ? WHERE rowid = ?", (body + " zebracorn", tid))
+    db.commit()
+    db.close()
+    migrate_sqlite_to_postgres(source, target)
+    dst = PostgresStore(target)
+    try:
+        assert [h.turn_id for h in dst.search_bm25("u", "zebracorn")] == [tid]
+    finally:
+        dst.close()
+
+
 def test_a_copy_without_vector_indexes_leaves_them_to_the_store(source: Path, target: str) -> None:
     """`vector_indexes=False` (a benchmark's bulk load) copies every row but builds no HNSW index;
     the store builds a model's index when that model's next vectors arrive."""

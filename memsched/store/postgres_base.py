@@ -161,8 +161,18 @@ def user_tag(user_id: str) -> str:
 
 def tsvector_literal(text: str, user_id: str) -> tuple[str, int]:
     """(tsvector input with positions, number of lexemes = the document length for BM25)."""
+    return _tsvector(lexemes(text), user_id)
+
+
+def tsvector_of_index_text(body: str, user_id: str) -> tuple[str, int]:
+    """`tsvector_literal` of a text from what SQLite's full-text index holds for it (`index_text`:
+    its terms joined by spaces), without segmenting it again. The same result: a lexeme never
+    spans a space, so the terms' lexemes are those of the space-separated pieces, in order."""
+    return _tsvector([lex for piece in body.split() for lex in _lexemes_of_term(piece)], user_id)
+
+
+def _tsvector(lex: list[str], user_id: str) -> tuple[str, int]:
     positions: dict[str, list[int]] = {}
-    lex = lexemes(text)
     for i, lexeme in enumerate(lex, start=1):
         positions.setdefault(lexeme, []).append(min(i, _MAX_POSITION))
     positions.pop(user_tag(user_id), None)
