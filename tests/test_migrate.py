@@ -334,6 +334,13 @@ def test_a_bulk_copy_builds_every_index_the_schema_has(source: Path, target: str
     dst = PostgresStore(target)
     try:
         assert index_defs(dst) == expected
+        # vacuumed and analysed after the load
+        vacuumed = raw_sql(
+            dst,
+            "SELECT count(*) FROM pg_stat_user_tables WHERE relname IN ('turns', 'embeddings')"
+            " AND last_vacuum IS NOT NULL AND last_analyze IS NOT NULL",
+        )
+        assert vacuumed[0][0] == 2
         marker = raw_sql(dst, "SELECT value FROM meta WHERE key = ?", (PROGRESS_KEY,))[0][0]
         assert '"complete": true' in marker and "dropped_indexes" not in marker
     finally:

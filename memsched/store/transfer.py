@@ -25,7 +25,8 @@ as queued with no lease: its worker is gone, and a PostgreSQL worker runs it aga
   (those backing no constraint: the GIN full-text indexes, the by-user B-trees) are dropped first and
   built once after the rows, with `maintenance_work_mem` raised to `build_memory` for those builds and
   the HNSW ones (pgvector builds a graph several times faster when it fits that memory); rows of a
-  table that was empty are COPYed without looking for them in the target first. Primary keys and
+  table that was empty are COPYed without looking for them in the target first, and the tables are
+  vacuumed and analysed at the end. Primary keys and
   foreign keys stay, so the copy is checked as before. The dropped definitions are kept in the
   progress marker: an interrupted copy that raises rebuilds them before it returns, and one killed
   outright rebuilds them when it is resumed (`memsched migrate` again): until then the target
@@ -318,6 +319,8 @@ def migrate_sqlite_to_postgres(
             _build_indexes(target, dropped, build_memory)
             _finish(src, target, vector_indexes, build_memory)
             _write_marker(target, {"source": str(path), "complete": True, "tables": {}})
+            if dropped:
+                _vacuum_analyze(target_url)
     finally:
         src.close()
         target.close()
@@ -399,6 +402,17 @@ def _drop_secondary_indexes(target: Any, source: str) -> list[list[str]]:
             target, {"source": source, "complete": False, "tables": {}, "dropped_indexes": dropped}, tx
         )
     return dropped
+
+
+def _vacuum_analyze(target_url: str) -> None:
+    """VACUUM (ANALYZE) the copied tables after a bulk load: the planner gets statistics for the new
+    rows, the visibility map is set (index-only scans), and autovacuum does not start on every
+    table under the first requests (the PostgreSQL manual's advice after populating a database)."""
+    import psycopg
+
+    with psycopg.connect(target_url, autocommit=True) as conn:
+        for table in TABLES:
+            conn.execute(f"VACUUM (ANALYZE) {table.name}")
 
 
 def _build_indexes(target: Any, dropped: list[list[str]], build_memory: str) -> None:
