@@ -165,3 +165,17 @@ def write_locomo(path: Path) -> Path:
 @pytest.fixture
 def locomo_file(tmp_path: Path) -> Path:
     return write_locomo(tmp_path / "locomo.json")
+
+
+def default_strategy_only(path: Path) -> Path:
+    """A strategy table (MEMSCHED_STRATEGIES) holding only the default strategy of the shipped one,
+    written to `path`: for tests of paging that must not depend on the hour they run at (from 23:00
+    to 05:00 UTC the late-night strategies give the bookmark index no room)."""
+    import memsched
+
+    shipped = (Path(memsched.__file__).parent / "strategies.toml").read_text(encoding="utf-8")
+    last = shipped.rindex("[[strategy]]")
+    assert "when = {}" in shipped[last:], "the shipped table ends with its default strategy"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(shipped[last:], encoding="utf-8")
+    return path

@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from conftest import default_strategy_only
 from typer.testing import CliRunner
 
 from memsched.bookmarks import generate_bookmarks
@@ -95,6 +96,8 @@ def test_chat_side_line_names_the_pages_the_model_recalled(
     table.write_text("[[strategy]]".join([head, *(b for b in blocks if "late_night" not in b)]), "utf-8")
     monkeypatch.setenv("MEMSCHED_STRATEGIES", str(table))
     monkeypatch.setenv("MEMSCHED_PAGING_MODE", "both")
+    # the default strategy whatever the hour (the late-night ones give the bookmark index no room)
+    monkeypatch.setenv("MEMSCHED_STRATEGIES", str(default_strategy_only(isolated_env / "strategies.toml")))
     monkeypatch.setenv("MEMSCHED_PAGE_SIZE", "2")
     monkeypatch.setenv("MEMSCHED_BUDGET", "600")
     _history(isolated_env)

@@ -21,6 +21,7 @@ from typing import Any
 import httpx
 import openai
 import pytest
+from conftest import default_strategy_only
 
 import memsched
 from memsched.config import Config
@@ -459,7 +460,11 @@ def _seed_pages(base: str, user: str = "bob") -> list[int]:
 
 @pytest.fixture
 def paging_server(tmp_path: Path, fake: FakeOpenAI, helper: FakeOpenAI) -> Iterator[str]:
-    with _serve(tmp_path, fake, helper, paging_mode="tools", page_size=4, budget=400) as base:
+    # the default strategy whatever the hour (the late-night ones give the bookmark index no room)
+    strategies = default_strategy_only(tmp_path / "strategies.toml")
+    with _serve(
+        tmp_path, fake, helper, paging_mode="tools", page_size=4, budget=400, strategies=strategies
+    ) as base:
         yield base
 
 
@@ -538,7 +543,10 @@ def test_recall_loop_is_answered_invisibly(paging_server: str, fake: FakeOpenAI,
 
 @pytest.mark.parametrize("mode", ["tools", "both"])
 def test_recall_rounds_are_bounded(tmp_path: Path, fake: FakeOpenAI, helper: FakeOpenAI, mode: str) -> None:
-    with _serve(tmp_path, fake, helper, paging_mode=mode, page_size=4, budget=400) as base:
+    strategies = default_strategy_only(tmp_path / "strategies.toml")  # whatever the hour
+    with _serve(
+        tmp_path, fake, helper, paging_mode=mode, page_size=4, budget=400, strategies=strategies
+    ) as base:
         _check_bounded(base, fake)
 
 
