@@ -467,7 +467,13 @@ class Router:
             ):
                 prev = str(carried.previous_mode)
                 evidence["carried"][prev] = evidence["carried"].get(prev, 0.0) + w.previous_mode
-        if evidence["carried"]:
+        # The carried state changes how the message's own evidence counts (below) only when it could
+        # pull the mode on its own: a mild mood read from one uncued line (`UNCUED_MOOD_INTENSITY`:
+        # 1.2 x 0.15 = 0.18 < casual_bias) must not, or the prototypes' small leanings, freed from
+        # casual's evidence, tip neutral talk into that mode ("番茄炒蛋你会做吗" routed to the repair
+        # strategy after "你觉得三体人真的会来吗" was misread as mildly upset). It still adds its pull.
+        strong = max(evidence["carried"].values(), default=0.0) > w.casual_bias
+        if strong:
             # Casual is the absence of a mode, not evidence against one: the classifier and the
             # prototypes read "早安" or "morning." as casual (and as not conflict) because nothing in it
             # is emotional, which says nothing against the upset mood carried from last night. With
@@ -486,7 +492,7 @@ class Router:
         # ("那带点什么吃的好": prototypes +0.25 for comfort) must not slip past casual through it.
         eligible = (
             [m for m in MODES if m == "casual" or m == own_mode or m in evidence["carried"]]
-            if evidence["carried"]
+            if strong
             else MODES
         )
         mode = max(eligible, key=lambda m: (scores[m], -MODES.index(m)))

@@ -461,3 +461,42 @@ def test_with_carried_state_a_third_mode_needs_the_message_own_reading() -> None
     assert weak.mode == "casual", weak.reason
     # A carried mood strong enough still pulls the message to its own mode, never to comfort.
     assert router.decide_mode("今天吃什么", {}, carried=Carried("upset", 0.5), **kw).mode == "conflict"
+
+
+def test_a_weak_carried_mood_does_not_pull_neutral_talk_with_a_little_help() -> None:
+    """A user's walk-through (session 17): "你觉得三体人真的会来吗" misread as mildly upset (a mood no cue
+    word backs: 0.15, pull 0.18, below the casual bias), then "番茄炒蛋你会做吗" — read as casual by the
+    classifier — was routed as conflict, to the repair strategy: the carried-state clamp dropped the
+    classifier's casual evidence and the prototypes' small lean to conflict (+0.21 there) added to the
+    pull. Too weak to pull on its own, a carried mood must not change how the message's evidence counts."""
+    from memsched.classify import NgramBlock
+    from memsched.router import UNCUED_MOOD_INTENSITY, Carried
+
+    char = NgramBlock.fit(["番茄"], "char")
+    word = NgramBlock.fit(["egg"], "word")
+    coef = np.zeros((4, len(char.vocab) + len(word.vocab) + 4))
+    coef[0, char.vocab["番"]] = 3.0  # the classifier reads it as casual
+    clf = ModeClassifier(
+        char=char,
+        word=word,
+        dense_blocks=[("cues", 4, None)],
+        coef=coef,
+        intercept=np.zeros(4),
+        meta={"weight": 1.0},
+    )
+
+    class LeansConflict:  # the prototypes lean a little to the carried mood's mode
+        def similarities(self, *args: Any) -> dict[str, float]:
+            return {"casual": 0.0, "conflict": 0.05, "comfort": 0.0, "intimacy": 0.0}
+
+    router = Router(cues={}, classifier=clf, prototypes=LeansConflict())  # type: ignore[arg-type]
+
+    class Stub:
+        model_id = "stub"
+
+    kw: dict[str, Any] = {"vectors": {"x": np.zeros(3)}, "embedders": {"x": Stub()}}
+    weak = router.decide_mode("番茄炒蛋你会做吗", {}, carried=Carried("upset", UNCUED_MOOD_INTENSITY), **kw)
+    assert weak.mode == "casual", weak.reason
+    # The same lean with a real argument behind it (last night's 0.5) still routes the message cold.
+    strong = router.decide_mode("番茄炒蛋你会做吗", {}, carried=Carried("upset", 0.5), **kw)
+    assert strong.mode == "conflict", strong.reason
