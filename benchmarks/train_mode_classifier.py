@@ -77,12 +77,15 @@ def folds(group_ids: Sequence[int], k: int = FOLDS) -> list[list[int]]:
     return [[i for i, g in enumerate(group_ids) if fold_of[g] == f] for f in range(k)]
 
 
-def features(memory: Memory, rows: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
-    """What the router gets for each message in a turn: vectors by embedder name, cue counts."""
+def features(
+    memory: Memory, rows: Sequence[dict[str, Any]], vectors: Sequence[Any] | None = None
+) -> list[dict[str, Any]]:
+    """What the router gets for each message in a turn: vectors by embedder name (`vectors`, when the
+    caller has embedded the rows already), cue counts."""
     router = Router()
     out = []
-    for r in rows:
-        vecs = memory.retriever.embed_query(r["text"])
+    for i, r in enumerate(rows):
+        vecs = vectors[i] if vectors is not None else memory.retriever.embed_query(r["text"])
         cues = {m: len(v) for m, v in router.mode_cues(r["text"]).items()}
         out.append({"vectors": vecs, "cues": cues})
     return out
