@@ -846,42 +846,38 @@ class Pager:
         if opts.terms and term_vectors is not None:
             soft_job = _soft_executor().submit(self._timed_soft_layer, user_id, query, exclude, term_vectors)
         # One search at the deeper k; the base ranking is the same hits cut at turn_k, fused again.
-        # With the soft layer on, the turn layers are fused once, together with its hits.
+        # With the soft layer on, the turn layers are fused together with its hits.
+        deep_k = max(opts.deep_k, opts.turn_k)
         wide = self.retriever.retrieve(
             user_id,
             query,
-            k=max(opts.deep_k, opts.turn_k),
+            k=deep_k,
             exclude=exclude,
             query_vectors=qvecs,
             expand=False,
             lexical_query=lexical,
-            fuse=soft_job is None,
-            reasons=False,  # only the wide candidates' scores are read (`deep`)
+            fuse=False,
         )
         timings.update(wide.timings_ms)
+        layers_hits = wide.layers
         if soft_job is not None:
             t0 = time.perf_counter()
             soft, timings["terms_layer"] = soft_job.result()
             timings["terms"] = _ms(t0)  # what is left of the layer after the turn layers
-            wide = self.retriever.retrieve(
-                user_id,
-                query,
-                k=max(opts.deep_k, opts.turn_k),
-                exclude=exclude,
-                expand=False,
-                hits={**wide.layers, "terms": soft} if soft else wide.layers,
-                reasons=False,
-            )
-            timings["fuse"] = wide.timings_ms["fuse"]
+            if soft:
+                layers_hits = {**layers_hits, "terms": soft}
+        deep: dict[int, float] = {}
+        t0 = time.perf_counter()
+        if opts.expand or opts.bookmarks:
+            # Only the deep ranking's fused scores are read: no candidates are built for it.
+            deep = self.retriever.fused_scores(query, layers_hits, k=deep_k, exclude=exclude)
+        timings["fuse"] = _ms(t0)
         t0 = time.perf_counter()
         base = self.retriever.retrieve(
-            user_id, query, k=opts.turn_k, exclude=exclude, expand=False, hits=wide.layers
+            user_id, query, k=opts.turn_k, exclude=exclude, expand=False, hits=layers_hits
         )
         layers: dict[str, list[Hit]] = dict(base.layers)
         scores = {c.turn_id: c for c in base.candidates}
-        deep: dict[int, float] = {}
-        if opts.expand or opts.bookmarks:
-            deep = {c.turn_id: c.fused for c in wide.candidates}
         timings["deep"] = _ms(t0)
         meta = (
             self.store.turn_meta(user_id, list(set(scores) | set(deep)))

@@ -532,3 +532,23 @@ def test_the_speakers_next_turn_follows_a_head_turn(tmp_path: Path) -> None:
     for text in ("Wow, I have never seen one.", "The meteor shower was on the news too."):
         assert after[ids[text]].fused == pytest.approx(before[ids[text]].fused)
     mem.close()
+
+
+def test_the_deep_rankings_scores_are_the_fused_candidates_scores(tmp_path: Path) -> None:
+    """`Retriever.fused_scores` (the pager's deep ranking, no candidates built) scores, orders, cuts
+    and excludes exactly as the candidates of `retrieve(hits=...)` do, the soft layer's hits too."""
+    mem = build(tmp_path)
+    try:
+        retriever = mem.retriever
+        query = "Who owns the Alpha module, and where is the tea ceremony?"
+        layers = retriever.retrieve("u", query, k=8, expand=False, fuse=False).layers
+        assert {"bm25", "hash"} <= set(layers) and all(layers.values())
+        some = layers["bm25"][0].turn_id
+        layers = {**layers, "terms": [h for h in layers["hash"][::-1]]}  # another order, ranks kept
+        for k, exclude in ((8, set()), (3, {some}), (1, set())):
+            want = retriever.retrieve("u", query, k=k, expand=False, hits=layers, exclude=exclude)
+            got = retriever.fused_scores(query, layers, k=k, exclude=exclude)
+            assert list(got.items()) == [(c.turn_id, c.fused) for c in want.candidates]
+            assert some not in got or not exclude
+    finally:
+        mem.close()
