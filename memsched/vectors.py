@@ -352,7 +352,10 @@ class VectorIndex:
         # the stores' own search (`ORDER BY distance, turn id`), whichever tied rows argpartition took.
         near = np.flatnonzero(sims >= sims[top].min())
         top = near[np.lexsort((ids[near], -sims[near]))][:k]
-        return [Hit(turn_id=int(ids[i]), score=float(sims[i]), rank=r + 1) for r, i in enumerate(top)]
+        # tolist(): the same Python ints and floats as int()/float() of each element, in one call.
+        found_ids, found_sims = ids[top].tolist(), sims[top].tolist()
+        pairs = enumerate(zip(found_ids, found_sims, strict=True))
+        return [Hit(turn_id=t, score=s, rank=r + 1) for r, (t, s) in pairs]
 
     def vectors(self, turn_ids: Sequence[int]) -> np.ndarray:
         """The vectors of these turns (rows in index order; in graph mode the graph's copies)."""
