@@ -27,7 +27,7 @@ import re
 import threading
 import time
 from collections import Counter, OrderedDict
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any, Protocol
@@ -546,6 +546,9 @@ class Pager:
         self._questions: LRUCache[str, dict[int, float]] = LRUCache(size)
         # turn id -> estimated tokens of its line, per user, filled by the same read (`_per_token`).
         self._lengths: LRUCache[str, dict[int, float]] = LRUCache(size)
+        # turn id -> (page id, session id, seq, speaker label), per user: none of it changes after
+        # the turn is stored, so a ranking reads only turns it has not seen (`_turn_meta`).
+        self._meta: LRUCache[str, dict[int, tuple[int, str, int, str]]] = LRUCache(size)
         # user -> which of the user's turns use each term (the soft-term layer's candidates), within
         # a quarter of the vector cache's bytes (a 10k-turn user's postings take ~2 MB).
         self._postings: LRUCache[str, TermPostings] = LRUCache(
@@ -561,6 +564,7 @@ class Pager:
         other._vocab = self._vocab
         other._questions = self._questions
         other._lengths = self._lengths
+        other._meta = self._meta
         other._postings = self._postings
         return other
 
@@ -573,6 +577,7 @@ class Pager:
             self._speakers.pop(user_id)
             self._questions.pop(user_id)
             self._lengths.pop(user_id)
+            self._meta.pop(user_id)
             self._postings.pop(user_id)
             for key in [k for k in self._vectors if k[0] == user_id]:
                 self._vectors.pop(key)
@@ -879,11 +884,7 @@ class Pager:
         layers: dict[str, list[Hit]] = dict(base.layers)
         scores = {c.turn_id: c for c in base.candidates}
         timings["deep"] = _ms(t0)
-        meta = (
-            self.store.turn_meta(user_id, list(set(scores) | set(deep)))
-            if (deep or opts.entity_focus)
-            else {}
-        )
+        meta = self._turn_meta(user_id, set(scores) | set(deep)) if (deep or opts.entity_focus) else {}
 
         # Entity focus: a query about exactly one speaker prefers what that speaker said.
         focus: str | None = None
@@ -947,7 +948,7 @@ class Pager:
                         added = [t for t in tids if t not in deep and t not in exclude]
                         for t in added:
                             deep[t] = level
-                        meta.update(self.store.turn_meta(user_id, added))
+                        meta.update(self._turn_meta(user_id, added))
             if opts.multihop and matched and opts.graph_weight > 0:
                 for key, strength in graph_neighbours(index, matched):
                     for bid in index.by_terms.get(key, set()):
@@ -1074,6 +1075,26 @@ class Pager:
                 shares.update(fresh)
                 lengths.update(sizes)
         return shares, lengths
+
+    def _turn_meta(self, user_id: str, ids: Iterable[int]) -> dict[int, tuple[int, str, int, str]]:
+        """`store.turn_meta` (ids ascending; turns not found left out) through a per-user cache: the
+        deep ranking looks up ~500 turns a query, most of them seen by the queries before."""
+        wanted = sorted(set(ids))
+        with self._lock:
+            known = self._meta.get(user_id)
+            if known is None:
+                known = {}
+                self._meta.put(user_id, known)
+        missing = [tid for tid in wanted if tid not in known]
+        if missing:
+            fresh = self.store.turn_meta(user_id, missing)
+            with self._lock:
+                if len(known) > _QUESTION_CACHE_TURNS:
+                    known.clear()
+                known.update(fresh)
+        else:
+            fresh = {}
+        return {tid: m for tid in wanted if (m := known.get(tid, fresh.get(tid))) is not None}
 
     def _penalise_questions(self, user_id: str, ranked: list[Candidate]) -> list[Candidate]:
         """The head re-scored by how much of each turn is questions (`question_share`), re-sorted;

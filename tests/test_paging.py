@@ -5,7 +5,7 @@ graph, and the cooperative layer's skips (confidence, session cache, query patte
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
@@ -550,5 +550,35 @@ def test_the_deep_rankings_scores_are_the_fused_candidates_scores(tmp_path: Path
             got = retriever.fused_scores(query, layers, k=k, exclude=exclude)
             assert list(got.items()) == [(c.turn_id, c.fused) for c in want.candidates]
             assert some not in got or not exclude
+    finally:
+        mem.close()
+
+
+def test_the_pagers_turn_facts_cache_reads_only_new_turns_and_forgets_deleted_ones(tmp_path: Path) -> None:
+    """`Pager._turn_meta` answers as `store.turn_meta` does (unknown ids left out; ids ascending),
+    reads the store only for turns it has not seen, and a delete drops what it held."""
+    mem = build(tmp_path)
+    try:
+        pager, store = mem.pager, mem.store
+        ids = [t.id for t in store.session_turns("u", "s1") + store.session_turns("u", "s2") if t.id]
+        assert len(ids) == 8
+        first = pager._turn_meta("u", [*reversed(ids[:5]), 10_000])
+        assert first == store.turn_meta("u", ids[:5]) and list(first) == sorted(ids[:5])
+        seen: list[int] = []
+        real = store.turn_meta
+
+        def counting(user_id: str, turn_ids: Sequence[int]) -> dict[int, tuple[int, str, int, str]]:
+            seen.extend(turn_ids)
+            return real(user_id, turn_ids)
+
+        store.turn_meta = counting  # type: ignore[method-assign]
+        try:
+            both = pager._turn_meta("u", set(ids))
+        finally:
+            del store.turn_meta
+        assert sorted(seen) == ids[5:]  # only the turns not seen before
+        assert both == store.turn_meta("u", ids) and list(both) == sorted(ids)
+        mem.delete_turns("u", [ids[0]])
+        assert ids[0] not in pager._turn_meta("u", ids)
     finally:
         mem.close()
