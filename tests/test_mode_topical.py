@@ -117,15 +117,15 @@ def _modes(texts: list[str], tmp_path: Path) -> list[str]:
 def test_neutral_topical_chatter_is_casual_above_a_floor(tmp_path: Path) -> None:
     """The classifier shipped before session 16 (fitted on 2144 lines of companion talk) read 17 of
     these 28 as casual (Chinese 7 of 14, English 10 of 14); the one fitted with the topical lines
-    reads 23 (10 and 13; BENCHMARKS.md, "Conversation mode (issue 7)"). Floors: 22 in all, 9 in
-    Chinese, 12 in English, and "我叫什么？" / "What's my name?" right. Still misread by the message
-    alone: "章北海的选择你怎么看" (intimacy), "罗辑作为面壁者的计划真的很聪明" (comfort), which the
-    walk-through reported."""
+    reads 23 (10 and 13), session 17's 24 (11 and 13; BENCHMARKS.md, "Conversation mode (issue 7)").
+    Floors: 23 in all, 10 in Chinese, 12 in English, and "我叫什么？" / "What's my name?" right. Still
+    misread by the message alone: "章北海的选择你怎么看" (intimacy), "罗辑作为面壁者的计划真的很聪明",
+    "叶文洁为什么要回复三体人的信号", "Where am I from again?" (comfort)."""
     got = _modes(TOPICAL, tmp_path)
     right = [g == "casual" for g in got]
     wrong = [(t, g) for t, g in zip(TOPICAL, got, strict=True) if g != "casual"]
-    assert sum(right) >= 22, wrong
-    assert sum(right[:14]) >= 9 and sum(right[14:]) >= 12, wrong
+    assert sum(right) >= 23, wrong
+    assert sum(right[:14]) >= 10 and sum(right[14:]) >= 12, wrong
     assert right[1] and right[14], wrong  # "我叫什么？", "What's my name?"
 
 
