@@ -30,7 +30,7 @@ MORNING = datetime(2024, 10, 15, 8, 0, tzinfo=SH)
 # A terse reply the P0 router reads as casual (nothing in the words is upset; the learned classifier
 # reads open sarcasm such as "Fine. Do what you want." as conflict by now), which the LLM, reading
 # the night's exchange, labels conflict.
-SARCASM = {"zh": ("嗯，知道了。", "早安。"), "en": ("Got it.", "Good morning.")}
+SARCASM = {"zh": ("嗯，知道了。", "早安。"), "en": ("Okay then.", "Good morning.")}
 CONFLICT = '{"mode": "conflict", "mood": "upset", "intensity": 0.8, "cause": "feels ignored"}'
 
 
