@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -167,15 +168,18 @@ def locomo_file(tmp_path: Path) -> Path:
     return write_locomo(tmp_path / "locomo.json")
 
 
-def default_strategy_only(path: Path) -> Path:
-    """A strategy table (MEMSCHED_STRATEGIES) holding only the default strategy of the shipped one,
-    written to `path`: for tests of paging that must not depend on the hour they run at (from 23:00
-    to 05:00 UTC the late-night strategies give the bookmark index no room)."""
+def daytime_strategies(path: Path) -> Path:
+    """The shipped strategy table without its late-night strategies, written to `path` (for
+    MEMSCHED_STRATEGIES / `Config.strategies`): for tests that must not depend on the hour they run
+    at. A turn without a timestamp is at the real clock, and from 23:00 to 05:00 UTC the default late
+    window picks a late-night strategy, which gives the bookmark index no room."""
     import memsched
 
     shipped = (Path(memsched.__file__).parent / "strategies.toml").read_text(encoding="utf-8")
-    last = shipped.rindex("[[strategy]]")
-    assert "when = {}" in shipped[last:], "the shipped table ends with its default strategy"
+    head, *blocks = shipped.split("[[strategy]]")
+    late = re.compile(r'^when = \{[^\n]*(?<!not_)signals = \[[^\]]*"late_night"', re.M)
+    kept = [b for b in blocks if not late.search(b)]
+    assert len(kept) < len(blocks), "the shipped table has late-night strategies"
     path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(shipped[last:], encoding="utf-8")
+    path.write_text(head + "".join("[[strategy]]" + b for b in kept), encoding="utf-8")
     return path

@@ -5,12 +5,11 @@ from __future__ import annotations
 import json
 import re
 from datetime import UTC, datetime
-from importlib import resources
 from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import default_strategy_only
+from conftest import daytime_strategies
 from typer.testing import CliRunner
 
 from memsched.bookmarks import generate_bookmarks
@@ -87,17 +86,11 @@ def test_chat_side_line_names_the_pages_the_model_recalled(
     upstream_env: FakeOpenAI, isolated_env: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """Paging mode `both`: the model calls `recall` on a page of the bookmark index, then answers."""
-    # `memsched chat` sends no timestamp: the turn is at the real clock, and from 23:00 to 05:00 the
-    # default late window picks a late-night strategy, which loads no bookmark pages. This test is
-    # about the side line, not the hour: the shipped table without its late-night strategies.
-    shipped = resources.files("memsched").joinpath("strategies.toml").read_text("utf-8")
-    head, *blocks = shipped.split("[[strategy]]")
-    table = isolated_env.parent / "strategies.toml"
-    table.write_text("[[strategy]]".join([head, *(b for b in blocks if "late_night" not in b)]), "utf-8")
-    monkeypatch.setenv("MEMSCHED_STRATEGIES", str(table))
     monkeypatch.setenv("MEMSCHED_PAGING_MODE", "both")
-    # the default strategy whatever the hour (the late-night ones give the bookmark index no room)
-    monkeypatch.setenv("MEMSCHED_STRATEGIES", str(default_strategy_only(isolated_env / "strategies.toml")))
+    # `memsched chat` sends no timestamp: the hour the suite runs at must not decide the strategy.
+    monkeypatch.setenv(
+        "MEMSCHED_STRATEGIES", str(daytime_strategies(isolated_env.parent / "strategies.toml"))
+    )
     monkeypatch.setenv("MEMSCHED_PAGE_SIZE", "2")
     monkeypatch.setenv("MEMSCHED_BUDGET", "600")
     _history(isolated_env)

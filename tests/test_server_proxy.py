@@ -21,9 +21,8 @@ from typing import Any
 import httpx
 import openai
 import pytest
-from conftest import default_strategy_only
+from conftest import daytime_strategies
 
-import memsched
 from memsched.config import Config
 from memsched.server.app import create_app
 from memsched.testing import Cut, Fail, FakeOpenAI, Hold, LiveServer
@@ -44,23 +43,9 @@ def helper() -> Iterator[FakeOpenAI]:
         yield f
 
 
-def _daytime_strategies(tmp_path: Path) -> Path:
-    """The shipped strategy table without the late-night strategies: from 23:00 UTC (the default
-    late window) they make a plain question 'caretaker', whose bookmark share is 0, so no page would
-    be offered and the paging tests here would depend on the wall clock."""
-    shipped = (Path(memsched.__file__).parent / "strategies.toml").read_text(encoding="utf-8")
-    head, *blocks = shipped.split("[[strategy]]")
-    late = re.compile(r'^when = \{[^\n]*(?<!not_)signals = \[[^\]]*"late_night"', re.M)
-    tmp_path.mkdir(parents=True, exist_ok=True)
-    table = tmp_path / "strategies.toml"
-    table.write_text(
-        head + "".join("[[strategy]]" + b for b in blocks if not late.search(b)), encoding="utf-8"
-    )
-    return table
-
-
 def _serve(tmp_path: Path, fake: FakeOpenAI, helper: FakeOpenAI, **overrides: Any) -> LiveServer:
-    overrides.setdefault("strategies", _daytime_strategies(tmp_path))
+    # Paging must not depend on the hour the suite runs at (late-night strategies load no pages).
+    overrides.setdefault("strategies", daytime_strategies(tmp_path / "strategies.toml"))
     cfg = Config.load(
         home=tmp_path / "srv",
         embedders="hash",
@@ -460,11 +445,7 @@ def _seed_pages(base: str, user: str = "bob") -> list[int]:
 
 @pytest.fixture
 def paging_server(tmp_path: Path, fake: FakeOpenAI, helper: FakeOpenAI) -> Iterator[str]:
-    # the default strategy whatever the hour (the late-night ones give the bookmark index no room)
-    strategies = default_strategy_only(tmp_path / "strategies.toml")
-    with _serve(
-        tmp_path, fake, helper, paging_mode="tools", page_size=4, budget=400, strategies=strategies
-    ) as base:
+    with _serve(tmp_path, fake, helper, paging_mode="tools", page_size=4, budget=400) as base:
         yield base
 
 
@@ -543,10 +524,7 @@ def test_recall_loop_is_answered_invisibly(paging_server: str, fake: FakeOpenAI,
 
 @pytest.mark.parametrize("mode", ["tools", "both"])
 def test_recall_rounds_are_bounded(tmp_path: Path, fake: FakeOpenAI, helper: FakeOpenAI, mode: str) -> None:
-    strategies = default_strategy_only(tmp_path / "strategies.toml")  # whatever the hour
-    with _serve(
-        tmp_path, fake, helper, paging_mode=mode, page_size=4, budget=400, strategies=strategies
-    ) as base:
+    with _serve(tmp_path, fake, helper, paging_mode=mode, page_size=4, budget=400) as base:
         _check_bounded(base, fake)
 
 
