@@ -426,17 +426,15 @@ def test_a_reading_no_cue_backs_does_not_carry_itself_through_the_session(tmp_pa
         )
 
 
-def test_with_carried_state_a_third_mode_needs_the_message_own_reading() -> None:
-    """A weak carried mood (0.15 upset: pull 0.18, below the casual bias) must not let a mode that one
-    source leans to weakly win because the carried-state clamp dropped casual's learned evidence."""
+def _leaning_router(casual_text: str, leans: dict[str, float]) -> tuple[Router, dict[str, Any]]:
+    """A lexicon-free router whose classifier reads `casual_text`'s first character as casual and
+    whose prototypes lean as `leans` says, with the `decide_mode` keywords that make them count."""
     from memsched.classify import NgramBlock
-    from memsched.router import Carried
 
-    char = NgramBlock.fit(["吃饭"], "char")
-    word = NgramBlock.fit(["eat"], "word")
-    n = len(char.vocab) + len(word.vocab) + 4
-    coef = np.zeros((4, n))
-    coef[0, char.vocab["吃"]] = 3.0  # the classifier reads it as casual
+    char = NgramBlock.fit([casual_text], "char")
+    word = NgramBlock.fit(["egg"], "word")
+    coef = np.zeros((4, len(char.vocab) + len(word.vocab) + 4))
+    coef[0, char.vocab[casual_text[0]]] = 3.0
     clf = ModeClassifier(
         char=char,
         word=word,
@@ -446,21 +444,27 @@ def test_with_carried_state_a_third_mode_needs_the_message_own_reading() -> None
         meta={"weight": 1.0},
     )
 
-    class LeansComfort:  # the prototypes lean to comfort a little
+    class Leaning:
         def similarities(self, *args: Any) -> dict[str, float]:
-            return {"casual": 0.0, "conflict": 0.0, "comfort": 0.07, "intimacy": 0.0}
-
-    router = Router(cues={}, classifier=clf, prototypes=LeansComfort())  # type: ignore[arg-type]
+            return {m: leans.get(m, 0.0) for m in MODES}
 
     class Stub:
         model_id = "stub"
 
-    kw: dict[str, Any] = {"vectors": {"x": np.zeros(3)}, "embedders": {"x": Stub()}}
+    router = Router(cues={}, classifier=clf, prototypes=Leaning())  # type: ignore[arg-type]
+    return router, {"vectors": {"x": np.zeros(3)}, "embedders": {"x": Stub()}}
+
+
+def test_with_carried_state_a_third_mode_needs_the_message_own_reading() -> None:
+    """A carried mood pulling to conflict must not let a mode that one source leans to weakly (the
+    prototypes to comfort, here) win because the carried-state clamp dropped casual's learned evidence."""
+    from memsched.router import Carried
+
+    router, kw = _leaning_router("吃饭", {"comfort": 0.1})  # +0.4 for comfort from the prototypes
     assert router.decide_mode("今天吃什么", {}, **kw).mode == "casual"
-    weak = router.decide_mode("今天吃什么", {}, carried=Carried("upset", 0.15), **kw)
-    assert weak.mode == "casual", weak.reason
-    # A carried mood strong enough still pulls the message to its own mode, never to comfort.
-    assert router.decide_mode("今天吃什么", {}, carried=Carried("upset", 0.5), **kw).mode == "conflict"
+    # Pull 0.36 (over the casual bias): the message goes to the carried mood's mode, never to comfort.
+    carried = router.decide_mode("今天吃什么", {}, carried=Carried("upset", 0.3), **kw)
+    assert carried.mode == "conflict", carried.reason
 
 
 def test_a_weak_carried_mood_does_not_pull_neutral_talk_with_a_little_help() -> None:
@@ -469,32 +473,9 @@ def test_a_weak_carried_mood_does_not_pull_neutral_talk_with_a_little_help() -> 
     classifier — was routed as conflict, to the repair strategy: the carried-state clamp dropped the
     classifier's casual evidence and the prototypes' small lean to conflict (+0.21 there) added to the
     pull. Too weak to pull on its own, a carried mood must not change how the message's evidence counts."""
-    from memsched.classify import NgramBlock
     from memsched.router import UNCUED_MOOD_INTENSITY, Carried
 
-    char = NgramBlock.fit(["番茄"], "char")
-    word = NgramBlock.fit(["egg"], "word")
-    coef = np.zeros((4, len(char.vocab) + len(word.vocab) + 4))
-    coef[0, char.vocab["番"]] = 3.0  # the classifier reads it as casual
-    clf = ModeClassifier(
-        char=char,
-        word=word,
-        dense_blocks=[("cues", 4, None)],
-        coef=coef,
-        intercept=np.zeros(4),
-        meta={"weight": 1.0},
-    )
-
-    class LeansConflict:  # the prototypes lean a little to the carried mood's mode
-        def similarities(self, *args: Any) -> dict[str, float]:
-            return {"casual": 0.0, "conflict": 0.05, "comfort": 0.0, "intimacy": 0.0}
-
-    router = Router(cues={}, classifier=clf, prototypes=LeansConflict())  # type: ignore[arg-type]
-
-    class Stub:
-        model_id = "stub"
-
-    kw: dict[str, Any] = {"vectors": {"x": np.zeros(3)}, "embedders": {"x": Stub()}}
+    router, kw = _leaning_router("番茄", {"conflict": 0.05})
     weak = router.decide_mode("番茄炒蛋你会做吗", {}, carried=Carried("upset", UNCUED_MOOD_INTENSITY), **kw)
     assert weak.mode == "casual", weak.reason
     # The same lean with a real argument behind it (last night's 0.5) still routes the message cold.
