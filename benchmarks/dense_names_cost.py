@@ -13,10 +13,7 @@ serve` runs it). Prints, for the questions that name a speaker, the process CPU 
 
 from __future__ import annotations
 
-import statistics
-import time
-
-from soft_terms_latency import _p, arguments, bookmarked  # the same set-up and percentile
+from soft_terms_latency import arguments, bookmarked, time_pagers  # the same set-up and timing
 
 from memsched.eval import locomo
 
@@ -31,24 +28,14 @@ def main() -> None:
         for q in named[:3]:  # warm up both paths (caches, the vocabulary, the model)
             for pager in (out, kept):
                 pager.retrieve(sample.sample_id, q.text, query_vectors=mem.query_vectors(q.text))
-        for _ in range(args.repeat):
-            cpu: dict[str, list[float]] = {"names out": [], "names kept": []}
-            wall: dict[str, list[float]] = {"names out": [], "names kept": []}
-            for q in named:
-                for name, pager in (("names out", out), ("names kept", kept)):
-                    c0, t0 = time.process_time(), time.perf_counter()
-                    pager.retrieve(sample.sample_id, q.text, query_vectors=mem.query_vectors(q.text))
-                    cpu[name].append((time.process_time() - c0) * 1000.0)
-                    wall[name].append((time.perf_counter() - t0) * 1000.0)
-            print(
-                f"{sample.sample_id}: {len(named)} of {len(questions)} questions name a speaker; "
-                + "; ".join(
-                    f"{k}: CPU p50 {statistics.median(cpu[k]):.2f} p95 {_p(cpu[k], 95)} ms,"
-                    f" wall p50 {statistics.median(wall[k]):.2f} p95 {_p(wall[k], 95)} ms"
-                    for k in cpu
-                ),
-                flush=True,
-            )
+        time_pagers(
+            f"{sample.sample_id}: {len(named)} of {len(questions)} questions name a speaker",
+            sample.sample_id,
+            (("names out", out), ("names kept", kept)),
+            named,
+            mem.query_vectors,  # computed for real on each call, as a turn does
+            args.repeat,
+        )
 
 
 if __name__ == "__main__":

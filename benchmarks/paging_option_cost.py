@@ -11,12 +11,10 @@ same vectors and the figures are the paging's own CPU. Prints the process CPU an
 
 from __future__ import annotations
 
-import statistics
 import sys
-import time
 from typing import Any
 
-from soft_terms_latency import _p, arguments, bookmarked  # the same set-up and percentile
+from soft_terms_latency import arguments, bookmarked, time_pagers  # the same set-up and timing
 
 from memsched.eval import locomo
 
@@ -46,24 +44,14 @@ def main() -> None:
         for q in questions[:3]:  # warm up both paths (caches, the vocabulary, the term vectors)
             for _, pager in sides:
                 pager.retrieve(sample.sample_id, q.text, query_vectors=vectors[q.text])
-        for _ in range(args.repeat):
-            cpu: dict[str, list[float]] = {k: [] for k, _ in sides}
-            wall: dict[str, list[float]] = {k: [] for k, _ in sides}
-            for q in questions:
-                for key, pager in sides:
-                    c0, t0 = time.process_time(), time.perf_counter()
-                    pager.retrieve(sample.sample_id, q.text, query_vectors=vectors[q.text])
-                    cpu[key].append((time.process_time() - c0) * 1000.0)
-                    wall[key].append((time.perf_counter() - t0) * 1000.0)
-            print(
-                f"{sample.sample_id}, {len(questions)} questions: "
-                + "; ".join(
-                    f"{k}: CPU p50 {statistics.median(cpu[k]):.2f} p95 {_p(cpu[k], 95)} ms,"
-                    f" wall p50 {statistics.median(wall[k]):.2f} p95 {_p(wall[k], 95)} ms"
-                    for k in cpu
-                ),
-                flush=True,
-            )
+        time_pagers(
+            f"{sample.sample_id}, {len(questions)} questions",
+            sample.sample_id,
+            sides,
+            questions,
+            vectors.__getitem__,  # computed once beforehand: both sides page from the same vectors
+            args.repeat,
+        )
 
 
 if __name__ == "__main__":

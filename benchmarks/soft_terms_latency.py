@@ -14,9 +14,10 @@ import argparse
 import statistics
 import tempfile
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
+from typing import Any
 
 from memsched.bookmarks import generate_bookmarks
 from memsched.config import Config
@@ -26,6 +27,7 @@ from memsched.eval import locomo
 from memsched.eval.vcache import CachedEmbedder
 from memsched.importers import LocomoSample, read_locomo
 from memsched.memory import Memory
+from memsched.paging import Pager
 
 
 def _p(values: list[float], pct: float) -> float:
@@ -64,6 +66,37 @@ def bookmarked(args: argparse.Namespace) -> Iterator[tuple[Memory, LocomoSample]
             yield mem, sample
         finally:
             mem.close()
+
+
+def time_pagers(
+    label: str,
+    user_id: str,
+    sides: Sequence[tuple[str, Pager]],
+    questions: Sequence[locomo.Question],
+    vectors_of: Callable[[str], Any],
+    repeat: int,
+) -> None:
+    """Page every question with each named pager, `repeat` passes; print each side's process CPU and
+    wall time of `Pager.retrieve` p50 / p95 per pass. `vectors_of(text)` (the query's vectors) is
+    called inside the timed call, so a side that computes them pays for it."""
+    for _ in range(repeat):
+        cpu: dict[str, list[float]] = {k: [] for k, _ in sides}
+        wall: dict[str, list[float]] = {k: [] for k, _ in sides}
+        for q in questions:
+            for key, pager in sides:
+                c0, t0 = time.process_time(), time.perf_counter()
+                pager.retrieve(user_id, q.text, query_vectors=vectors_of(q.text))
+                cpu[key].append((time.process_time() - c0) * 1000.0)
+                wall[key].append((time.perf_counter() - t0) * 1000.0)
+        print(
+            f"{label}: "
+            + "; ".join(
+                f"{k}: CPU p50 {statistics.median(cpu[k]):.2f} p95 {_p(cpu[k], 95)} ms,"
+                f" wall p50 {statistics.median(wall[k]):.2f} p95 {_p(wall[k], 95)} ms"
+                for k in cpu
+            ),
+            flush=True,
+        )
 
 
 def main() -> None:
