@@ -97,39 +97,49 @@ class Upstream:
         if attempt:
             await asyncio.sleep(self.backoff * 2 ** (attempt - 1))
 
-    async def complete(self, body: dict[str, Any]) -> dict[str, Any]:
-        """POST `body` (non-streaming) and return the upstream's JSON completion."""
-        count_call("reply")
+    async def _exchange(self, url: str, body: dict[str, Any]) -> tuple[int, str, bytes]:
+        """POST `body` to `url`; connection errors, timeouts, 429 and 5xx are retried (`retries`
+        times, exponential backoff). Returns the last answer as (status, content type, body) — a
+        retryable status once the attempts are used up — or raises `LLMError` when none came."""
+        data = json.dumps(body, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
         last = ""
         for attempt in range(self.retries + 1):
             await self._sleep(attempt)
             try:
-                async with self._post(body) as resp:
+                async with self._http.post(
+                    url, data=data, headers=self._headers(), proxy=self._proxy
+                ) as resp:
                     status, raw = resp.status, await resp.read()
+                    kind = resp.headers.get("content-type", "application/json")
             except TimeoutError:
                 last = f"timed out after {self.timeout:g}s"
                 continue
             except aiohttp.ClientError as exc:
                 last = f"connection failed ({type(exc).__name__}: {exc})"
                 continue
-            if 200 <= status < 300:
-                try:
-                    data = json.loads(raw)
-                except ValueError:
-                    raise LLMError(
-                        self._scrub(f"invalid response from {self.url}: body is not JSON")
-                    ) from None
-                if (
-                    not isinstance(data, dict)
-                    or not isinstance(data.get("choices"), list)
-                    or not data["choices"]
-                ):
-                    raise LLMError(f"invalid response from {self.url}: no choices")
-                return data
+            if _retryable(status) and attempt < self.retries:
+                continue
+            return status, kind, raw
+        raise LLMError(self._scrub(f"POST {url} failed after {self.retries + 1} attempt(s): {last}"))
+
+    async def complete(self, body: dict[str, Any]) -> dict[str, Any]:
+        """POST `body` (non-streaming) and return the upstream's JSON completion."""
+        count_call("reply")
+        status, _, raw = await self._exchange(self.url, body)
+        if not 200 <= status < 300:
             last = f"HTTP {status}: {_text(raw)[:300]}"
-            if not _retryable(status):
-                raise LLMError(self._scrub(f"POST {self.url} failed: {last}"))
-        raise LLMError(self._scrub(f"POST {self.url} failed after {self.retries + 1} attempt(s): {last}"))
+            if _retryable(status):
+                raise LLMError(
+                    self._scrub(f"POST {self.url} failed after {self.retries + 1} attempt(s): {last}")
+                )
+            raise LLMError(self._scrub(f"POST {self.url} failed: {last}"))
+        try:
+            data = json.loads(raw)
+        except ValueError:
+            raise LLMError(self._scrub(f"invalid response from {self.url}: body is not JSON")) from None
+        if not isinstance(data, dict) or not isinstance(data.get("choices"), list) or not data["choices"]:
+            raise LLMError(f"invalid response from {self.url}: no choices")
+        return data
 
     async def stream(self, body: dict[str, Any]) -> AsyncGenerator[dict[str, Any], None]:
         """POST `body` with `stream: true`; yield each SSE chunk (parsed JSON) as it arrives.
@@ -194,30 +204,9 @@ class Upstream:
     async def relay(self, path: str, body: dict[str, Any]) -> tuple[int, str, bytes]:
         """POST `body` to the upstream's `path` (e.g. "embeddings") and hand back its answer as it is:
         (status, content type, body). For the OpenAI endpoints that memsched does not change, so a
-        client pointed at the proxy can use them as it would the upstream. Connection errors,
-        timeouts, 429 and 5xx are retried like replies; a 4xx comes back to the client unchanged."""
-        url = f"{self.base_url}/{path}"
-        data = json.dumps(body, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
-        last = ""
-        for attempt in range(self.retries + 1):
-            await self._sleep(attempt)
-            try:
-                async with self._http.post(
-                    url, data=data, headers=self._headers(), proxy=self._proxy
-                ) as resp:
-                    status, raw = resp.status, await resp.read()
-                    kind = resp.headers.get("content-type", "application/json")
-            except TimeoutError:
-                last = f"timed out after {self.timeout:g}s"
-                continue
-            except aiohttp.ClientError as exc:
-                last = f"connection failed ({type(exc).__name__}: {exc})"
-                continue
-            if _retryable(status) and attempt < self.retries:
-                last = f"HTTP {status}: {_text(raw)[:300]}"
-                continue
-            return status, kind, raw
-        raise LLMError(self._scrub(f"POST {url} failed after {self.retries + 1} attempt(s): {last}"))
+        client pointed at the proxy can use them as it would the upstream. Retried like replies; a
+        4xx comes back to the client unchanged."""
+        return await self._exchange(f"{self.base_url}/{path}", body)
 
     async def aclose(self) -> None:
         if self._session is not None:
