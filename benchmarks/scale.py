@@ -299,6 +299,19 @@ def load_checkpoints(home: Path, totals: Sequence[int], per_user: int) -> None:
     loader.close()
 
 
+def grow_solo(loader: Memory, have: int, n: int) -> tuple[list[Any], float, float]:
+    """Grow the one user "solo" from `have` to `n` turns: the new turns, the seconds storing them
+    took and the seconds indexing them (stand-in vectors, and on SQLite the worker's graph step)."""
+    turns = list(history(HistorySpec("solo", n)))[have:]
+    t0 = time.perf_counter()
+    for i in range(0, len(turns), 5000):
+        loader.add_many(turns[i : i + 5000], index=False)
+    store_s = time.perf_counter() - t0
+    t0 = time.perf_counter()
+    loader.index("solo")
+    return turns, store_s, time.perf_counter() - t0
+
+
 def load_one_checkpoints(home: Path, singles: Sequence[int]) -> None:
     """The one user grown to each of `singles` turns (stand-in vectors, and the worker's graph step),
     with a copy of the store and its graphs kept at each (`HOME/one-<n>/`) for `--from-checkpoints`."""
@@ -313,14 +326,7 @@ def load_one_checkpoints(home: Path, singles: Sequence[int]) -> None:
             continue
         if n < have:
             raise SystemExit(f"{home / 'one'} already holds {have} turns: cannot keep a copy at {n}")
-        turns = list(history(HistorySpec("solo", n)))[have:]
-        t0 = time.perf_counter()
-        for i in range(0, len(turns), 5000):
-            loader.add_many(turns[i : i + 5000], index=False)
-        store_s = time.perf_counter() - t0
-        t0 = time.perf_counter()
-        loader.index("solo")
-        index_s = time.perf_counter() - t0
+        turns, store_s, index_s = grow_solo(loader, have, n)
         have = n
         done.parent.mkdir(parents=True, exist_ok=True)
         part = done.with_suffix(".part")
@@ -487,14 +493,7 @@ def main() -> None:
             rows = []
             have = 0
             for n in singles:
-                turns = list(history(HistorySpec("solo", n)))[have:]
-                t0 = time.perf_counter()
-                for i in range(0, len(turns), 5000):
-                    loader.add_many(turns[i : i + 5000], index=False)
-                store_s = time.perf_counter() - t0
-                t0 = time.perf_counter()
-                loader.index("solo")  # stand-in vectors, and on SQLite the worker's graph step
-                index_s = time.perf_counter() - t0
+                turns, store_s, index_s = grow_solo(loader, have, n)
                 if server is not None and have:
                     # A fresh database per checkpoint: the grown history continues the last session,
                     # whose row the copy would find changed (it copies, never updates).
