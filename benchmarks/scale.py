@@ -272,7 +272,6 @@ def load_checkpoints(home: Path, totals: Sequence[int], per_user: int) -> None:
     """Load the many-users store checkpoint by checkpoint (resuming after the users it holds) and
     keep a copy of it at each (`HOME/many-<total>/memsched.db`, SQLite's online backup), printing the
     ingest figures. A later `--from-checkpoints` run measures the copies."""
-    import sqlite3
 
     loader, _ = open_pair(home / "many", None, measured=False)
     have = len(loader.store.users())
@@ -286,17 +285,25 @@ def load_checkpoints(home: Path, totals: Sequence[int], per_user: int) -> None:
         ingest = load(loader, new, per_user) if new else {}
         have = max(have, want)
         t0 = time.perf_counter()
-        part = done.with_suffix(".part")
-        dst = sqlite3.connect(part)
-        src = sqlite3.connect(loader.config.db_path)
-        src.backup(dst)
-        src.close()
-        dst.close()
-        part.rename(done)
+        keep_copy(loader.config.db_path, done)
         row = {"total_turns": total, "ingest": ingest, "backup_s": round(time.perf_counter() - t0, 1)}
         row.update(load_avg=round(os.getloadavg()[0], 2), rss_mb=round(rss_mb()[0]))
         print(json.dumps(row), file=sys.stderr, flush=True)
     loader.close()
+
+
+def keep_copy(db: Path, done: Path) -> None:
+    """A consistent copy of the SQLite store at `db` (online backup), renamed to `done` only once
+    complete, so a checkpoint that exists is whole."""
+    import sqlite3
+
+    part = done.with_suffix(".part")
+    dst = sqlite3.connect(part)
+    src = sqlite3.connect(db)
+    src.backup(dst)
+    src.close()
+    dst.close()
+    part.rename(done)
 
 
 def grow_solo(loader: Memory, have: int, n: int) -> tuple[list[Any], float, float]:
@@ -316,7 +323,6 @@ def load_one_checkpoints(home: Path, singles: Sequence[int]) -> None:
     """The one user grown to each of `singles` turns (stand-in vectors, and the worker's graph step),
     with a copy of the store and its graphs kept at each (`HOME/one-<n>/`) for `--from-checkpoints`."""
     import shutil
-    import sqlite3
 
     loader, _ = open_pair(home / "one", None, measured=False)
     have = loader.store.turn_count("solo") if "solo" in loader.store.users() else 0
@@ -329,16 +335,10 @@ def load_one_checkpoints(home: Path, singles: Sequence[int]) -> None:
         turns, store_s, index_s = grow_solo(loader, have, n)
         have = n
         done.parent.mkdir(parents=True, exist_ok=True)
-        part = done.with_suffix(".part")
-        dst = sqlite3.connect(part)
-        src = sqlite3.connect(loader.config.db_path)
-        src.backup(dst)
-        src.close()
-        dst.close()
         graphs = Path(f"{loader.config.db_path}.graphs")
         if graphs.exists():
             shutil.copytree(graphs, Path(f"{done}.graphs"), dirs_exist_ok=True)
-        part.rename(done)
+        keep_copy(loader.config.db_path, done)
         row = {
             "user_turns": n,
             "store_turns_per_s": round(len(turns) / max(store_s, 1e-9)),
