@@ -35,6 +35,7 @@ from memsched.memory import Memory
 from memsched.model import Turn
 from memsched.scheduler import Scheduler
 from memsched.testing import FakeOpenAI
+from memsched.text.segment import cjk_ratio
 
 sys.path.insert(0, str(Path(__file__).parent))
 from yardstick import minilm_query_cpu_ms
@@ -192,11 +193,16 @@ def main() -> None:
         worker_threads = list(getattr(worker, "_threads", None) or [])
         cpu_turn: list[float] = []
         cpu_worker: list[float] = []
+        # The same figures per script of the message: a Chinese message costs a second MiniLM input
+        # (its gloss) and two more dense layers, so the two halves of the run differ (and p50 falls
+        # between them).
+        by_script: dict[str, dict[str, list[float]]] = {"zh": {}, "en": {}}
         for i in range(args.turns):
             # CPU of the whole process during the turn, split into the in-process worker's threads
             # and the rest (the turn's own threads, the fake LLM server's, the lease renewal).
             w0, p0 = _thread_cpu(worker_threads), time.process_time()
-            result = sched.turn(USER, SESSION, questions[(i + args.warmup) % len(questions)])
+            question = questions[(i + args.warmup) % len(questions)]
+            result = sched.turn(USER, SESSION, question)
             p1, w1 = time.process_time(), _thread_cpu(worker_threads)
             cpu_worker.append((w1 - w0) * 1000)
             cpu_turn.append((p1 - p0 - (w1 - w0)) * 1000)
@@ -208,6 +214,15 @@ def main() -> None:
                     stages.setdefault(name, []).append(float(ms))
             for name, ms in trace["context_timings_ms"].items():
                 stages.setdefault(f"context.{name}", []).append(float(ms))
+            mine = by_script["zh" if cjk_ratio(question) > 0.5 else "en"]
+            mine.setdefault("p0_overhead_ms_p50_p90_p99", []).append(overhead[-1])
+            mine.setdefault("cpu_turn", []).append(cpu_turn[-1])
+            for name in ("embed_query", "route", "record"):
+                mine.setdefault(name, []).append(float(trace["timings_ms"].get(name, 0.0)))
+            for name in ("retrieval_wait", "paging_total", "load", "assemble"):
+                mine.setdefault(f"context.{name}", []).append(
+                    float(trace["context_timings_ms"].get(name, 0.0))
+                )
             _idle(sched)
         depth_end = sched.queue.depth()[int(Priority.P2)]
         if args.worker_process:
@@ -244,6 +259,20 @@ def main() -> None:
             "worker_during_turn_mean": round(statistics.fmean(cpu_worker), 2),
         },
         "stage_ms_p50": {k: _pct(v, 0.5) for k, v in sorted(stages.items())},
+        # p50 per script (the overhead also p90 / p99): where the run's p50 sits between the two.
+        "by_script": {
+            script: {
+                "turns": len(figures.get("p0_overhead_ms_p50_p90_p99", [])),
+                **{
+                    k: [_pct(v, 0.5), _pct(v, 0.9), _pct(v, 0.99)]
+                    if k.startswith("p0_overhead")
+                    else _pct(v, 0.5)
+                    for k, v in figures.items()
+                },
+            }
+            for script, figures in by_script.items()
+            if figures
+        },
         "stage_ms_p99": {k: _pct(v, 0.99) for k, v in sorted(stages.items())},
         "backlog": {"jobs": args.backlog, "p2_queued_at_start": depth_start, "p2_queued_at_end": depth_end},
         "workers": args.workers,
