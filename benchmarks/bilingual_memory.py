@@ -104,9 +104,11 @@ def run(
     embedders: str = OFFLINE,
     ranks: dict[str, dict[str, dict[str, float]]] | None = None,
     gloss_weights: Sequence[float] = (),
+    paging: Sequence[dict[str, float | int]] = (),
 ) -> dict[str, dict[str, float]]:
     """Recall per setup and language; for Chinese also per half of the questions ("zh even", "zh
-    odd"): a weight chosen on one half is checked on the other."""
+    odd"): a weight chosen on one half is checked on the other. `paging`: pager option changes
+    (`PagingOptions`) to measure beside the default pager, one row each."""
     data = json.loads(DATA.read_text(encoding="utf-8"))
     out: dict[str, dict[str, float]] = {}
     names = [n.strip() for n in embedders.split(",") if n.strip()]
@@ -169,13 +171,21 @@ def run(
             # them, page priors, decomposition, feedback), asked in a new session.
             mem.retriever.weights = FusionWeights()
             generate_bookmarks(mem, lang)
-            found = []
-            for q in block["questions"]:
-                fact = stored[q["fact_turn_index"]]
-                ctx = mem.context(lang, q["question"], session_id="question", budget=budget, backfill=False)
-                assert ctx.assembly is not None
-                found.append(any(t.id == fact.id for t in ctx.assembly.recalled))
-            out.setdefault("memsched context (pager)", {}).update(shares(lang, found))
+            default_pager = mem.pager
+            for changes in [{}, *paging]:
+                mem._pager = default_pager.with_options(**changes) if changes else default_pager
+                found = []
+                for q in block["questions"]:
+                    fact = stored[q["fact_turn_index"]]
+                    ctx = mem.context(
+                        lang, q["question"], session_id="question", budget=budget, backfill=False
+                    )
+                    assert ctx.assembly is not None
+                    found.append(any(t.id == fact.id for t in ctx.assembly.recalled))
+                label = ", ".join(f"{k}={v:g}" for k, v in changes.items())
+                row = f"memsched context (pager, {label})" if label else "memsched context (pager)"
+                out.setdefault(row, {}).update(shares(lang, found))
+            mem._pager = default_pager
         mem.close()
     return out
 
@@ -202,12 +212,25 @@ def main() -> None:
         help="add e.g. openai (MEMSCHED_EMBED_BASE_URL / _MODEL: a multilingual model such as bge-m3)",
     )
     ap.add_argument(
+        "--paging",
+        action="append",
+        default=[],
+        help="also the pager with these PagingOptions changes, e.g. entity_units=1,unit_turns=5 (repeatable)",
+    )
+    ap.add_argument(
         "--ranks", action="store_true", help="also: share of facts in each setup's top 5/10/20/50/200"
     )
     args = ap.parse_args()
     ranks: dict[str, dict[str, dict[str, float]]] | None = {} if args.ranks else None
     grid = [float(w) for w in args.gloss_weights.split(",") if w.strip()]
-    result = run(args.budget, args.embedders, ranks, grid)
+    paging = [
+        {
+            k.strip(): int(v) if v.strip().isdigit() else float(v)
+            for k, v in (kv.split("=", 1) for kv in spec.split(",") if kv.strip())
+        }
+        for spec in args.paging
+    ]
+    result = run(args.budget, args.embedders, ranks, grid, paging)
     if ranks:
         print(json.dumps({"ranks": ranks}, ensure_ascii=False))
     print(

@@ -99,6 +99,21 @@ def sweeps() -> dict[str, dict[str, Variant]]:
         "neighbour_top": {f"neighbour_top={v}": _opts(neighbour_top=v) for v in (10, 40)},
         # Redundancy: maximal marginal relevance over turn vectors (PagingOptions.novelty).
         "novelty": {f"novelty={v:g}": _opts(novelty=v) for v in (0.0, 0.1, 0.2, 0.3, 0.7, 1.0)},
+        # Issue 10 units above the turn (session 18): entity-centred groups and extractive session
+        # summaries, each lifting its best turns (PagingOptions.entity_units, session_units).
+        "entity_units": {f"entity={v:g}": _opts(entity_units=v) for v in (0.25, 0.5, 1.0, 2.0)},
+        "entity_units_shape": {
+            "entity=0.5 speakers only": _opts(entity_units=0.5, entity_names=False),
+            "entity=0.5 names only": _opts(entity_units=0.5, entity_speakers=False),
+            **{f"entity=0.5 turns={n}": _opts(entity_units=0.5, unit_turns=n) for n in (3, 10)},
+        },
+        "session_units": {f"session={v:g}": _opts(session_units=v) for v in (0.25, 0.5, 1.0, 2.0)},
+        # Their shape at weight 1: how many sessions a query hits, how many turns make a summary
+        # (and how many a hit lifts); 1,000 turns = the whole session's centroid.
+        "session_units_shape": {
+            f"session=1 top={top} turns={n}": _opts(session_units=1.0, session_top=top, unit_turns=n)
+            for top, n in ((1, 5), (5, 5), (3, 3), (3, 1000))
+        },
     }
     for grid in out.values():
         grid.setdefault(DEFAULT, Variant())
@@ -118,6 +133,8 @@ _STAGE_NAMES = {
     "+ question penalty": "+questions",
     "+ redundancy": "+novelty",
     "+ names out of the dense query": "+densenames",
+    "+ entity units": "+entityunits",
+    "+ session units": "+sessionunits",
 }
 
 

@@ -533,6 +533,27 @@ def _bag(texts: Sequence[str]) -> _Bag:
     return bag
 
 
+# Dictionary part-of-speech tags of names: people, places, other proper nouns (jieba's tag set).
+_NAME_TAGS = ("nr", "ns", "nz")
+
+
+def query_entities(text: str) -> list[str]:
+    """The names a text (a query) mentions, as written: in English the capitalised runs and quoted
+    titles the bookmark extractor takes for entities; in Chinese the words jieba's dictionary tags as
+    names (nr, ns, nz) and ASCII words with a capital. The entity-centred units of the pager
+    (`memsched.paging.PagingOptions.entity_units`) group the turns about each."""
+    if not has_cjk(text):
+        return list(_bag([text]).entities)
+    tags, _ = _jieba_tags()
+    out: dict[str, None] = {}
+    for w in _jieba().cut(text):
+        named = _CJK_WORD.match(w) and len(w) >= 2 and (tags.get(w) or "").startswith(_NAME_TAGS)
+        capital = _ASCII_WORD.match(w) and any(c.isupper() for c in w) and w.lower() not in _KEYWORD_STOP
+        if named or capital:
+            out[w] = None
+    return list(out)
+
+
 # -- scoring --------------------------------------------------------------------------------------------
 
 

@@ -27,7 +27,7 @@ import re
 import threading
 import time
 from collections import Counter, OrderedDict
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any, Protocol
@@ -136,6 +136,22 @@ class PagingOptions:
     # at 2,000 and 4,000 tokens in sample and held out, but held out it lost at 1,000 (one fold chose
     # 0.3; BENCHMARKS.md "Speaker names out of the dense query").
     length_penalty: float = 0.0
+    # Retrievable units above the turn (issue 10; `Pager._units`), each lifting its own best
+    # `unit_turns` turns that match the query (deep evidence) by weight x that evidence x the unit's
+    # prior, after the page lift. Entity units: a speaker or other name the query mentions
+    # (`keywords.query_entities`) groups the turns about it (the speaker's turns; the turns a BM25
+    # search for the name finds), so "what does X like" gathers X's turns from every session.
+    # Session units: an extractive summary of each session (its `unit_turns` turns nearest the
+    # session's centroid, one vector, computed from the stored turn vectors and cached until the
+    # user's turns change) searched with the query's dense vector; the `session_top` best sessions
+    # get priors 1, (n-1)/n, ... Both off: neither beat the default held out on the dev
+    # conversations (BENCHMARKS.md "Units above the turn").
+    entity_units: float = 0.0
+    entity_speakers: bool = True  # a speaker the query names is an entity (their own turns)
+    entity_names: bool = True  # other names the query mentions are entities (the turns naming them)
+    session_units: float = 0.0
+    unit_turns: int = 5
+    session_top: int = 3
     # Cooperative layer: skip the LLM when the fused top is this far ahead of the next page.
     confident_ratio: float = 1.2
     cache_similarity: float = 0.9  # same-session query this similar: reuse the last decision
@@ -181,12 +197,15 @@ STAGES: dict[str, PagingOptions] = {
     "+feedback": PagingOptions(feedback=1.0),
     "+context": PagingOptions(),  # the eval pairs it with FusionWeights(context=1.0)
     "+diversity": PagingOptions(diversity=0.2),
+    "+entityunits": PagingOptions(entity_units=1.0),
+    "+sessionunits": PagingOptions(session_units=1.0),
 }
 """The ablation ladder of `memsched eval locomo --ablation`: each stage adds one part ("+names"
 leaves speaker names out of the BM25 query, "+questions" adds the question penalty, "+novelty" the
 redundancy re-ranking, "+densenames" leaves the speaker names out of the dense query and the
 bookmarks' BM25 search too, "full" lets the speaker's own next turn follow a head turn); the last
-three add, one at a time, methods that are measured but off by default."""
+five add, one at a time, methods that are measured but off by default (feedback, contextual vectors,
+session diversity, entity units, session summary units)."""
 
 
 @dataclass(slots=True)
@@ -555,6 +574,10 @@ class Pager:
             size, max_weight=memory.retriever.cache_bytes / 4, weigh=lambda p: p.nbytes
         )
         self._sessions: OrderedDict[tuple[str, str], _SessionDecision] = OrderedDict()
+        # (user, embedder, unit_turns) -> (max turn id, session ids, summary vectors): `_session_vectors`.
+        self._session_units: LRUCache[tuple[str, str, int], tuple[int, list[str], np.ndarray]] = LRUCache(
+            size
+        )
         self.stats: Counter[str] = Counter()  # rerank outcomes: called, skipped:<why>, failed
 
     def with_options(self, **changes: Any) -> Pager:
@@ -566,6 +589,7 @@ class Pager:
         other._lengths = self._lengths
         other._meta = self._meta
         other._postings = self._postings
+        other._session_units = self._session_units
         return other
 
     # -- caches ------------------------------------------------------------------------------------------
@@ -583,6 +607,8 @@ class Pager:
                 self._vectors.pop(key)
             for vkey in [k for k in self._vocab if k[0] == user_id]:
                 self._vocab.pop(vkey)
+            for ukey in [k for k in self._session_units if k[0] == user_id]:
+                self._session_units.pop(ukey)
             for key in [k for k in self._sessions if k[0] == user_id]:
                 del self._sessions[key]
 
@@ -984,6 +1010,10 @@ class Pager:
                     lifted = scores[tid] = Candidate(turn_id=tid, reason=f"page p{m[0]}")
                 lifted.scores["page"] = round(lift, 6)
                 lifted.fused += lift
+        if (opts.entity_units > 0 or opts.session_units > 0) and deep:
+            t0 = time.perf_counter()
+            self._units(user_id, query, qvecs, deep, meta, scores, exclude, boost)
+            timings["units"] = _ms(t0)
         if opts.expand and (opts.neighbour_decay > 0 or opts.thread_decay > 0) and deep:
             by_pos = {(m[1], m[2]): tid for tid, m in meta.items()}
             head = sorted(scores.values(), key=lambda c: -c.fused)[: opts.neighbour_top]
@@ -1015,6 +1045,112 @@ class Pager:
                         other.scores["neighbour"] = round(score, 6)
                         other.fused = score
         return _Ranked(scores, layers, pages, matched, timings)
+
+    def _units(
+        self,
+        user_id: str,
+        query: str,
+        qvecs: Mapping[str, np.ndarray],
+        deep: dict[int, float],
+        meta: dict[int, tuple[int, str, int, str]],
+        scores: dict[int, Candidate],
+        exclude: set[int],
+        boost: Callable[[int], float],
+    ) -> None:
+        """Entity and session units (`PagingOptions.entity_units`, `session_units`): each unit the
+        query hits lifts its best `unit_turns` deep-evidence turns by weight x evidence x prior."""
+        opts = self.options
+        lifts: list[tuple[str, float, dict[int, float]]] = []  # (unit, weight, turn -> prior)
+        if opts.entity_units > 0:
+            for name, group in self._entity_groups(user_id, query, deep, meta, exclude).items():
+                lifts.append((f"entity:{name}", opts.entity_units, dict.fromkeys(group, 1.0)))
+        if opts.session_units > 0:
+            ranked = self._session_hits(user_id, qvecs)
+            by_session: dict[str, list[int]] = {}
+            for tid in deep:
+                m = meta.get(tid)
+                if m is not None:
+                    by_session.setdefault(m[1], []).append(tid)
+            n = len(ranked)
+            for r, session in enumerate(ranked):
+                tids = by_session.get(session, [])
+                lifts.append((f"session:{session}", opts.session_units, dict.fromkeys(tids, (n - r) / n)))
+        for unit, weight, priors in lifts:
+            best = sorted(priors, key=lambda t: (-deep[t], t))[: opts.unit_turns]
+            for tid in best:
+                lift = weight * deep[tid] * priors[tid] * boost(tid)
+                cand = scores.get(tid)
+                if cand is None:
+                    cand = scores[tid] = Candidate(turn_id=tid, reason=unit)
+                cand.scores[unit.split(":", 1)[0]] = round(lift, 6)
+                cand.fused += lift
+
+    def _entity_groups(
+        self,
+        user_id: str,
+        query: str,
+        deep: dict[int, float],
+        meta: dict[int, tuple[int, str, int, str]],
+        exclude: set[int],
+    ) -> dict[str, list[int]]:
+        """name -> the deep-evidence turns about it, for every name the query mentions: a speaker's
+        own turns; for another name, the turns a BM25 search for the name alone finds."""
+        from memsched.keywords import query_entities
+
+        speakers = self._speaker_names(user_id)
+        groups: dict[str, list[int]] = {}
+        for low, label in speakers.items() if self.options.entity_speakers else ():
+            if low not in _ROLES and _mentions(query, low) and label not in groups:
+                groups[label] = [t for t in deep if (m := meta.get(t)) is not None and m[3] == label]
+        for name in query_entities(query) if self.options.entity_names else ():
+            low = name.lower()
+            if low in speakers or any(w in speakers for w in low.split()) or name in groups:
+                continue
+            hits = self.store.search_bm25(user_id, name, self.options.deep_k)
+            groups[name] = [h.turn_id for h in hits if h.turn_id in deep and h.turn_id not in exclude]
+        return {k: v for k, v in groups.items() if v}
+
+    def _session_hits(self, user_id: str, qvecs: Mapping[str, np.ndarray]) -> list[str]:
+        """The `session_top` sessions whose summary vector (`_session_vectors`) is nearest the query's
+        dense vector (the first embedder's), best first."""
+        name = next((n for n in self.retriever.embedders if n in qvecs), None)
+        if name is None:
+            return []
+        sessions, matrix = self._session_vectors(user_id, name)
+        if not sessions:
+            return []
+        sims = matrix @ np.asarray(qvecs[name], dtype=np.float32)
+        top = np.argsort(-sims, kind="stable")[: self.options.session_top]
+        return [sessions[i] for i in top]
+
+    def _session_vectors(self, user_id: str, name: str) -> tuple[list[str], np.ndarray]:
+        """Each session's extractive summary as one vector: the unit mean of its `unit_turns` turns
+        nearest the session's centroid. Computed from the stored turn vectors, cached per user until
+        a turn is added (`store.max_turn_id`)."""
+        count = self.store.max_turn_id(user_id)
+        key = (user_id, name, self.options.unit_turns)
+        with self._lock:
+            cached = self._session_units.get(key)
+        if cached is not None and cached[0] == count:
+            return cached[1], cached[2]
+        meta = self._turn_meta(user_id, range(1, count + 1))
+        vectors = self.retriever.vectors_by_id(user_id, name, sorted(meta))
+        members: dict[str, list[np.ndarray]] = {}
+        for tid, m in meta.items():
+            if tid in vectors:
+                members.setdefault(m[1], []).append(vectors[tid])
+        sessions = sorted(members)
+        rows = []
+        for session in sessions:
+            mat = np.stack(members[session]).astype(np.float32, copy=False)
+            centroid = mat.mean(axis=0)
+            near = np.argsort(-(mat @ centroid), kind="stable")[: self.options.unit_turns]
+            vec = mat[near].mean(axis=0)
+            rows.append(vec / (float(np.linalg.norm(vec)) or 1.0))
+        matrix = np.stack(rows) if rows else np.zeros((0, 0), dtype=np.float32)
+        with self._lock:
+            self._session_units.put(key, (count, sessions, matrix))
+        return sessions, matrix
 
     def _feedback(
         self,

@@ -582,3 +582,73 @@ def test_the_pagers_turn_facts_cache_reads_only_new_turns_and_forgets_deleted_on
         assert ids[0] not in pager._turn_meta("u", ids)
     finally:
         mem.close()
+
+
+def test_query_entities_finds_names_in_english_and_chinese() -> None:
+    from memsched.keywords import query_entities
+
+    assert query_entities("What does Melanie like to do with Oliver?") == ["Melanie", "Oliver"]
+    assert "Grand Canyon" in query_entities("Would she go to the Grand Canyon again?")
+    assert query_entities("what did we talk about yesterday?") == []
+    found = query_entities("张伟和李娜在上海做了什么")
+    assert "上海" in found and "李娜" in found
+    assert "什么" not in found
+
+
+def _units_memory(tmp_path: Path) -> tuple[Memory, dict[str, int]]:
+    mem = Memory(home=tmp_path / "t", embedders={"hash": HashEmbedder()}, page_size=4)  # type: ignore[arg-type]
+    talk = [
+        ("s1", "Alice", "Our dog Oliver loves chasing the red ball in the park."),
+        ("s1", "Bob", "Dogs are such good company."),
+        *((f"s{2 + i}", "Bob", f"The weekly report for the project, part {i}.") for i in range(6)),
+        ("s9", "Alice", "Oliver chewed my new slippers, the little rascal."),
+        ("s9", "Bob", "Ha, that happens with puppies."),
+        ("s10", "Alice", "I finished reading a long novel about sailing."),
+    ]
+    mem.add_many(
+        [
+            Turn("u", s, "user", text, speaker=who, created_at=T0 + timedelta(minutes=i))
+            for i, (s, who, text) in enumerate(talk)
+        ]
+    )
+    maintain_bookmarks(mem, "u")
+    return mem, {t.content: t.id for t in mem.store.iter_turns("u") if t.id is not None}
+
+
+def test_entity_units_lift_the_turns_about_a_named_entity(tmp_path: Path) -> None:
+    mem, ids = _units_memory(tmp_path)
+    assert PagingOptions().entity_units == 0.0  # off by default (not better held out)
+    query = "What does Oliver like to play with?"
+    plain = {
+        c.turn_id: c for c in Pager(mem, PagingOptions(cooperative=False)).retrieve("u", query).candidates
+    }
+    units = Pager(mem, PagingOptions(cooperative=False, entity_units=1.0)).retrieve("u", query)
+    after = {c.turn_id: c for c in units.candidates}
+    about = [ids[t] for t in ids if "Oliver" in t]
+    for tid in about:  # every turn naming Oliver is lifted, in whichever session it is
+        assert "entity" in after[tid].scores
+        assert after[tid].fused > plain[tid].fused
+    for text, tid in ids.items():  # and nothing else
+        if "Oliver" not in text and tid in after:
+            assert "entity" not in after[tid].scores
+    assert "units" in units.timings_ms
+    mem.close()
+
+
+def test_session_units_lift_the_best_turns_of_the_nearest_session(tmp_path: Path) -> None:
+    mem, _ = _units_memory(tmp_path)
+    opts = PagingOptions(cooperative=False, session_units=1.0, session_top=1, unit_turns=2)
+    pager = Pager(mem, opts)
+    name = next(iter(mem.retriever.embedders))
+    sessions, matrix = pager._session_vectors("u", name)
+    assert len(sessions) == 9 and matrix.shape[0] == 9  # s1-s7, s9, s10
+    assert np.allclose(np.linalg.norm(matrix, axis=1), 1.0, atol=1e-5)
+    paged = pager.retrieve("u", "the weekly report for the project part 3")
+    lifted = [c for c in paged.candidates if "session" in c.scores]
+    assert 1 <= len(lifted) <= 2  # only the one best session, only its best turns
+    meta = mem.store.turn_meta("u", [c.turn_id for c in lifted])
+    assert len({m[1] for m in meta.values()}) == 1
+    # A new session is a new unit: the cached summaries are rebuilt once a turn is added.
+    mem.add_many([Turn("u", "s11", "user", "A brand new topic about gardening.", speaker="Alice")])
+    assert len(pager._session_vectors("u", name)[0]) == 10
+    mem.close()

@@ -60,7 +60,7 @@ def eval_locomo(
         " + multi-hop, + speaker focus, + soft terms, + names out of BM25, + question penalty,"
         " + redundancy re-ranking, + names out of the dense and bookmark queries, full memsched (+ the"
         " speaker's next turn follows a head turn), then full + feedback /"
-        " contextual vectors / session diversity"
+        " contextual vectors / session diversity / entity units / session summary units"
         " (measured, off by default) (offline).",
     ),
     cache: bool = typer.Option(

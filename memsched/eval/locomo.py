@@ -32,7 +32,9 @@ SYSTEMS = ("memsched", "window", "bm25", "dense", "hybrid")
 # "+ redundancy" adds the redundancy re-ranking, PagingOptions.novelty, "+ names out of the dense
 # query" leaves the speaker names out of the dense query and of the bookmarks' BM25 search too,
 # PagingOptions.dense_speaker_names and bookmark_speaker_names, and "full memsched" lets the
-# speaker's own next turn follow a head turn, PagingOptions.thread_decay).
+# speaker's own next turn follow a head turn, PagingOptions.thread_decay). The rows after it add, one
+# at a time, methods measured and left off: feedback, contextual vectors, session diversity, and the
+# units above the turn (PagingOptions.entity_units, session_units).
 ABLATION = (
     "hybrid only",
     "+ bookmarks",
@@ -48,6 +50,8 @@ ABLATION = (
     "+ feedback",
     "+ contextual vectors",
     "+ session diversity",
+    "+ entity units",
+    "+ session units",
 )
 _ABLATION_STAGE = dict(
     zip(
@@ -67,6 +71,8 @@ _ABLATION_STAGE = dict(
             "+feedback",
             "+context",
             "+diversity",
+            "+entityunits",
+            "+sessionunits",
         ),
         strict=True,
     )
