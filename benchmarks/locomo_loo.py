@@ -107,6 +107,12 @@ def sweeps() -> dict[str, dict[str, Variant]]:
             "entity=0.5 names only": _opts(entity_units=0.5, entity_speakers=False),
             **{f"entity=0.5 turns={n}": _opts(entity_units=0.5, unit_turns=n) for n in (3, 10)},
         },
+        # Weight x turns per unit together, so the pair is chosen out of sample in one grid.
+        "entity_units_grid": {
+            f"entity={w:g} turns={n}": _opts(entity_units=w, unit_turns=n)
+            for w in (0.25, 0.5, 1.0)
+            for n in (3, 5)
+        },
         "session_units": {f"session={v:g}": _opts(session_units=v) for v in (0.25, 0.5, 1.0, 2.0)},
         # Their shape at weight 1: how many sessions a query hits, how many turns make a summary
         # (and how many a hit lifts); 1,000 turns = the whole session's centroid.

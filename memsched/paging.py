@@ -144,13 +144,16 @@ class PagingOptions:
     # Session units: an extractive summary of each session (its `unit_turns` turns nearest the
     # session's centroid, one vector, computed from the stored turn vectors and cached until the
     # user's turns change) searched with the query's dense vector; the `session_top` best sessions
-    # get priors 1, (n-1)/n, ... Both off: neither beat the default held out on the dev
-    # conversations (BENCHMARKS.md "Units above the turn").
+    # get priors 1, (n-1)/n, ... Both off (BENCHMARKS.md "Units above the turn"): session units lost
+    # at 1,000 tokens held out on the dev conversations; entity units gained held out (+0.6 points at
+    # 1,000, +0.1 at 2,000, every fold chose weight 0.5) but only on single-hop questions, and cost
+    # open-domain and multi-hop, the categories they were meant for. `unit_turns` 3 was chosen by
+    # the folds for both (against 5 and 10).
     entity_units: float = 0.0
     entity_speakers: bool = True  # a speaker the query names is an entity (their own turns)
     entity_names: bool = True  # other names the query mentions are entities (the turns naming them)
     session_units: float = 0.0
-    unit_turns: int = 5
+    unit_turns: int = 3
     session_top: int = 3
     # Cooperative layer: skip the LLM when the fused top is this far ahead of the next page.
     confident_ratio: float = 1.2
@@ -197,7 +200,7 @@ STAGES: dict[str, PagingOptions] = {
     "+feedback": PagingOptions(feedback=1.0),
     "+context": PagingOptions(),  # the eval pairs it with FusionWeights(context=1.0)
     "+diversity": PagingOptions(diversity=0.2),
-    "+entityunits": PagingOptions(entity_units=1.0),
+    "+entityunits": PagingOptions(entity_units=0.5),
     "+sessionunits": PagingOptions(session_units=1.0),
 }
 """The ablation ladder of `memsched eval locomo --ablation`: each stage adds one part ("+names"
