@@ -239,6 +239,7 @@ def fit(
     only: str | None = None,
     loco: bool = False,
     features_set: str | None = None,
+    without_time: bool = False,
 ) -> None:
     """The learned judges, on the tuning half only: per script, the feature set and the L2 strength
     with the best leave-one-conversation-out AUC (within the tuning half), a logistic regression on
@@ -289,6 +290,7 @@ def fit(
         rows, ys, groups = training_rows(part, vecs, names, DEFAULT_PARAMS)
         y, g = np.array(ys), np.array(groups)
         vec_keys = [f"{k}_{n}" for n in names for k in ("rel", "last")]
+        best_keys = [f"best_{n}" for n in names]
         sets = {
             "vectors": vec_keys,
             "vectors+words": [*vec_keys, "lex", "novel"],
@@ -297,7 +299,12 @@ def fit(
             # Without the time-word cue (session 17: it cut topics at an in-topic "明天…").
             "vectors+cues-time": [*vec_keys, *NO_TIME],
             "all-time": [*vec_keys, "lex", "novel", *NO_TIME],
+            # Session 18: with each message's nearest segment turn (`best_<name>`), no time cue.
+            "vectors+best+cues-time": [*vec_keys, *best_keys, *NO_TIME],
+            "all+best-time": [*vec_keys, *best_keys, "lex", "novel", *NO_TIME],
         }
+        if without_time:
+            sets = {k: v for k, v in sets.items() if "time_opener" not in v}
         best: tuple[float, str, float] | None = None
         aucs: list[tuple[float, str, float]] = []
         print(f"== {script} ({lang}, tuning half): {len(ys)} judged messages, {sum(ys)} open a segment")
@@ -583,8 +590,15 @@ def main() -> int:
             "all",
             "vectors+cues-time",
             "all-time",
+            "vectors+best+cues-time",
+            "all+best-time",
         ),
         help="--fit: this feature set instead of the one with the best AUC",
+    )
+    ap.add_argument(
+        "--without-time-cue",
+        action="store_true",
+        help="--fit: choose only among feature sets without the time-word cue",
     )
     ap.add_argument(
         "--half",
@@ -623,7 +637,14 @@ def main() -> int:
     elif args.tune:
         tune(convs, vecs)
     elif args.fit:
-        fit(convs, vecs, only=args.lang, loco=args.loco, features_set=args.features)
+        fit(
+            convs,
+            vecs,
+            only=args.lang,
+            loco=args.loco,
+            features_set=args.features,
+            without_time=args.without_time_cue,
+        )
     else:
         from memsched.topic import DEFAULT_PARAMS
 

@@ -96,10 +96,10 @@ def test_a_cue_shifts_at_once() -> None:
 @pytest.mark.parametrize(
     ("names", "cjk", "latin", "cjk_judges"),
     [
-        # All three: Chinese is judged by the learned judge, which reads all three embedders.
-        (["minilm", "wordllama", "gloss"], {"gloss"}, {"minilm"}, {"gloss", "minilm", "wordllama"}),
+        # All three: Chinese is judged by the gloss vectors' relative score.
+        (["minilm", "wordllama", "gloss"], {"gloss"}, {"minilm"}, {"gloss"}),
         (["hash"], {"hash"}, {"hash"}, {"hash"}),
-        # One of the learned judge's embedders missing: the relative score with what is there.
+        # Without the gloss vectors: the first fallback that is configured.
         (["wordllama"], {"wordllama"}, {"wordllama"}, {"wordllama"}),
         (["minilm", "gloss"], {"gloss"}, {"minilm"}, {"gloss"}),
     ],
@@ -109,9 +109,32 @@ def test_params_follow_the_configured_embedders(
 ) -> None:
     params = topic_params_for(names)
     assert set(params.cjk.weights) == cjk and set(params.latin.weights) == latin
-    assert (params.cjk.learned is not None) == (cjk_judges == {"gloss", "minilm", "wordllama"})
+    assert params.cjk.learned is None and params.latin.learned is None
     assert params.embedders("今晚我想做个番茄炒蛋") == frozenset(cjk_judges)
     assert params.embedders("tomato eggs tonight") == frozenset(latin)
+
+
+def test_a_learned_judge_and_the_closeness_embedders_follow_the_configured_embedders() -> None:
+    three = LearnedJudge(
+        coef={"rel_gloss": -1.0, "last_minilm": -1.0, "best_wordllama": -1.0},
+        bias=0.0,
+        far=0.0,
+        confirm_far=0.0,
+        confirm_pair=0.0,
+    )
+    base = replace(
+        DEFAULT_PARAMS,
+        cjk=replace(DEFAULT_PARAMS.cjk, learned=three),
+        latin=replace(DEFAULT_PARAMS.latin, closer_weights={"minilm": 0.5, "wordllama": 0.5}),
+    )
+    full = topic_params_for(["minilm", "wordllama", "gloss"], base)
+    assert full.cjk.learned is three
+    assert full.embedders("今晚我想做个番茄炒蛋") == {"gloss", "minilm", "wordllama"}
+    assert full.embedders("tomato eggs tonight") == {"minilm", "wordllama"}
+    # The learned judge only with every embedder it reads; the closeness test with those there are.
+    part = topic_params_for(["minilm", "gloss"], base)
+    assert part.cjk.learned is None and part.embedders("今晚我想做个番茄炒蛋") == {"gloss"}
+    assert part.latin.closer_weights == {"minilm": 0.5}
 
 
 # The learned judge: a made-up combination of one embedder's relative score and the cues, so that

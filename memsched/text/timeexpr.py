@@ -317,6 +317,12 @@ def resolve(text: str, now: datetime, timezone: str | None = None) -> list[TimeR
     return refs
 
 
+def spans(text: str) -> list[tuple[int, int]]:
+    """Where `text` names a relative time ("上周三", "三天前", "last night"), found by the same forms as
+    `resolve`, whether or not the expression resolves to a date."""
+    return [m.span() for m in _PATTERN.finditer(text)]
+
+
 # --- turns -------------------------------------------------------------------------------------
 
 DATES_KEY = "dates"  # Turn.meta key: the notes ("上周 = 2024-10-15") of the relative time a turn mentions
