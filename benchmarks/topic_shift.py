@@ -195,6 +195,58 @@ def tune(convs: list[dict[str, Any]], vecs: dict[str, dict[str, np.ndarray]]) ->
             print(row[2])
 
 
+def tune_loco(convs: list[dict[str, Any]], vecs: dict[str, dict[str, np.ndarray]], lang: str) -> None:
+    """The relative score's thresholds leave-one-conversation-out within the tuning half: for each
+    conversation, the grid's best setting on the others (F1, then fewer false shifts) scores it; with
+    the closeness margin in the grid, and without it (closer <= 0)."""
+    from memsched.topic import DEFAULT_PARAMS
+
+    router = Router()
+    script = "cjk" if lang == "zh" else "latin"
+    base = getattr(DEFAULT_PARAMS, script)
+    part = [c for c in convs if c["lang"] == lang and c["split"] == "tune"]
+    grid = list(
+        itertools.product(
+            (base.far - 0.025, base.far, base.far + 0.025),
+            (0.0, 0.05),
+            (-0.025, 0.0, 0.025),
+            (-9.0, 0.0, 0.05, 0.075, 0.1),
+        )
+    )
+    per: dict[tuple[float, ...], list[dict[str, Any]]] = {}
+    for far, d_far, d_pair, closer in grid:
+        sp = replace(
+            base,
+            far=round(far, 3),
+            confirm_far=round(far + d_far, 3),
+            confirm_pair=round(far + d_pair, 3),
+            closer=closer,
+        )
+        params = replace(DEFAULT_PARAMS, **{script: sp})
+        per[(far, d_far, d_pair, closer)] = [score([c], vecs, params, router) for c in part]
+
+    def f1(tp: int, fp: int, fn: int) -> float:
+        p, r = tp / max(1, tp + fp), tp / max(1, tp + fn)
+        return 2 * p * r / (p + r) if p + r else 0.0
+
+    def total(g: tuple[float, ...], skip: int = -1) -> list[int]:
+        return [sum(s[k] for i, s in enumerate(per[g]) if i != skip) for k in ("tp", "fp", "fn")]
+
+    best = max(grid, key=lambda g: (f1(*total(g)), -total(g)[1]))
+    print(
+        f"== {script} ({lang}, tuning half): best on all of it {best} {total(best)} F1 {f1(*total(best)):.3f}"
+    )
+    for label, sub in (
+        ("with the closeness margin", grid),
+        ("closer <= 0 only", [g for g in grid if g[3] <= 0]),
+    ):
+        tp = fp = fn = 0
+        for k in range(len(part)):
+            g = max(sub, key=lambda g: (f1(*total(g, k)), -total(g, k)[1]))
+            tp, fp, fn = tp + per[g][k]["tp"], fp + per[g][k]["fp"], fn + per[g][k]["fn"]
+        print(f"  leave-one-conversation-out, {label}: tp {tp} fp {fp} fn {fn} F1 {f1(tp, fp, fn):.3f}")
+
+
 # The embedders each script's learned judge may weigh (the gloss vector is empty for English).
 FIT_EMBEDDERS = {"cjk": ("gloss", "minilm", "wordllama"), "latin": ("minilm", "wordllama")}
 CUES = ("anaphora", "continuation", "time_opener")
@@ -415,10 +467,10 @@ def scenario() -> int:
     judge_wall: list[float] = []
     plain_topic = Scheduler._topic
 
-    def timed(self: Any, t: Any, pending_seq: int) -> int:
+    def timed(self: Any, t: Any, *args: Any) -> Any:
         c0, w0 = time.thread_time(), time.perf_counter()
         try:
-            return plain_topic(self, t, pending_seq)
+            return plain_topic(self, t, *args)
         finally:
             judge_cpu.append((time.thread_time() - c0) * 1000)
             judge_wall.append((time.perf_counter() - w0) * 1000)
@@ -579,8 +631,12 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--tune", action="store_true", help="grid search on the tuning half")
     ap.add_argument("--fit", action="store_true", help="fit the learned judges on the tuning half")
-    ap.add_argument("--loco", action="store_true", help="--fit: also the recipe leave-one-conversation-out")
-    ap.add_argument("--lang", choices=("zh", "en"), help="--fit: this language only")
+    ap.add_argument(
+        "--loco",
+        action="store_true",
+        help="--fit: also the recipe leave-one-conversation-out; --tune: the thresholds so",
+    )
+    ap.add_argument("--lang", choices=("zh", "en"), help="--fit, --tune --loco: this language only")
     ap.add_argument(
         "--features",
         choices=(
@@ -615,6 +671,11 @@ def main() -> int:
         " a checkout without memsched.topic, for the detector before it)",
     )
     ap.add_argument("--cpu", action="store_true", help="the judge's CPU per message")
+    ap.add_argument(
+        "--masked",
+        action="store_true",
+        help="judge on the vectors of each message without its time expressions (topic.without_time)",
+    )
     ap.add_argument("--gloss-wait", action="store_true", help="what routing now waits for on Chinese")
     args = ap.parse_args()
     if args.gloss_wait:
@@ -628,12 +689,21 @@ def main() -> int:
     memory = Memory(Config.load(home=tempfile.mkdtemp()))
     try:
         texts = sorted({m for c in convs for s in c["segments"] for m in s["messages"]})
-        vecs = embed_all(memory, texts)
+        if args.masked:
+            from memsched.topic import without_time
+
+            made = embed_all(memory, sorted({without_time(t) for t in texts}))
+            vecs = {t: made[without_time(t)] for t in texts}
+        else:
+            vecs = embed_all(memory, texts)
     finally:
         memory.close()
     print(f"embedders: {sorted(next(iter(vecs.values())))}; {len(texts)} messages")
     if args.cpu:
         cpu(convs, vecs)
+    elif args.tune and args.loco:
+        for lang in (args.lang,) if args.lang else ("zh", "en"):
+            tune_loco(convs, vecs, lang)
     elif args.tune:
         tune(convs, vecs)
     elif args.fit:

@@ -17,13 +17,17 @@ A candidate followed by a message back on the old topic rejoins its segment.
 Which embedders judge, with what weights and thresholds, depends on the message's script
 (`TopicParams`): in English MiniLM separates topics well; in Chinese MiniLM and WordLlama put
 every short sentence at 0.5-0.75, and the gloss vector (Chinese glossed into English, then MiniLM)
-separates only weakly. So Chinese is judged by a `LearnedJudge`: a logistic combination of the
-three embedders' scores and the cue words a message opens with — a pronoun or "还有" / "那…呢"
-continues a topic, a time word ("昨天…", "周末…") often opens a new episode (`cue_features`;
-the lists are in memsched/data/topic_cues.toml). There the pair decides the confirmation (the
-second message alone often refers to the new topic with "它"), and a message more like a new topic
-than the pending candidate takes its place. The constants were tuned on the tuning half of
-benchmarks/data/topic_shift.json and are reported on its other half (BENCHMARKS.md).
+separates only weakly, so Chinese is judged by the gloss vector and the confirming message must be
+closer to the candidate than to the old segment by a margin (`ScriptParams.closer`): two messages
+each a little off a loose topic are about as close to it as to each other, the first two messages
+of a new topic are like each other.
+
+A `LearnedJudge` (a logistic combination of several embedders' scores, lexical evidence and the cue
+words a message opens with, `cue_features`; the lists are in memsched/data/topic_cues.toml) can
+replace the relative score for a script; it judged Chinese in sessions 16-17 and is no longer the
+default: its time-word cue ("昨天…", "周末…") was a habit of the hand-written data, not a property of
+topics. Its lexical features read the text `without_time`. The constants were tuned on the tuning
+half of benchmarks/data/topic_shift.json and are reported on its other half (BENCHMARKS.md).
 """
 
 from __future__ import annotations

@@ -22,6 +22,7 @@ from memsched.topic import (
     rarity,
     relative_score,
     topic_params_for,
+    without_time,
 )
 
 RNG = np.random.default_rng(7)
@@ -243,3 +244,50 @@ def test_the_learned_judge_confirms_on_the_pair_and_a_stronger_message_overtakes
         pending_texts=["Tonight the kitchen light"],
     )
     assert confirmed.shift and confirmed.late
+
+
+@pytest.mark.parametrize(
+    ("message", "left"),
+    [
+        ("昨晚梦见水滴撞过来，直接吓醒了", "梦见水滴"),
+        ("周末打算把电视剧版也补一下", "打算把电视剧版也补一下"),
+        ("上周三我去杭州出差了", "我去杭州出差了"),
+        ("三天前终于看完了三体", "终于看完了三体"),
+        ("Last night I dreamt about that penalty decision", "I dreamt about that penalty decision"),
+        ("This weekend I might get tickets", "I might get tickets"),
+        ("今天", "今天"),  # nothing else to say: the text itself
+    ],
+)
+def test_time_expressions_are_not_what_a_message_is_about(message: str, left: str) -> None:
+    assert without_time(message).startswith(left)
+    if left != message:
+        assert not {"昨晚", "周末", "上周三", "三天前", "last", "night", "weekend"} & set(
+            without_time(message).lower().split()
+        )
+
+
+def _basis(i: int, dim: int = 64) -> np.ndarray:
+    v = np.zeros(dim, dtype=np.float32)
+    v[i] = 1.0
+    return v
+
+
+def test_chinese_confirmation_needs_the_pair_to_belong_together() -> None:
+    """Two messages each off a loose topic, but not like each other, do not cut it; two that are like
+    each other do (the default Chinese judge: gloss vectors, a closeness margin)."""
+    segment = [{"gloss": _basis(0) + 0.5 * _basis(i)} for i in range(1, 6)]
+    texts = ["三体看完了", "黑暗森林", "智子锁死科技", "水滴攻击舰队", "二向箔降维打击"]
+    first = judge("程心是不是太圣母了", {"gloss": _basis(10)}, segment, segment_texts=texts)
+    assert first.candidate and not first.shift
+    kwargs: dict = {"segment_texts": texts, "pending_texts": ["程心是不是太圣母了"]}
+    apart = judge("云天明算不算好人", {"gloss": _basis(11)}, segment, [{"gloss": _basis(10)}], **kwargs)
+    assert apart.pair_score is not None and apart.pair_score < DEFAULT_PARAMS.cjk.confirm_pair
+    assert not apart.shift  # far, together far, but no closer to the candidate than to the topic
+    together = judge(
+        "番茄炒蛋要先炒蛋吗",
+        {"gloss": _basis(10) + 0.3 * _basis(12)},
+        segment,
+        [{"gloss": _basis(10)}],
+        **kwargs,
+    )
+    assert together.shift and together.late
