@@ -30,6 +30,7 @@ import asyncio
 import contextlib
 import json
 import os
+import re
 import signal
 import socket
 import statistics
@@ -69,6 +70,30 @@ def _cpu_s(pid: int) -> float:
     """User + system CPU seconds of a process so far (Linux /proc)."""
     fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def _thread_cpu_s(pid: int) -> dict[int, float]:
+    """CPU seconds so far of each of a process's threads, by thread id (Linux /proc)."""
+    out: dict[int, float] = {}
+    tick = os.sysconf("SC_CLK_TCK")
+    for task in Path(f"/proc/{pid}/task").iterdir():
+        with contextlib.suppress(OSError):
+            fields = task.joinpath("stat").read_text().rsplit(")", 1)[1].split()
+            out[int(task.name)] = (int(fields[11]) + int(fields[12])) / tick
+    return out
+
+
+def _thread_names(pid: int) -> dict[int, str]:
+    """Python's names of a process's threads by thread id, without their numbers ("asyncio_3" ->
+    "asyncio"), read by `py-spy dump` if it is on PATH (else none: the OS names are all "python")."""
+    try:
+        dump = subprocess.run(
+            ["py-spy", "dump", "--pid", str(pid), "--nonblocking"], capture_output=True, text=True, timeout=30
+        ).stdout
+    except (OSError, subprocess.TimeoutExpired):
+        return {}
+    found = re.findall(r'^Thread (\d+) \([^)]*\): "([^"]*)"', dump, flags=re.M)
+    return {int(tid): name.rstrip("_-0123456789") for tid, name in found}
 
 
 async def _until_idle(pid: int, *, quiet: float = 0.05, timeout: float = 60.0) -> float:
@@ -161,6 +186,9 @@ class Driver:
             connector=aiohttp.TCPConnector(limit=200, keepalive_timeout=2.0),
         )
         self._n = 0
+        self.last_trace: str | None = None  # the trace id of the last reply
+        # The open loop's turns by latency: (ms, trace id), read back after the server stopped.
+        self.open_turns: list[tuple[float, str | None]] = []
         self.pids: dict[str, int] = {"driver": os.getpid()}
 
     def next_text(self, user: str, session: str) -> str:
@@ -185,6 +213,7 @@ class Driver:
         try:
             async with self.http.post(f"{self.base}/v1/chat/completions", json=body) as r:
                 status, raw = r.status, await r.read()
+                self.last_trace = r.headers.get("X-Memsched-Trace-Id")
             ms = (time.perf_counter() - t0) * 1000.0
             if status != 200:
                 self.errors.append(f"{status}: {raw[:200]!r}")
@@ -199,6 +228,7 @@ class Driver:
         latencies: list[float] = []
         embed0 = await _embed_stats(self.http, self.base)
         cpu0 = {name: _cpu_s(pid) for name, pid in self.pids.items()}
+        threads0 = _thread_cpu_s(self.pids["server"])
 
         async def client(c: int) -> None:
             for _ in range(messages):
@@ -213,6 +243,11 @@ class Driver:
         # turns queued have run (P2 work lags behind the turns and is worked off afterwards).
         server = self.pids["server"]
         post = await _until_idle(server) - cpu0["server"]
+        names = _thread_names(server)
+        threads: dict[str, float] = {}
+        for tid, seconds in _thread_cpu_s(server).items():
+            name = names.get(tid, "other")
+            threads[name] = threads.get(name, 0.0) + seconds - threads0.get(tid, 0.0)
         embed = {k: v - embed0[k] for k, v in (await _embed_stats(self.http, self.base)).items()}
         drained, drain_s, left = await _until_drained(server, self.db)
         n = max(1, len(latencies))
@@ -224,6 +259,15 @@ class Driver:
             "server_cpu_ms_per_turn_with_post_work": round(1000.0 * post / n, 2),
             # ... and with the background jobs the turns queued, once the queue has drained.
             "server_cpu_ms_per_turn_with_jobs": round(1000.0 * (drained - cpu0["server"]) / n, 2),
+            # The server's CPU per turn (with the post-reply work) by thread, named if py-spy is on
+            # PATH: MainThread is the event loop (HTTP, the upstream client), asyncio the turns'
+            # worker threads, memsched-embed the MiniLM dispatcher, memsched-retrieve / -post /
+            # -worker retrieval, post-reply work and jobs ("other": unnamed; threads that ended are missing).
+            "server_threads_cpu_ms_per_turn": {
+                k: round(1000.0 * v / n, 2)
+                for k, v in sorted(threads.items(), key=lambda kv: -kv[1])
+                if v > 0
+            },
             # The batched embedding model (MiniLM) over the turns and their post-reply work: model
             # calls and texts per turn, texts per call, and its dispatcher's CPU per turn (thread CPU
             # time, so less moved by other processes than the wall-clock figures).
@@ -250,6 +294,7 @@ class Driver:
             s = i % sessions
             async with busy[s]:  # one message in flight per session, as a person types
                 latencies.append(await self.turn(f"open-u{s}", "s1"))
+                self.open_turns.append((latencies[-1], self.last_trace))
 
         tasks = []
         t0 = time.perf_counter()
@@ -273,6 +318,37 @@ class Driver:
             },
             "mean_ms": round(statistics.fmean(latencies), 1),
         }
+
+
+def slowest_turns(
+    db: Path, turns: list[tuple[float, str | None]], share: float = 0.01
+) -> list[dict[str, Any]]:
+    """The open loop's slowest turns (`share` of them, at least 3): the latency the driver saw, the
+    server's own time in the turn's stages before the upstream call (its trace's `timings_ms`: what
+    the rest of the latency is not), and its largest stages. The rest is waiting outside the
+    stages (the event loop, a worker thread, the session lock), the upstream call and the reply's
+    recording."""
+    from memsched.store.sqlite import SQLiteStore
+
+    store = SQLiteStore(db)
+    out: list[dict[str, Any]] = []
+    try:
+        for ms, trace_id in sorted(turns, key=lambda x: -x[0])[: max(3, round(share * len(turns)))]:
+            trace = (store.trace_get(trace_id) if trace_id else None) or {}
+            timings = dict(trace.get("timings_ms") or {})
+            total = timings.pop("total", None)
+            top = sorted(timings.items(), key=lambda kv: -kv[1])[:4]
+            out.append(
+                {
+                    "ms": round(ms, 1),
+                    "stages_ms": total,
+                    "llm_ms": (trace.get("llm") or {}).get("ms"),
+                    "largest": {k: round(v, 1) for k, v in top},
+                }
+            )
+    finally:
+        store.close()
+    return out
 
 
 def check_order(db: Path, sent: dict[tuple[str, str], list[str]]) -> dict[str, Any]:
@@ -395,6 +471,8 @@ def main() -> None:
             upstream.stdin.close()
             upstream.wait(timeout=10)
         result["order"] = check_order(Path(tmp) / "memsched.db", driver.sent)
+        if driver.open_turns and "open_loop" in result:
+            result["open_loop"]["slowest"] = slowest_turns(Path(tmp) / "memsched.db", driver.open_turns)
         result["errors"] = {"count": len(driver.errors), "examples": driver.errors[:5]}
     sys.path.insert(0, str(Path(__file__).parent))
     from yardstick import minilm_query_cpu_ms

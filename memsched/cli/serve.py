@@ -61,7 +61,9 @@ def serve(
         f"memsched serving [bold]{cfg.store_location}[/] on http://{cfg.host}:{cfg.port} "
         f"(upstream: {cfg.upstream_base_url or 'none — /v1/context and /v1/turns only'})"
     )
-    uvicorn.run(create_app(cfg), host=cfg.host, port=cfg.port, log_level=log_level.lower())
+    # This process is the server's alone: the heap loaded at start is frozen out of the collector.
+    app = create_app(cfg, freeze_heap=True)
+    uvicorn.run(app, host=cfg.host, port=cfg.port, log_level=log_level.lower())
 
 
 LOOPBACK = ("127.0.0.1", "::1", "localhost")

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import importlib
+import os
 import threading
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
@@ -97,6 +98,17 @@ def preempt_background() -> int:
 
 
 _REGISTRY: dict[str, EmbedderFactory] = {}
+
+
+def serial_tokenizers() -> None:
+    """Have Hugging Face `tokenizers` (MiniLM's and WordLlama's) tokenise in the calling thread.
+
+    By default its `encode_batch` hands the texts to a pool of one thread per core that spins while
+    it waits for work: on two cores, short texts cost ~10% more CPU per MiniLM text (the pool's spin
+    and the model's thread losing its core to it; BENCHMARKS.md "Proxy throughput", session 18),
+    and a turn's texts are a few dozen tokens. Called before a tokenizer's first use; an explicit
+    TOKENIZERS_PARALLELISM in the environment is kept."""
+    os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 
 
 def register(name: str, factory: EmbedderFactory) -> None:

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from memsched.embed.base import background_pause, normalize, register
+from memsched.embed.base import background_pause, normalize, register, serial_tokenizers
 from memsched.errors import ConfigError, EmbedderError
 
 if TYPE_CHECKING:
@@ -77,7 +77,7 @@ class MiniLMEmbedder:
             if self._model is None:
                 os.environ.setdefault("HF_HUB_OFFLINE", "1")
                 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
-                os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+                serial_tokenizers()
                 os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")
                 os.environ.setdefault("TRANSFORMERS_VERBOSITY", "error")
                 try:

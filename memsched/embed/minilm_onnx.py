@@ -172,6 +172,10 @@ def _tokenizer(src: Path) -> tuple[Any, int]:
     """The fast tokenizer of the installed model, truncating where sentence-transformers does."""
     from tokenizers import Tokenizer
 
+    from memsched.embed.base import serial_tokenizers
+
+    serial_tokenizers()
+
     config = json.loads((src / "sentence_bert_config.json").read_text(encoding="utf-8"))
     max_length = int(config.get("max_seq_length", 256))
     tokenizer = Tokenizer.from_file(str(src / "tokenizer.json"))

@@ -15,7 +15,7 @@ from typing import Any
 
 import numpy as np
 
-from memsched.embed.base import normalize, register
+from memsched.embed.base import normalize, register, serial_tokenizers
 from memsched.errors import EmbedderError
 
 
@@ -31,6 +31,7 @@ class WordLlamaEmbedder:
     def _load(self) -> Any:
         with self._lock:
             if self._model is None:
+                serial_tokenizers()  # its tokenizer is Hugging Face's too
                 try:
                     with _keep_root_logging():
                         import wordllama

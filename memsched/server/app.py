@@ -34,9 +34,14 @@ __all__ = ["TRACE_HEADER", "Service", "create_app"]
 
 
 def create_app(
-    config: Config | None = None, *, service: Service | None = None, warm_up: bool = True
+    config: Config | None = None,
+    *,
+    service: Service | None = None,
+    warm_up: bool = True,
+    freeze_heap: bool = False,
 ) -> FastAPI:
-    """The ASGI app. Pass a `Service` to share a memory/scheduler with tests or an embedding app."""
+    """The ASGI app. Pass a `Service` to share a memory/scheduler with tests or an embedding app.
+    `freeze_heap`: the process is the server's own (`memsched serve`); see `Service.warm_up`."""
     cfg = service.config if service is not None and config is None else (config or Config.load())
 
     @contextlib.asynccontextmanager
@@ -44,7 +49,7 @@ def create_app(
         svc = service or Service(cfg)
         app.state.service = svc
         if warm_up:
-            await asyncio.to_thread(svc.warm_up)
+            await asyncio.to_thread(svc.warm_up, freeze_heap=freeze_heap)
         log.info("memsched %s serving %s", __version__, svc.config.store_location)
         try:
             yield

@@ -55,9 +55,16 @@ class Service:
             await self._upstream.aclose()
             self._upstream = None
 
-    def warm_up(self) -> None:
+    def warm_up(self, *, freeze_heap: bool = False) -> None:
         """Load the tokenizer, the embedders and dateparser's tables now, so the first requests do not
-        pay for them."""
+        pay for them.
+
+        `freeze_heap` (the `memsched serve` process, which owns its interpreter): once the tables
+        loaded in the background are in, move everything loaded so far out of the garbage
+        collector's reach (`gc.freeze`). The models, dictionaries and tables are ~250,000 objects
+        that never become garbage, and every full collection walked them all: ~40-100 ms of CPU
+        with the GIL held, which every turn in flight waited for (BENCHMARKS.md "Proxy
+        throughput", session 18)."""
         from memsched import keywords
         from memsched.text import gloss, timeexpr
 
@@ -66,13 +73,29 @@ class Service:
         self.memory.retriever.embed_query("warm up", only_weighted=False)
         # The bookmark jobs' tables are not needed to answer: loaded beside the first requests; so is
         # the gloss layer's dictionary, which the first Chinese message would otherwise wait for.
-        threading.Thread(target=keywords.warm_up, name="memsched-warm-up", daemon=True).start()
+        loaders = [threading.Thread(target=keywords.warm_up, name="memsched-warm-up", daemon=True)]
         if "gloss" in self.memory.embedders:
-            threading.Thread(target=gloss.warm_up, name="memsched-warm-up-gloss", daemon=True).start()
+            loaders.append(threading.Thread(target=gloss.warm_up, name="memsched-warm-up-gloss", daemon=True))
+        for loader in loaders:
+            loader.start()
+        if freeze_heap:
+            threading.Thread(
+                target=_freeze_after, args=(loaders,), name="memsched-warm-up-gc", daemon=True
+            ).start()
 
     def close(self) -> None:
         self.scheduler.close()
         self.memory.close()
+
+
+def _freeze_after(loaders: list[threading.Thread]) -> None:
+    """Wait for the background loaders, collect once, then freeze what is left (see `warm_up`)."""
+    import gc
+
+    for loader in loaders:
+        loader.join()
+    gc.collect()
+    gc.freeze()
 
 
 async def get_service(request: Request) -> Service:

@@ -39,8 +39,11 @@ def has_cjk(text: str) -> bool:
     return _CJK_RE.search(text) is not None
 
 
+@lru_cache(maxsize=4096)
 def cjk_ratio(text: str) -> float:
-    """Share of the text's letters that are CJK characters (0.0 for text with no letters)."""
+    """Share of the text's letters that are CJK characters (0.0 for text with no letters).
+
+    Cached: a turn asks it of its message about eight times (routing, the topic judge, retrieval)."""
     letters = [c for c in text if c.isalpha()]
     if not letters:
         return 0.0
@@ -82,6 +85,7 @@ def _terms_cached(text: str) -> tuple[str, ...]:
 def clear_caches() -> None:
     """Forget the texts cached here (after a hard delete: the cache is keyed by message text)."""
     _terms_cached.cache_clear()
+    cjk_ratio.cache_clear()
 
 
 def terms(text: str) -> list[str]:
