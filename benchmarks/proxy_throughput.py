@@ -260,9 +260,10 @@ class Driver:
             # ... and with the background jobs the turns queued, once the queue has drained.
             "server_cpu_ms_per_turn_with_jobs": round(1000.0 * (drained - cpu0["server"]) / n, 2),
             # The server's CPU per turn (with the post-reply work) by thread, named if py-spy is on
-            # PATH: MainThread is the event loop (HTTP, the upstream client), asyncio the turns'
+            # PATH: MainThread is the event loop (HTTP, the upstream client), memsched-turn the turns'
             # worker threads, memsched-embed the MiniLM dispatcher, memsched-retrieve / -post /
-            # -worker retrieval, post-reply work and jobs ("other": unnamed; threads that ended are missing).
+            # -worker retrieval, post-reply work and jobs ("other": unnamed; threads that ended are
+            # missing).
             "server_threads_cpu_ms_per_turn": {
                 k: round(1000.0 * v / n, 2)
                 for k, v in sorted(threads.items(), key=lambda kv: -kv[1])

@@ -58,3 +58,15 @@ def test_the_servers_start_up_heap_is_frozen_only_when_asked(tmp_path: Path, fre
     finally:
         gc.unfreeze()
         service.close()
+
+
+def test_the_servers_event_loop_gets_its_turn_threads(tmp_path: Path) -> None:
+    """`create_app(turn_threads=n)` (what `memsched serve` passes) runs the app's thread work, here
+    its warm-up, on the loop's own pool of n threads instead of asyncio's default executor."""
+    from memsched.server.app import create_app
+    from memsched.testing import LiveServer
+
+    app = create_app(Config.load(home=tmp_path, embedders="hash", workers=0), turn_threads=3)
+    with LiveServer(app):
+        names = [t.name for t in threading.enumerate()]
+        assert any(n.startswith("memsched-turn") for n in names), names

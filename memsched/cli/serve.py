@@ -43,7 +43,7 @@ def serve(
     """Run the service on the embedded SQLite store (point your OpenAI SDK at http://HOST:PORT/v1)."""
     import uvicorn
 
-    from memsched.server.app import create_app
+    from memsched.server.app import TURN_THREADS, create_app
 
     cfg = load_config(
         home=home,
@@ -61,8 +61,9 @@ def serve(
         f"memsched serving [bold]{cfg.store_location}[/] on http://{cfg.host}:{cfg.port} "
         f"(upstream: {cfg.upstream_base_url or 'none — /v1/context and /v1/turns only'})"
     )
-    # This process is the server's alone: the heap loaded at start is frozen out of the collector.
-    app = create_app(cfg, freeze_heap=True)
+    # This process is the server's alone: the heap loaded at start is frozen out of the collector,
+    # and the event loop gets the threads concurrent turns need.
+    app = create_app(cfg, freeze_heap=True, turn_threads=TURN_THREADS)
     uvicorn.run(app, host=cfg.host, port=cfg.port, log_level=log_level.lower())
 
 
