@@ -317,7 +317,8 @@ class Scheduler:
         cross_process_lock: bool = True,
         barrier_timeout: float = DEFAULT_BARRIER_TIMEOUT,
         lock_timeout: float = DEFAULT_LOCK_TIMEOUT,
-        post_threads: int = 8,
+        post_threads: int = 32,
+        retrieve_threads: int = 8,
         captioner: Captioner | None = UNSET,
     ) -> None:
         self.memory = memory
@@ -356,10 +357,14 @@ class Scheduler:
         self._renew_stop = threading.Event()
         self._renewer: threading.Thread | None = None
         self.gate = ForegroundGate()  # P2 workers of this process wait while a turn is in flight
+        # A reply's vectors are computed on one of these after the client has the reply, and the
+        # session stays held until they are stored. The thread mostly waits for the batched model:
+        # with 8 of them, 50 concurrent sessions kept all busy and a session's next message waited
+        # ~0.3 s for its lock on average; with 32, ~0.2 s (BENCHMARKS.md "Proxy in session 18").
         self._post = ThreadPoolExecutor(max_workers=max(1, post_threads), thread_name_prefix="memsched-post")
         # Each turn's retrieval runs on one of these while the turn's own thread routes.
         self._fore = ThreadPoolExecutor(
-            max_workers=max(1, post_threads), thread_name_prefix="memsched-retrieve"
+            max_workers=max(1, retrieve_threads), thread_name_prefix="memsched-retrieve"
         )
         self._owner = default_owner("turn")
         self.topic_params = topic_params_for(memory.embedders)
