@@ -53,6 +53,8 @@ from memsched.text.segment import cjk_ratio
 sys.path.insert(0, str(Path(__file__).resolve().parent))  # train_mode_classifier, beside this file
 DATA = Path(__file__).resolve().parent.parent / "tests" / "data" / "mode_labelled.txt"
 BLIND = DATA.parent / "mode_blind.txt"
+SHORT = DATA.parent / "mode_short.txt"
+SHORT_UNITS_GRID = (0.0, 5.0, 10.0, 14.0, 20.0, 25.0, 30.0, 50.0)
 
 
 FIRST_SET = 304  # messages 0..303 are the first labelled set; later ones were added with the classifier
@@ -175,6 +177,27 @@ def latency(router: Router, rows: list[dict[str, Any]], memory: Memory, vecs: li
     }
 
 
+def short_replies(memory: Memory, classifier: ModeClassifier, protos: Prototypes) -> dict[str, Any]:
+    """`ModeWeights.short_units` on tests/data/mode_short.txt with the even-lines classifier: each value
+    of the grid on the short set's even lines (the tuning side) and odd lines, and on the labelled
+    set's odd half with the value the even lines pick next to 0 (off)."""
+    rows = load(SHORT)
+    vecs = [memory.retriever.embed_query(r["text"]) for r in rows]
+    out: dict[str, Any] = {"data": str(SHORT.relative_to(DATA.parent.parent.parent)), "grid": {}}
+    for units in SHORT_UNITS_GRID:
+        router = Router(
+            prototypes=protos, classifier=classifier, weights=replace(DEFAULT_WEIGHTS, short_units=units)
+        )
+        out["grid"][str(units)] = {
+            "even": evaluate(router, rows[0::2], memory, vecs[0::2])["accuracy"],
+            "odd": evaluate(router, rows[1::2], memory, vecs[1::2])["accuracy"],
+        }
+    best = max(SHORT_UNITS_GRID, key=lambda u: (out["grid"][str(u)]["even"], -u))
+    out["chosen_on_even"] = best
+    out["shipped"] = DEFAULT_WEIGHTS.short_units
+    return out
+
+
 def kfold(
     memory: Memory, rows: list[dict[str, Any]], vecs: list[Any], shipped: ModeClassifier, protos: Prototypes
 ) -> dict[str, Any]:
@@ -295,6 +318,11 @@ def main() -> None:
             out["classifier_even"] = {k: v for k, v in even_meta.items() if k != "dense_blocks"}
             out["classifier_even_tune_accuracy"] = evaluate(even, tune, memory, tune_v)["accuracy"]
             results["classifier_even_lines"] = report(even, test, memory, test_v)
+            off = replace(DEFAULT_WEIGHTS, short_units=0.0)  # before session 18
+            results["classifier_even_lines_short_units_off"] = report(
+                Router(prototypes=protos, classifier=even_model, weights=off), test, memory, test_v
+            )
+            out["short_replies"] = short_replies(memory, even_model, protos)
         if not args.no_kfold:
             out["kfold"] = kfold(memory, rows, vecs, classifier, protos)
         if not args.no_blind:

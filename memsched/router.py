@@ -25,7 +25,7 @@ from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 import numpy as np
 
 from memsched.classify import ModeClassifier
-from memsched.text.segment import cjk_ratio
+from memsched.text.segment import cjk_ratio, length_units
 from memsched.topic import TopicJudgement
 
 if TYPE_CHECKING:
@@ -128,6 +128,12 @@ class ModeWeights:
     previous_mode: float = 0.3  # the session's previous mode, when it was recent
     casual_bias: float = 0.2  # casual is the default: another mode must beat it by this much
     previous_mode_seconds: float = 1800.0
+    # A message with no cue word is read by the prototypes and the classifier alone, and a short one
+    # gives them little to read ("ok.", "Got it.", "好。" read as conflict, "thanks" as intimacy): their
+    # evidence is scaled by min(1, length in words / short_units) (`segment.length_units`), so the
+    # shorter the message, the more it takes to beat casual. 0 turns this off. Chosen on held-out
+    # labelled lines (BENCHMARKS.md "Conversation mode", session 18).
+    short_units: float = 20.0
     # x the classifier's log-probability of each mode (centred over modes); None: the weight stored
     # with the classifier, chosen on out-of-fold predictions of the tuning half when it was fitted.
     classifier: float | None = None
@@ -450,6 +456,11 @@ class Router:
             mean = sum(pred.log_probs.values()) / len(pred.log_probs)
             evidence["classifier"] = {m: weight * (v - mean) for m, v in pred.log_probs.items()}
             blocks = pred.contributions
+        if w.short_units and not any(cues.values()):
+            shrink = min(1.0, length_units(message) / w.short_units)
+            if shrink < 1.0:
+                for src in ("prototypes", "classifier"):
+                    evidence[src] = {m: shrink * v for m, v in evidence[src].items()}
         if command:
             for src in ("prototypes", "classifier"):
                 evidence[src] = {m: v for m, v in evidence[src].items() if cues.get(m)}

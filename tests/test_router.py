@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -11,7 +12,7 @@ import numpy as np
 import pytest
 
 from memsched.classify import ModeClassifier
-from memsched.router import DEFAULT_CUES, MODES, Router
+from memsched.router import DEFAULT_CUES, DEFAULT_WEIGHTS, MODES, Router
 
 
 @pytest.fixture(autouse=True)
@@ -161,6 +162,11 @@ def test_ngram_features_cover_chinese_characters_and_english_words() -> None:
     assert block.sparse("zzz")[0].size == 0  # nothing known: no features, no division by zero
 
 
+# The tiny classifier's tests read two-character messages: the shortness rule (`short_units`, tested on
+# its own below) would scale its evidence down, so they run without it.
+LONG_READING = replace(DEFAULT_WEIGHTS, short_units=0.0)
+
+
 def _tiny_classifier() -> ModeClassifier:
     from memsched.classify import NgramBlock
 
@@ -239,14 +245,16 @@ def test_router_adds_the_classifier_to_its_evidence_and_says_why() -> None:
     # "想你" is no cue of any mode in this lexicon-free router: only the classifier can pick intimacy.
     bare = Router(cues={})
     assert bare.route("想你").mode == "casual"
-    route = Router(cues={}, classifier=clf).route("想你")
+    route = Router(cues={}, classifier=clf, weights=LONG_READING).route("想你")
     assert route.mode == "intimacy"
     assert route.evidence["classifier"]["intimacy"] > 0 > route.evidence["classifier"]["casual"]
     assert "classifier +" in route.mode_reason and "ngrams" in route.mode_reason
     # The carried state still adds to it: an upset mood outweighs a weak classifier lean.
     from memsched.router import Carried
 
-    carried = Router(cues={}, classifier=clf).route("今天", carried=Carried("upset", 1.0))
+    carried = Router(cues={}, classifier=clf, weights=LONG_READING).route(
+        "今天", carried=Carried("upset", 1.0)
+    )
     assert carried.mode == "conflict" and "carried" in carried.mode_reason
 
 
@@ -404,7 +412,7 @@ def test_a_reading_no_cue_backs_does_not_carry_itself_through_the_session(tmp_pa
     from memsched.memory import Memory
     from memsched.scheduler import Scheduler
 
-    router = Router(cues={}, classifier=_tiny_classifier())
+    router = Router(cues={}, classifier=_tiny_classifier(), weights=LONG_READING)
     at = datetime(2024, 5, 1, 12, tzinfo=UTC)
     with Scheduler(Memory(home=tmp_path, embedders="hash"), router=router, start_workers=False) as sched:
         first = sched.prepare("u", "s", "生气", now=at)
@@ -415,7 +423,7 @@ def test_a_reading_no_cue_backs_does_not_carry_itself_through_the_session(tmp_pa
         ]
         assert modes == ["casual", "casual", "casual"]
     # A cue-backed reading does carry to the next line of the session.
-    cued = Router(cues={"modes": {"conflict": ["生气"]}}, classifier=_tiny_classifier())
+    cued = Router(cues={"modes": {"conflict": ["生气"]}}, classifier=_tiny_classifier(), weights=LONG_READING)
     with Scheduler(
         Memory(home=tmp_path / "cued", embedders="hash"), router=cued, start_workers=False
     ) as sched:
@@ -481,3 +489,50 @@ def test_a_weak_carried_mood_does_not_pull_neutral_talk_with_a_little_help() -> 
     # The same lean with a real argument behind it (last night's 0.5) still routes the message cold.
     strong = router.decide_mode("番茄炒蛋你会做吗", {}, carried=Carried("upset", 0.5), **kw)
     assert strong.mode == "conflict", strong.reason
+
+
+def test_a_short_message_needs_more_than_the_learned_parts_lean_to_leave_casual() -> None:
+    """`short_units`: with no cue word, the classifier's and prototypes' evidence is scaled by the
+    message's length in words, so "生气" alone (one word) stays casual where a long message with the same
+    lean would not; a cue word lifts the scaling."""
+    from memsched.text.segment import length_units
+
+    assert length_units("ok.") == 1 and length_units("好。") == 0.5 and length_units("I'm fine 🙂") == 2
+    short = Router(cues={}, classifier=_tiny_classifier())
+    route = short.route("生气")
+    assert route.mode == "casual", route.mode_reason
+    assert route.evidence["classifier"]["conflict"] > 0  # it still leans, only less
+    unscaled = Router(cues={}, classifier=_tiny_classifier(), weights=LONG_READING).route("生气")
+    assert unscaled.mode == "conflict"
+    assert route.evidence["classifier"]["conflict"] < unscaled.evidence["classifier"]["conflict"]
+    # The same lean in a message of twenty words or more counts in full.
+    long = "生气" + "，" + " ".join(["and"] * 20)
+    assert short.route(long).evidence["classifier"]["conflict"] == pytest.approx(
+        Router(cues={}, classifier=_tiny_classifier(), weights=LONG_READING)
+        .route(long)
+        .evidence["classifier"]["conflict"]
+    )
+    # A cue word: the learned evidence counts in full however short the message.
+    cued = Router(cues={"modes": {"conflict": ["生气"]}}, classifier=_tiny_classifier())
+    assert cued.route("生气").mode == "conflict"
+
+
+def test_the_default_router_reads_curt_acknowledgements_as_casual(tmp_path: Path) -> None:
+    """Written for this test (not in the labelled, short or blind sets): curt replies with nothing
+    emotional in them. Without the shortness rule the shipped classifier read several of these as
+    conflict, comfort or intimacy; emotional short lines still get their mode."""
+    from memsched.memory import Memory
+    from memsched.router import Prototypes
+
+    curt = ["ok then", "alright", "thanks", "sounds fine", "知道了", "好", "嗯嗯", "谢谢"]
+    emotional = [("Miss you", "intimacy"), ("心好累", "comfort"), ("I hate you", "conflict")]
+    memory = Memory(home=tmp_path / "m")
+    try:
+        router = Router(prototypes=Prototypes(), classifier=ModeClassifier.load())
+        unscaled = Router(prototypes=Prototypes(), classifier=ModeClassifier.load(), weights=LONG_READING)
+        assert [_route(router, memory, t).mode for t in curt] == ["casual"] * len(curt)
+        assert sum(_route(unscaled, memory, t).mode != "casual" for t in curt) >= 2
+        for text, mode in emotional:
+            assert _route(router, memory, text).mode == mode, text
+    finally:
+        memory.close()

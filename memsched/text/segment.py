@@ -50,6 +50,15 @@ def cjk_ratio(text: str) -> float:
     return sum(1 for c in letters if _CJK_RE.match(c)) / len(letters)
 
 
+_WORD_RE = re.compile(rf"[^\W_{_CJK}]+(?:['’][^\W_{_CJK}]+)*", re.UNICODE)
+
+
+def length_units(text: str) -> float:
+    """How much text there is, in words: words of alphabetic scripts, plus CJK characters / 2 (a
+    Chinese word is about two characters). Punctuation and emoji count nothing."""
+    return len(_WORD_RE.findall(text)) + len(_CJK_RE.findall(text)) / 2
+
+
 def _jieba() -> Any:
     global _jieba_ready
     import jieba
