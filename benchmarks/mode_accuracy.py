@@ -177,6 +177,39 @@ def latency(router: Router, rows: list[dict[str, Any]], memory: Memory, vecs: li
     }
 
 
+def grouped_fold_models(
+    memory: Memory,
+    rows: list[dict[str, Any]],
+    vecs: list[Any],
+    c: float,
+    meta: dict[str, Any],
+    nb: tuple[float, float],
+) -> list[tuple[list[int], ModeClassifier]]:
+    """One classifier per grouped fold of `rows` (a message and its translation on the same side),
+    each fitted on the other folds with C `c`, stacking weight in `meta` and naive Bayes (alpha,
+    weight) `nb`: (positions held out, model)."""
+    from train_mode_classifier import embedder_ids, features, fit, folds, groups
+
+    feats = features(memory, rows, vecs)
+    model_ids, dims = embedder_ids(memory)
+    out: list[tuple[list[int], ModeClassifier]] = []
+    for held in folds(groups(rows)):
+        held_set = set(held)
+        tr = [i for i in range(len(rows)) if i not in held_set]
+        model = fit(
+            [rows[i]["text"] for i in tr],
+            [rows[i]["mode"] for i in tr],
+            [feats[i] for i in tr],
+            model_ids,
+            dims,
+            c,
+            meta,
+            nb=nb,
+        )
+        out.append((held, model))
+    return out
+
+
 def short_replies(
     memory: Memory,
     rows: list[dict[str, Any]],
@@ -192,28 +225,17 @@ def short_replies(
     even lines (routed by the even-lines classifier `classifier`); the value with the best pooled
     accuracy wins (ties: the smaller). Reported: the short set's odd lines; the labelled odd half is
     reported by the caller with the shipped value and with 0 (off)."""
-    from train_mode_classifier import embedder_ids, features, fit, folds, groups
-
     short = load(SHORT)
     short_v = [memory.retriever.embed_query(r["text"]) for r in short]
     even, even_v = rows[0::2], vecs[0::2]
-    feats = features(memory, even, even_v)
-    model_ids, dims = embedder_ids(memory)
-    fold_models: list[tuple[list[int], ModeClassifier]] = []
-    for held in folds(groups(even)):
-        held_set = set(held)
-        tr = [i for i in range(len(even)) if i not in held_set]
-        model = fit(
-            [even[i]["text"] for i in tr],
-            [even[i]["mode"] for i in tr],
-            [feats[i] for i in tr],
-            model_ids,
-            dims,
-            float(recipe["C"]),
-            recipe,
-            nb=(float(recipe["nb_alpha"]), float(recipe["nb_weight"])),
-        )
-        fold_models.append((held, model))
+    fold_models = grouped_fold_models(
+        memory,
+        even,
+        even_v,
+        float(recipe["C"]),
+        recipe,
+        (float(recipe["nb_alpha"]), float(recipe["nb_weight"])),
+    )
     out: dict[str, Any] = {"data": str(SHORT.relative_to(DATA.parent.parent.parent)), "grid": {}}
     for units in SHORT_UNITS_GRID:
         w = replace(DEFAULT_WEIGHTS, short_units=units)
@@ -245,24 +267,11 @@ def kfold(
 ) -> dict[str, Any]:
     """Grouped 5-fold cross-validation over every labelled line, with the shipped model's C, naive
     Bayes weight and stacking weight."""
-    from train_mode_classifier import embedder_ids, features, fit, folds, groups
-
-    feats = features(memory, rows, vecs)
-    model_ids, dims = embedder_ids(memory)
     pred: list[str] = [""] * len(rows)
-    for held in folds(groups(rows)):
-        held_set = set(held)
-        tr = [i for i in range(len(rows)) if i not in held_set]
-        model = fit(
-            [rows[i]["text"] for i in tr],
-            [rows[i]["mode"] for i in tr],
-            [feats[i] for i in tr],
-            model_ids,
-            dims,
-            float(shipped.meta["C"]),
-            {"weight": shipped.weight},
-            nb=(float(shipped.meta.get("nb_alpha", 1.0)), float(shipped.meta.get("nb_weight", 0.0))),
-        )
+    nb = (float(shipped.meta.get("nb_alpha", 1.0)), float(shipped.meta.get("nb_weight", 0.0)))
+    for held, model in grouped_fold_models(
+        memory, rows, vecs, float(shipped.meta["C"]), {"weight": shipped.weight}, nb
+    ):
         got = predict(
             Router(prototypes=protos, classifier=model),
             [rows[i] for i in held],
