@@ -636,7 +636,7 @@ def test_entity_units_lift_the_turns_about_a_named_entity(tmp_path: Path) -> Non
 
 
 def test_session_units_lift_the_best_turns_of_the_nearest_session(tmp_path: Path) -> None:
-    mem, _ = _units_memory(tmp_path)
+    mem, ids = _units_memory(tmp_path)
     opts = PagingOptions(cooperative=False, session_units=1.0, session_top=1, unit_turns=2)
     pager = Pager(mem, opts)
     name = next(iter(mem.retriever.embedders))
@@ -648,6 +648,10 @@ def test_session_units_lift_the_best_turns_of_the_nearest_session(tmp_path: Path
     assert 1 <= len(lifted) <= 2  # only the one best session, only its best turns
     meta = mem.store.turn_meta("u", [c.turn_id for c in lifted])
     assert len({m[1] for m in meta.values()}) == 1
+    # ... and it is one of the report's sessions, not the dog's or the novel's (the hash test embedder
+    # tells the report's parts apart only by their number, so which part is not asserted).
+    reports = {tid for text, tid in ids.items() if text.startswith("The weekly report")}
+    assert {c.turn_id for c in lifted} <= reports
     # A new session is a new unit: the cached summaries are rebuilt once a turn is added.
     mem.add_many([Turn("u", "s11", "user", "A brand new topic about gardening.", speaker="Alice")])
     assert len(pager._session_vectors("u", name)[0]) == 10
