@@ -242,10 +242,13 @@ def features(
     segment: Sequence[Vectors],
     segment_texts: Sequence[str],
     summary: Summary | None = None,
+    *,
+    lexical: bool = True,
 ) -> dict[str, float]:
     """The learned judge's features of `messages` (one, or a candidate and the message after it:
     their vectors averaged, their words pooled, the cues of the first) against `segment` (whose
-    `summarise` may be passed as `summary`)."""
+    `summarise` may be passed as `summary`). `lexical=False` leaves out `lex` and `novel` (a jieba
+    cut of each text) for a judge that does not weigh them."""
     names = list(names)
     summary = summary if summary is not None else summarise(names, segment)
     out: dict[str, float] = {}
@@ -261,11 +264,12 @@ def features(
         out[f"rel_{name}"] = float(q @ mean) - coh
         out[f"last_{name}"] = float(sims[-1]) - coh
         out[f"best_{name}"] = float(sims.max()) - near
-    mine = {t for x in texts for t in terms(without_time(x))}
-    theirs = {t for x in segment_texts for t in terms(without_time(x))}
-    mass = sum(rarity(t) for t in mine)
-    out["lex"] = sum(rarity(t) for t in mine & theirs) / mass if mass else 0.0
-    out["novel"] = float(np.log1p(sum(rarity(t) for t in mine - theirs)))
+    if lexical:
+        mine = {t for x in texts for t in terms(without_time(x))}
+        theirs = {t for x in segment_texts for t in terms(without_time(x))}
+        mass = sum(rarity(t) for t in mine)
+        out["lex"] = sum(rarity(t) for t in mine & theirs) / mass if mass else 0.0
+        out["novel"] = float(np.log1p(sum(rarity(t) for t in mine - theirs)))
     out.update(
         cue_features(texts[0]) if texts else {"anaphora": 0.0, "continuation": 0.0, "time_opener": 0.0}
     )
@@ -281,7 +285,9 @@ def learned_score(
     summary: Summary | None = None,
 ) -> float:
     """Minus the log-odds that `messages` open a new topic after `segment` (negative: far)."""
-    f = features(learned.embedders(), messages, texts, segment, segment_texts, summary)
+    # The shipped judge gives the lexical features no weight: their jieba cuts stay off the P0 path.
+    lexical = bool(learned.coef.get("lex") or learned.coef.get("novel"))
+    f = features(learned.embedders(), messages, texts, segment, segment_texts, summary, lexical=lexical)
     return -(learned.bias + sum(w * f.get(k, 0.0) for k, w in learned.coef.items()))
 
 
