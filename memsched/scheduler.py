@@ -38,7 +38,7 @@ import time
 import uuid
 from collections.abc import Iterator, Mapping, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
@@ -62,7 +62,7 @@ from memsched.commands import (
 from memsched.companion import Before, Companion, Plan
 from memsched.embed.batch import after_reply
 from memsched.errors import ConfigError, InputError, LLMError
-from memsched.jobs.queue import Job, JobQueue, Priority, SessionLock, default_owner, recover_dead_owners
+from memsched.jobs.queue import Job, JobQueue, Priority, SessionLock, recover_dead_owners
 from memsched.jobs.worker import ForegroundGate
 from memsched.memory import UNSET, ContextResult, Memory
 from memsched.model import Role, Turn, as_utc, content_hash, utcnow
@@ -70,7 +70,7 @@ from memsched.profile import DEFAULT_PROFILE_SHARE, PREFERRED_NAME, TIMEZONE, Pr
 from memsched.profile_extract import apply as apply_facts
 from memsched.profile_extract import extract as extract_facts
 from memsched.router import NO_PROTOTYPES, Prototypes, Route, Router
-from memsched.store.base import SessionLease
+from memsched.sessions import SessionHold, SessionLine, Ticket
 from memsched.strategy import StrategyTable
 from memsched.summarize import compress, covered_seq, create_summary, default_max_tokens, render
 from memsched.text.segment import cjk_ratio
@@ -143,71 +143,19 @@ class RecordResult:
     commands: list[dict[str, Any]] = field(default_factory=list)
 
 
-# -- per-session FIFO gates ------------------------------------------------------------------------
+@dataclass(frozen=True, slots=True)
+class TurnRequest:
+    """What a caller asks of one turn (`Scheduler.turn`, `prepare` and their async forms)."""
 
-
-class _Gate:
-    __slots__ = ("cond", "next", "refs", "serving")
-
-    def __init__(self) -> None:
-        self.cond = threading.Condition()
-        self.next = 0
-        self.serving = 0
-        self.refs = 0
-
-
-@dataclass(slots=True)
-class _Ticket:
-    key: tuple[str, str]
-    gate: _Gate
-    number: int
-    released: bool = False
-
-
-class _Gates:
-    """One FIFO queue per (user, session): tickets are served in the order they were taken.
-
-    A plain Lock would not do: threads blocked on it wake in no particular order, and the second of
-    two messages sent 10 ms apart could be answered first.
-    """
-
-    def __init__(self) -> None:
-        self._lock = threading.Lock()
-        self._gates: dict[tuple[str, str], _Gate] = {}
-
-    def take(self, key: tuple[str, str]) -> _Ticket:
-        with self._lock:
-            gate = self._gates.get(key)
-            if gate is None:
-                gate = self._gates[key] = _Gate()
-            gate.refs += 1
-        with gate.cond:
-            number = gate.next
-            gate.next += 1
-        return _Ticket(key, gate, number)
-
-    def wait(self, ticket: _Ticket) -> None:
-        # No timeout: every holder releases in a finally block, and the reply LLM call it may be
-        # waiting on is itself bounded by the client's timeout.
-        with ticket.gate.cond:
-            ticket.gate.cond.wait_for(lambda: ticket.gate.serving == ticket.number)
-
-    def release(self, ticket: _Ticket) -> None:
-        if ticket.released:
-            return
-        ticket.released = True
-        with ticket.gate.cond:
-            ticket.gate.serving += 1
-            ticket.gate.cond.notify_all()
-        with self._lock:
-            ticket.gate.refs -= 1
-            if ticket.gate.refs == 0 and self._gates.get(ticket.key) is ticket.gate:
-                del self._gates[ticket.key]
-
-    def queued(self, key: tuple[str, str]) -> int:
-        with self._lock:
-            gate = self._gates.get(key)
-            return gate.refs if gate is not None else 0
+    user_id: str
+    session_id: str
+    message: str  # with its images' captions once they are described
+    now: datetime | None = None  # the message's time (default: now)
+    timezone: str | None = None  # the user's IANA timezone, else their profile's
+    call_llm: bool = True  # False: `prepare` (the caller's own LLM writes the reply)
+    system_prompt: str | None = None  # the client's persona, else the configured default
+    images: Sequence[Image] = ()
+    history: Sequence[tuple[str, str]] = ()  # the client's earlier (role, content) messages
 
 
 @dataclass(slots=True)
@@ -272,24 +220,6 @@ class _TurnState:
     topic_pending_texts: list[str] = field(default_factory=list)
 
 
-@dataclass(slots=True, eq=False)
-class SessionHold:
-    """A session held by one turn (or by `Scheduler.hold_session` across calls): its place in this
-    process's line and its lock in the store (`lease`; None without `cross_process_lock`)."""
-
-    ticket: _Ticket
-    user_id: str
-    session_id: str
-    lease: SessionLease | None
-    wait_ms: float
-    handed_off: bool = False  # a post-reply thread releases it once the new turns' vectors are stored
-
-    @property
-    def owner(self) -> str | None:
-        """The store lock's owner id (diagnostics), or None without `cross_process_lock`."""
-        return self.lease.owner if self.lease is not None else None
-
-
 # -- the scheduler -----------------------------------------------------------------------------------
 
 
@@ -350,12 +280,12 @@ class Scheduler:
         self.lock_timeout = lock_timeout
         # Long enough for the reply call with its retries; renewed after the call.
         self.lease_seconds = max(60.0, 4.0 * self.config.llm_timeout)
-        self._gates = _Gates()
-        # Sessions held across calls (hold_session), whose store locks a thread renews.
-        self._renewing: dict[int, SessionHold] = {}
-        self._renew_lock = threading.Lock()
-        self._renew_stop = threading.Event()
-        self._renewer: threading.Thread | None = None
+        # Each session's line in this process, and its store lock across processes.
+        self.sessions = SessionLine(
+            self.locks if cross_process_lock else None,
+            lease_seconds=self.lease_seconds,
+            lock_timeout=lock_timeout,
+        )
         self.gate = ForegroundGate()  # P2 workers of this process wait while a turn is in flight
         # A reply's vectors are computed on one of these after the client has the reply, and the
         # session stays held until they are stored. The thread mostly waits for the batched model:
@@ -366,7 +296,6 @@ class Scheduler:
         self._fore = ThreadPoolExecutor(
             max_workers=max(1, retrieve_threads), thread_name_prefix="memsched-retrieve"
         )
-        self._owner = default_owner("turn")
         self.topic_params = topic_params_for(memory.embedders)
         self.worker: Worker | None = None
         if start_workers:
@@ -393,7 +322,7 @@ class Scheduler:
         self._closed = True
         self._post.shutdown(wait=True)
         self._fore.shutdown(wait=True)
-        self._renew_stop.set()
+        self.sessions.close()
         if self.worker is not None:
             self.worker.stop()
 
@@ -428,18 +357,10 @@ class Scheduler:
                 "turn() needs a reply LLM: pass Scheduler(memory, llm=...), or use prepare()/record()"
             )
         _check(user_id, session_id, message or _image_only(images))
-        return self._run(
-            self._gates.take((user_id, session_id)),
-            user_id,
-            session_id,
-            message,
-            now,
-            timezone,
-            True,
-            system_prompt,
-            images,
-            history=history,
+        request = TurnRequest(
+            user_id, session_id, message, now, timezone, True, system_prompt, images, history
         )
+        return self._run(request, self.sessions.take(user_id, session_id))
 
     def prepare(
         self,
@@ -462,19 +383,12 @@ class Scheduler:
         """
         _check(user_id, session_id, message or _image_only(images))
         _check_hold(hold, user_id, session_id)
-        return self._run(
-            None if hold is not None else self._gates.take((user_id, session_id)),
-            user_id,
-            session_id,
-            message,
-            now,
-            timezone,
-            False,
-            system_prompt,
-            images,
-            hold,
-            history,
+        request = TurnRequest(
+            user_id, session_id, message, now, timezone, False, system_prompt, images, history
         )
+        if hold is not None:
+            return self._run(request, None, hold)
+        return self._run(request, self.sessions.take(user_id, session_id))
 
     async def aturn(
         self,
@@ -493,10 +407,10 @@ class Scheduler:
         if self.llm is None:
             raise ConfigError("aturn() needs a reply LLM: pass Scheduler(memory, llm=...)")
         _check(user_id, session_id, message or _image_only(images))
-        ticket = self._gates.take((user_id, session_id))
-        return await self._in_thread(
-            ticket, user_id, session_id, message, now, timezone, True, system_prompt, images, None, history
+        request = TurnRequest(
+            user_id, session_id, message, now, timezone, True, system_prompt, images, history
         )
+        return await self._in_thread(request, self.sessions.take(user_id, session_id), None)
 
     async def aprepare(
         self,
@@ -514,10 +428,11 @@ class Scheduler:
         """`prepare()` in a worker thread, keeping the session's arrival order like `aturn`."""
         _check(user_id, session_id, message or _image_only(images))
         _check_hold(hold, user_id, session_id)
-        ticket = None if hold is not None else self._gates.take((user_id, session_id))
-        return await self._in_thread(
-            ticket, user_id, session_id, message, now, timezone, False, system_prompt, images, hold, history
+        request = TurnRequest(
+            user_id, session_id, message, now, timezone, False, system_prompt, images, history
         )
+        ticket = None if hold is not None else self.sessions.take(user_id, session_id)
+        return await self._in_thread(request, ticket, hold)
 
     async def aprepare_held(
         self,
@@ -536,26 +451,17 @@ class Scheduler:
         line is taken at the call. If preparing fails the session is released; if the caller is
         cancelled meanwhile, the session is released once the thread is done with it."""
         _check(user_id, session_id, message or _image_only(images))
-        ticket = self._gates.take((user_id, session_id))
+        request = TurnRequest(
+            user_id, session_id, message, now, timezone, False, system_prompt, images, history
+        )
+        ticket = self.sessions.take(user_id, session_id)
 
         def run() -> tuple[SessionHold, TurnResult]:
-            hold = self._renewed(self._acquire(ticket, user_id, session_id))
+            hold = self.sessions.keep(self.sessions.acquire(ticket))
             try:
-                return hold, self._run(
-                    None,
-                    user_id,
-                    session_id,
-                    message,
-                    now,
-                    timezone,
-                    False,
-                    system_prompt,
-                    images,
-                    hold,
-                    history,
-                )
+                return hold, self._run(request, None, hold)
             except BaseException:
-                self._unhold(hold)
+                self.sessions.release(hold)
                 raise
 
         task = asyncio.ensure_future(asyncio.to_thread(run))
@@ -570,18 +476,20 @@ class Scheduler:
         if not task.cancelled() and task.exception() is None:
             self.release_session(task.result()[0])
 
-    async def _in_thread(self, ticket: _Ticket | None, *args: Any) -> TurnResult:
+    async def _in_thread(
+        self, request: TurnRequest, ticket: Ticket | None, held: SessionHold | None
+    ) -> TurnResult:
         started = threading.Event()
 
         def run() -> TurnResult:
             started.set()
-            return self._run(ticket, *args)
+            return self._run(request, ticket, held)
 
         try:
             return await asyncio.to_thread(run)
         except BaseException:
             if not started.is_set() and ticket is not None:  # the thread never ran: give the place back
-                self._gates.release(ticket)
+                self.sessions.give_back(ticket)
             raise
 
     def record(
@@ -618,7 +526,7 @@ class Scheduler:
             raise InputError(f"role must be user, assistant or system, got {role!r}")
         held = hold
         if hold is None:
-            hold = self._acquire(self._gates.take((user_id, session_id)), user_id, session_id)
+            hold = self.sessions.acquire(self.sessions.take(user_id, session_id))
         handed_off = False
         try:
             at = as_utc(now) if now is not None else utcnow()
@@ -709,7 +617,7 @@ class Scheduler:
             return RecordResult(turn=turn, jobs=job_ids, commands=[c.as_dict() for c in commands])
         finally:
             if not handed_off and held is None:
-                self._release(hold)
+                self.sessions.release(hold)
 
     def _profile_section(self, user_id: str, share: float) -> str:
         """The profile's system-prompt section within `share` of the budget (most important keys first)."""
@@ -737,7 +645,7 @@ class Scheduler:
 
     def queued(self, user_id: str, session_id: str) -> int:
         """Turns of the session in this process that are running or waiting for their turn."""
-        return self._gates.queued((user_id, session_id))
+        return self.sessions.queued(user_id, session_id)
 
     def summaries(self, user_id: str, session_id: str) -> list[dict[str, Any]]:
         """The session's stored summaries, in seq order."""
@@ -749,11 +657,11 @@ class Scheduler:
     def holding(self, user_id: str, session_id: str) -> Iterator[None]:
         """Hold the session as a turn does (in arrival order, across processes), e.g. to delete it
         without a turn of it writing meanwhile."""
-        hold = self._acquire(self._gates.take((user_id, session_id)), user_id, session_id)
+        hold = self.sessions.acquire(self.sessions.take(user_id, session_id))
         try:
             yield
         finally:
-            self._release(hold)
+            self.sessions.release(hold)
 
     def hold_session(self, user_id: str, session_id: str) -> SessionHold:
         """Take the session (in arrival order, across processes) until `release_session(hold)`.
@@ -764,177 +672,70 @@ class Scheduler:
         renewed meanwhile; if this process dies, the session is free again (at once on PostgreSQL,
         when its lease runs out on SQLite).
         """
-        return self._renewed(self._acquire(self._gates.take((user_id, session_id)), user_id, session_id))
+        return self.sessions.keep(self.sessions.acquire(self.sessions.take(user_id, session_id)))
 
     async def ahold_session(self, user_id: str, session_id: str) -> SessionHold:
         """`hold_session` without blocking the event loop; the place in line is taken at the call."""
-        ticket = self._gates.take((user_id, session_id))
-        task = asyncio.ensure_future(asyncio.to_thread(self._acquire, ticket, user_id, session_id))
+        ticket = self.sessions.take(user_id, session_id)
+        task = asyncio.ensure_future(asyncio.to_thread(self.sessions.acquire, ticket))
         try:
             # Shielded: a cancelled caller must not leave a thread that takes the session for no one.
             hold = await asyncio.shield(task)
         except asyncio.CancelledError:
             task.add_done_callback(self._release_abandoned)
             raise
-        return self._renewed(hold)
+        return self.sessions.keep(hold)
 
     def release_session(self, hold: SessionHold) -> None:
         """Give back a session taken with `hold_session` (idempotent). After `record(...,
         index_after=True)` the session is released when the reply's vectors are stored instead."""
         if not hold.handed_off:
-            self._unhold(hold)
-
-    def _unhold(self, hold: SessionHold) -> None:
-        with self._renew_lock:
-            self._renewing.pop(id(hold), None)
-        self._release(hold)
+            self.sessions.release(hold)
 
     def _release_abandoned(self, task: asyncio.Future[SessionHold]) -> None:
         if not task.cancelled() and task.exception() is None:
-            self._release(task.result())
-
-    def _renewed(self, hold: SessionHold) -> SessionHold:
-        if hold.lease is None:
-            return hold
-        with self._renew_lock:
-            self._renewing[id(hold)] = hold
-            if self._renewer is None:
-                self._renewer = threading.Thread(
-                    target=self._renew_leases, name="memsched-session-leases", daemon=True
-                )
-                self._renewer.start()
-        return hold
-
-    def _renew_leases(self) -> None:
-        """Renew the store locks of the sessions held across calls, every third of a lease."""
-        while not self._renew_stop.wait(self.lease_seconds / 3):
-            with self._renew_lock:
-                holds = list(self._renewing.values())
-            for hold in holds:
-                try:
-                    assert hold.lease is not None
-                    if not hold.lease.renew(self.lease_seconds):
-                        log.warning("the lock of session %s/%s was lost", hold.user_id, hold.session_id)
-                except Exception:
-                    log.exception("renewing the lock of %s/%s failed", hold.user_id, hold.session_id)
-
-    def _acquire(self, ticket: _Ticket, user_id: str, session_id: str) -> SessionHold:
-        t0 = time.perf_counter()
-        try:
-            self._gates.wait(ticket)
-            lease: SessionLease | None = None
-            if self.cross_process_lock:
-                lease = self.locks.take(
-                    user_id,
-                    session_id,
-                    f"{self._owner}:{uuid.uuid4().hex[:8]}",
-                    lease_seconds=self.lease_seconds,
-                    timeout=self.lock_timeout,
-                )
-        except BaseException:
-            self._gates.release(ticket)
-            raise
-        return SessionHold(ticket, user_id, session_id, lease, (time.perf_counter() - t0) * 1000.0)
-
-    def _release(self, hold: SessionHold) -> None:
-        if hold.ticket.released:
-            return
-        try:
-            if hold.lease is not None:
-                hold.lease.release()
-        except Exception:
-            log.exception("releasing the lock of %s/%s failed", hold.user_id, hold.session_id)
-        finally:
-            self._gates.release(hold.ticket)
+            self.sessions.release(task.result())
 
     # -- the turn ---------------------------------------------------------------------------------------
 
     def _run(
-        self,
-        ticket: _Ticket | None,
-        user_id: str,
-        session_id: str,
-        message: str,
-        now: datetime | None,
-        timezone: str | None,
-        call_llm: bool,
-        system_prompt: str | None = None,
-        images: Sequence[Image] = (),
-        held: SessionHold | None = None,
-        history: Sequence[tuple[str, str]] = (),
+        self, request: TurnRequest, ticket: Ticket | None = None, held: SessionHold | None = None
     ) -> TurnResult:
+        """One turn; with `held`, in a session the caller holds (and keeps holding), else `ticket`'s."""
         with self.gate.turn():  # background work in this process steps aside meanwhile
-            return self._run_gated(
-                ticket,
-                user_id,
-                session_id,
-                message,
-                now,
-                timezone,
-                call_llm,
-                system_prompt,
-                images,
-                held,
-                history,
-            )
+            return self._run_gated(request, ticket, held)
 
-    def _run_gated(
-        self,
-        ticket: _Ticket | None,
-        user_id: str,
-        session_id: str,
-        message: str,
-        now: datetime | None,
-        timezone: str | None,
-        call_llm: bool,
-        system_prompt: str | None,
-        images: Sequence[Image] = (),
-        held: SessionHold | None = None,
-        history: Sequence[tuple[str, str]] = (),
-    ) -> TurnResult:
+    def _run_gated(self, request: TurnRequest, ticket: Ticket | None, held: SessionHold | None) -> TurnResult:
         """One turn; with `held`, in a session the caller holds (and keeps holding), else `ticket`'s."""
         sw = Stopwatch()
         captions: list[Caption] = []
-        if images:
+        if request.images:
             # Described before the message is embedded: the caption is part of what the turn says.
             # The session's place in line is already taken, so a slow vision call keeps the order.
             t0 = time.perf_counter()
-            captions = describe_all(self.captioner, images, hint=message)
-            message = with_captions(message, captions)
+            captions = describe_all(self.captioner, request.images, hint=request.message)
+            request = replace(request, message=with_captions(request.message, captions))
             sw.add("caption", _ms(t0))
         # The message's embedding starts now and runs (in the embedder's dispatcher) while this
         # thread waits for the session and runs the barrier, commands and overflow check.
-        pending = self.memory.query_vectors(message)
+        pending = self.memory.query_vectors(request.message)
         if held is not None:
             hold = held
         else:
             assert ticket is not None
-            hold = self._acquire(ticket, user_id, session_id)
+            hold = self.sessions.acquire(ticket)
         sw.add("lock_wait", hold.wait_ms)
         handed_off = held is not None  # the caller releases it
         try:
-            result, post = self._turn_locked(
-                sw,
-                hold,
-                user_id,
-                session_id,
-                message,
-                now,
-                timezone,
-                call_llm,
-                system_prompt,
-                pending,
-                captions,
-                history,
-            )
+            result, post = self._turn_locked(sw, hold, request, pending, captions)
             if post and not handed_off:
                 # The reply's vectors are computed after the caller has the reply; the session stays
                 # held until they are stored, so the next turn of the session finds them.
-                handed_off = self._index_after(hold, user_id)
+                handed_off = self._index_after(hold, request.user_id)
             return result
         finally:
             if not handed_off:
-                self._release(hold)
+                self.sessions.release(hold)
 
     @property
     def _route_names(self) -> frozenset[str]:
@@ -971,24 +772,20 @@ class Scheduler:
         except Exception:
             log.exception("embedding the reply of %s/%s failed; the next turn will", user_id, hold.session_id)
         finally:
-            self._unhold(hold)
+            self.sessions.release(hold)
             self.gate.leave()
 
     def _turn_locked(
         self,
         sw: Stopwatch,
         hold: SessionHold,
-        user_id: str,
-        session_id: str,
-        message: str,
-        now: datetime | None,
-        timezone: str | None,
-        call_llm: bool,
-        system_prompt: str | None = None,
+        request: TurnRequest,
         pending: Mapping[str, np.ndarray] | None = None,
         captions: Sequence[Caption] = (),
-        history: Sequence[tuple[str, str]] = (),
     ) -> tuple[TurnResult, bool]:
+        user_id, session_id, message = request.user_id, request.session_id, request.message
+        now, call_llm, history = request.now, request.call_llm, request.history
+        timezone, system_prompt = request.timezone, request.system_prompt
         t = _TurnState(
             user_id=user_id,
             session_id=session_id,
@@ -1078,8 +875,7 @@ class Scheduler:
                 trace["error"] = f"{type(exc).__name__}: {exc}"
             t.llm_ms = (time.perf_counter() - t0) * 1000.0
             sw.add("llm", t.llm_ms)
-            if hold.lease is not None:
-                hold.lease.renew(self.lease_seconds)
+            self.sessions.renew(hold)
 
         user_turn: Turn | None = None
         if keeps_turn(t.applied):

@@ -36,9 +36,10 @@ from typing import Any
 from memsched.commands import UNRECORDED_KINDS
 from memsched.errors import InputError, LLMError
 from memsched.memory import Memory
-from memsched.scheduler import SessionHold, TurnResult
+from memsched.scheduler import TurnResult
 from memsched.server.service import Service
 from memsched.server.upstream import Upstream
+from memsched.sessions import SessionHold
 from memsched.tools import INDEX_HEADER, recall_tool, resolve_recall
 from memsched.vision import Image
 
