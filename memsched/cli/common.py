@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import functools
+import sqlite3
 import sys
 from collections.abc import Callable
 from pathlib import Path
@@ -56,11 +57,27 @@ def reports_errors(fn: F) -> F:
             fail(str(exc))
         except FileNotFoundError as exc:
             fail(f"file not found: {exc.filename or exc}")
+        except sqlite3.Error as exc:
+            # The file opened, then refused a write or a read (made read-only, or damaged, meanwhile).
+            fail(database_error(exc))
         except KeyboardInterrupt:
             err_console.print("interrupted")
             sys.exit(130)
 
     return wrapper  # type: ignore[return-value]
+
+
+def database_error(exc: sqlite3.Error) -> str:
+    """A one-line message for an SQLite error that reached a command, with what to do about it."""
+    text = str(exc)
+    if "readonly" in text or "read-only" in text:
+        return (
+            f"the database refused a write ({text}): memsched needs write access to the database"
+            " file and to its directory"
+        )
+    if "malformed" in text or "not a database" in text:
+        return f"the database file is damaged ({text}): restore it from a backup"
+    return f"database error: {text}"
 
 
 def existing_file(path: Path) -> Path:

@@ -34,6 +34,22 @@ from memsched.text.segment import index_text
 from memsched.text.timeexpr import searchable_text
 
 
+def open_error(path: str, exc: sqlite3.Error) -> str:
+    """What to tell a user whose database file could not be opened, with what to do about it."""
+    text = str(exc)
+    if "not a database" in text or "malformed" in text:
+        return (
+            f"database {path} is not a readable SQLite database ({text}): the file is corrupt or is"
+            " something else; restore it from a backup or point --db/MEMSCHED_DB at another file"
+        )
+    if "unable to open" in text or "readonly" in text or "read-only" in text:
+        return (
+            f"cannot open database {path} for writing ({text}): memsched needs write access to the"
+            " file and to its directory (SQLite keeps its write-ahead log beside it)"
+        )
+    return f"cannot open database {path}: {text}"
+
+
 class SQLiteStore(
     JobsMixin,
     BookmarksMixin,
@@ -53,7 +69,13 @@ class SQLiteStore(
             # A named shared-cache memory database, so every thread's connection sees the same data.
             self._uri = f"file:memsched-{uuid.uuid4().hex}?mode=memory&cache=shared"
         else:
-            Path(self.path).parent.mkdir(parents=True, exist_ok=True)
+            try:
+                Path(self.path).parent.mkdir(parents=True, exist_ok=True)
+            except OSError as exc:
+                raise StoreError(
+                    f"cannot create the directory of database {self.path}: {exc.strerror or exc}"
+                    " (set --home/MEMSCHED_HOME or --db/MEMSCHED_DB to a writable place)"
+                ) from exc
             self._uri = Path(self.path).resolve().as_uri()
         self._local = threading.local()
         self._jobs_cond = threading.Condition()
@@ -65,9 +87,13 @@ class SQLiteStore(
         # writers slept (BENCHMARKS.md, "Proxy throughput"). Other processes still meet there.
         # Re-entrant so that a nested transaction fails in SQLite, as before, and does not hang.
         self._write_lock = threading.RLock()
-        self._keepalive = self._connect()  # keeps a memory database alive between threads
-        self._migrate()
-        self.page_size = self._init_page_size(page_size)
+        try:
+            self._keepalive = self._connect()  # keeps a memory database alive between threads
+            self._migrate()
+            self.page_size = self._init_page_size(page_size)
+        except sqlite3.Error as exc:
+            self.close()
+            raise StoreError(open_error(self.path, exc)) from exc
 
     # -- connections -------------------------------------------------------------------------------
 
