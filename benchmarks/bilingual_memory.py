@@ -7,6 +7,9 @@ is in the context built for its question under the budget (default 1,000 tokens)
 session after the last one.
 
     python benchmarks/bilingual_memory.py [--budget 1000]
+    python benchmarks/bilingual_memory.py --cjk-weights minilm=0.5 --cjk-weights wordllama=0   # pager ablations
+    python benchmarks/make_bilingual_memory.py --seed 7 --out /tmp/b7.json && \
+        python benchmarks/bilingual_memory.py --data /tmp/b7.json        # the same facts in another haystack
 """
 
 from __future__ import annotations
@@ -40,8 +43,13 @@ class Setup:
 
 def with_gloss(weight: float) -> FusionWeights:
     """The default fusion with the gloss layer at `weight` for Chinese queries (0: without it)."""
+    return with_cjk(gloss=weight)
+
+
+def with_cjk(**weights: float) -> FusionWeights:
+    """The default fusion with these dense layer weights for Chinese queries."""
     w = FusionWeights()
-    w.dense_cjk = {**w.dense_cjk, "gloss": weight}
+    w.dense_cjk = {**w.dense_cjk, **weights}
     return w
 
 
@@ -95,6 +103,11 @@ def setups(extra: list[str] | None = None, gloss_weights: Sequence[float] = ()) 
             Setup(f"default, gloss weight {w:g}", ["bm25", "minilm", "wordllama", "gloss"], with_gloss(w))
             for w in gloss_weights
         ),
+        Setup(
+            "default with MiniLM on Chinese at 0.5 (before session 19)",
+            ["bm25", "minilm", "wordllama", "gloss"],
+            with_cjk(minilm=0.5),
+        ),
         Setup("memsched default (by script)", ["bm25", "minilm", "wordllama", "gloss"], FusionWeights()),
     ]
 
@@ -105,11 +118,15 @@ def run(
     ranks: dict[str, dict[str, dict[str, float]]] | None = None,
     gloss_weights: Sequence[float] = (),
     paging: Sequence[dict[str, float | int]] = (),
+    cjk_weights: Sequence[dict[str, float]] = (),
+    data_path: Path = DATA,
 ) -> dict[str, dict[str, float]]:
     """Recall per setup and language; for Chinese also per half of the questions ("zh even", "zh
     odd"): a weight chosen on one half is checked on the other. `paging`: pager option changes
-    (`PagingOptions`) to measure beside the default pager, one row each."""
-    data = json.loads(DATA.read_text(encoding="utf-8"))
+    (`PagingOptions`) to measure beside the default pager, one row each; `cjk_weights`: changes to
+    the Chinese queries' dense layer weights (`FusionWeights.dense_cjk`; 0 drops a layer), one pager
+    row each. `data_path`: another set of the same shape (e.g. made with another --seed)."""
+    data = json.loads(data_path.read_text(encoding="utf-8"))
     out: dict[str, dict[str, float]] = {}
     names = [n.strip() for n in embedders.split(",") if n.strip()]
     extra = [n for n in names if n not in OFFLINE.split(",")]
@@ -172,8 +189,16 @@ def run(
             mem.retriever.weights = FusionWeights()
             generate_bookmarks(mem, lang)
             default_pager = mem.pager
-            for changes in [{}, *paging]:
+            rows: list[tuple[str, dict[str, float | int], dict[str, float]]] = [
+                ("", {}, {}),
+                *((", ".join(f"{k}={v:g}" for k, v in c.items()), c, {}) for c in paging),
+                *((", ".join(f"zh {k}={v:g}" for k, v in w.items()), {}, w) for w in cjk_weights),
+            ]
+            for label, changes, dense_cjk in rows:
                 mem._pager = default_pager.with_options(**changes) if changes else default_pager
+                weights = FusionWeights()
+                weights.dense_cjk = {**weights.dense_cjk, **dense_cjk}
+                mem.retriever.weights = weights
                 found = []
                 for q in block["questions"]:
                     fact = stored[q["fact_turn_index"]]
@@ -182,10 +207,10 @@ def run(
                     )
                     assert ctx.assembly is not None
                     found.append(any(t.id == fact.id for t in ctx.assembly.recalled))
-                label = ", ".join(f"{k}={v:g}" for k, v in changes.items())
                 row = f"memsched context (pager, {label})" if label else "memsched context (pager)"
                 out.setdefault(row, {}).update(shares(lang, found))
             mem._pager = default_pager
+            mem.retriever.weights = FusionWeights()
         mem.close()
     return out
 
@@ -218,6 +243,13 @@ def main() -> None:
         help="also the pager with these PagingOptions changes, e.g. entity_units=1,unit_turns=5 (repeatable)",
     )
     ap.add_argument(
+        "--cjk-weights",
+        action="append",
+        default=[],
+        help="also the pager with these Chinese dense weights, e.g. minilm=0.5 or wordllama=0 (repeatable)",
+    )
+    ap.add_argument("--data", type=Path, default=DATA, help="another set made by make_bilingual_memory.py")
+    ap.add_argument(
         "--ranks", action="store_true", help="also: share of facts in each setup's top 5/10/20/50/200"
     )
     args = ap.parse_args()
@@ -230,7 +262,11 @@ def main() -> None:
         }
         for spec in args.paging
     ]
-    result = run(args.budget, args.embedders, ranks, grid, paging)
+    cjk = [
+        {k.strip(): float(v) for k, v in (kv.split("=", 1) for kv in spec.split(",") if kv.strip())}
+        for spec in args.cjk_weights
+    ]
+    result = run(args.budget, args.embedders, ranks, grid, paging, cjk, args.data)
     if ranks:
         print(json.dumps({"ranks": ranks}, ensure_ascii=False))
     print(

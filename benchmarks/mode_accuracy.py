@@ -47,7 +47,7 @@ from typing import Any
 
 from memsched.classify import ModeClassifier
 from memsched.memory import Memory
-from memsched.router import DEFAULT_WEIGHTS, MODES, ModeWeights, Prototypes, Router
+from memsched.router import DEFAULT_WEIGHTS, MODES, ModeWeights, Prototypes, Router, prototype_weights
 from memsched.text.segment import cjk_ratio
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))  # train_mode_classifier, beside this file
@@ -81,7 +81,6 @@ def load(path: Path = DATA) -> list[dict[str, Any]]:
 
 def predict(router: Router, rows: list[dict[str, Any]], memory: Memory, vecs: list[Any]) -> list[str]:
     """The router's mode for each message, on the vectors a turn computes for it."""
-    weights = memory.retriever.weights
     pred = []
     for row, v in zip(rows, vecs, strict=True):
         cjk = cjk_ratio(row["text"])
@@ -89,7 +88,7 @@ def predict(router: Router, rows: list[dict[str, Any]], memory: Memory, vecs: li
             row["text"],
             vectors=v,
             embedders=memory.embedders,
-            embedder_weights={n: weights.dense_weight(n, cjk) for n in v},
+            embedder_weights=prototype_weights(v, cjk),
         )
         pred.append(r.mode)
     return pred
@@ -147,7 +146,6 @@ def report(router: Router, rows: list[dict[str, Any]], memory: Memory, vecs: lis
 
 def latency(router: Router, rows: list[dict[str, Any]], memory: Memory, vecs: list[Any]) -> dict[str, float]:
     """`Router.route` per message on the vectors the turn already has, 3 passes, the first discarded."""
-    weights = memory.retriever.weights
     timings, cpu = [], []
     for _ in range(3):
         for row, v in zip(rows, vecs, strict=True):
@@ -158,7 +156,7 @@ def latency(router: Router, rows: list[dict[str, Any]], memory: Memory, vecs: li
                 row["text"],
                 vectors=v,
                 embedders=memory.embedders,
-                embedder_weights={n: weights.dense_weight(n, cjk) for n in v},
+                embedder_weights=prototype_weights(v, cjk),
                 segment_turns=3,
             )
             timings.append((time.perf_counter() - t0) * 1000.0)

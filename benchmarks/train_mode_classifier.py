@@ -37,7 +37,7 @@ from mode_accuracy import load
 
 from memsched.classify import MODES, ModeClassifier, NgramBlock
 from memsched.memory import Memory
-from memsched.router import Prototypes, Router
+from memsched.router import Prototypes, Router, prototype_weights
 from memsched.text.segment import cjk_ratio
 
 OUT = Path(__file__).resolve().parent.parent / "memsched" / "data" / "mode_classifier.npz"
@@ -196,7 +196,6 @@ def out_of_fold(
 def hand_set_scores(memory: Memory, texts: Sequence[str], feats: Sequence[dict[str, Any]]) -> np.ndarray:
     """The router's own scores without a classifier (cues, prototypes, casual bias), per message."""
     router = Router(prototypes=Prototypes())
-    weights = memory.retriever.weights
     rows = []
     for text, f in zip(texts, feats, strict=True):
         cjk = cjk_ratio(text)
@@ -205,7 +204,7 @@ def hand_set_scores(memory: Memory, texts: Sequence[str], feats: Sequence[dict[s
             router.mode_cues(text),
             vectors=f["vectors"],
             embedders=memory.embedders,
-            embedder_weights={n: weights.dense_weight(n, cjk) for n in f["vectors"]},
+            embedder_weights=prototype_weights(f["vectors"], cjk),
         ).scores
         rows.append([scores[m] for m in MODES])
     return np.array(rows)

@@ -19,7 +19,6 @@ from memsched.errors import UnknownUserError
 from memsched.model import Candidate, Hit, Role, Turn, as_utc, utcnow
 from memsched.retrieve import FusionWeights, Retriever
 from memsched.store import Store, open_store
-from memsched.text.segment import cjk_ratio
 from memsched.text.timeexpr import stamp
 from memsched.text.tokens import TokenCounter, get_counter
 from memsched.tools import DEFAULT_INDEX_SHARE, attach_index
@@ -244,11 +243,9 @@ class Memory:
         return [by_id[c.turn_id] for c in top if c.turn_id in by_id]
 
     def query_vectors(self, message: str) -> PendingVectors:
-        """Start embedding `message` for the layers that count for its script (as
-        `Retriever.embed_query` picks them) and return at once; vectors are read when needed."""
-        cjk = cjk_ratio(message)
-        names = [n for n in self.embedders if self.retriever.weights.dense_weight(n, cjk) > 0]
-        return embed_soon(self.embedders, names, message)
+        """Start embedding `message` for the layers that count for its script and the first embedder
+        (`Retriever.query_names`) and return at once; vectors are read when needed."""
+        return embed_soon(self.embedders, self.retriever.query_names(message), message)
 
     def recent_turns(
         self,

@@ -675,12 +675,14 @@ class Pager:
     ) -> Mapping[str, np.ndarray]:
         """The vectors the dense layers search with: `qvecs` (the message's, which the scheduler also
         stores as the turn's) unless the query names a speaker; then the text without the names is
-        embedded (started now, read by the dense layers after the SQL stages)."""
+        embedded for the layers searched (started now, read by the dense layers after the SQL stages)."""
         text = self._dense_text(user_id, query)
         if text is None:
             return qvecs
         embedders = self.retriever.embedders
-        stripped = embed_soon(embedders, [n for n in qvecs if n in embedders], text)
+        cjk = cjk_ratio(query)
+        searched = [n for n in qvecs if n in embedders and self.retriever.weights.dense_weight(n, cjk) > 0]
+        stripped = embed_soon(embedders, searched, text)
         weight = self.options.dense_name_weight
         if weight <= 0:
             return stripped
@@ -1346,8 +1348,11 @@ class Pager:
         out: dict[str, list[Hit]] = {
             "bookmarks:bm25": self.store.search_bookmarks_bm25(user_id, lexical or query, k)
         }
+        cjk = cjk_ratio(query)
         for name, embedder in self.retriever.embedders.items():
-            if name not in qvecs or not np.any(qvecs[name]):
+            if name not in qvecs or self.retriever.weights.dense_weight(name, cjk) <= 0:
+                continue  # a layer that counts nothing for this query's script (MiniLM for Chinese)
+            if not np.any(qvecs[name]):
                 continue
             ids, matrix = self._bookmark_matrix(user_id, embedder.model_id)
             if len(ids) == 0:

@@ -48,13 +48,18 @@ class FusionWeights:
     rrf_k: float = 10.0
     bm25: float = 1.4
     # On English (LoCoMo) WordLlama only adds noise next to MiniLM, so it gets no weight there; a
-    # layer with weight 0 is not even computed.
+    # layer with weight 0 is not searched, and its query vector not computed unless it is the first
+    # embedder's (`Retriever.query_names`).
     dense: dict[str, float] = field(default_factory=lambda: {"minilm": 1.0, "wordllama": 0.0, "gloss": 0.0})
-    # For Chinese queries the English-only MiniLM counts half, WordLlama fully, and MiniLM over the
-    # CC-CEDICT English glosses (embed.gloss) most: on the bilingual memory test it finds twice the
-    # paraphrased facts either model finds (BENCHMARKS.md, "Chinese recall").
+    # For Chinese queries WordLlama counts fully and MiniLM over the CC-CEDICT English glosses
+    # (embed.gloss) most: on the bilingual memory test it finds twice the paraphrased facts either
+    # model finds (BENCHMARKS.md, "Chinese recall"). The English-only MiniLM over the raw Chinese is
+    # not searched (weight 0): without it the test's Chinese recall is the same or higher at every
+    # budget, on both halves of the questions and on a second haystack, and a Chinese query searches
+    # two dense layers instead of three (BENCHMARKS.md, "Chinese query cost"). The message is still
+    # embedded with MiniLM (`Memory.query_vectors`): the router reads that vector and the turn stores it.
     dense_cjk: dict[str, float] = field(
-        default_factory=lambda: {"minilm": 0.5, "wordllama": 1.0, "gloss": GLOSS_WEIGHT}
+        default_factory=lambda: {"minilm": 0.0, "wordllama": 1.0, "gloss": GLOSS_WEIGHT}
     )
     # Contextual vectors (memsched.contextual): each dense layer gets a twin over turn vectors
     # averaged with their session neighbours', counting this much of the plain layer. Off: alone it
@@ -317,14 +322,19 @@ class Retriever:
 
     # -- layers -------------------------------------------------------------------------------------
 
-    def embed_query(self, query: str, only_weighted: bool = True) -> dict[str, np.ndarray]:
-        """The query's vector for each embedder (only those whose layer counts for this query's script)."""
+    def query_names(self, query: str) -> list[str]:
+        """The embedders a message is embedded with: those whose layer counts for its script, and the
+        first (MiniLM) always, searched or not. The router and the topic judge read its vector (a
+        Chinese message's too), the turn stores it (English queries search it), and the pager's
+        novelty ranking and session cache compare with it."""
         cjk = cjk_ratio(query)
-        return {
-            name: e.embed([query])[0]
-            for name, e in self.embedders.items()
-            if not only_weighted or self.weights.dense_weight(name, cjk) > 0
-        }
+        first = next(iter(self.embedders), None)
+        return [n for n in self.embedders if n == first or self.weights.dense_weight(n, cjk) > 0]
+
+    def embed_query(self, query: str, only_weighted: bool = True) -> dict[str, np.ndarray]:
+        """The query's vector for each embedder (`query_names`, or every embedder)."""
+        names = self.query_names(query) if only_weighted else list(self.embedders)
+        return {name: self.embedders[name].embed([query])[0] for name in names}
 
     def bm25(self, user_id: str, query: str, k: int = 50) -> list[Hit]:
         return self.store.search_bm25(user_id, query, limit=k)

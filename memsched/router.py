@@ -15,7 +15,7 @@ from __future__ import annotations
 import re
 import threading
 import tomllib
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from importlib import resources
@@ -172,6 +172,24 @@ class Carried:
 # vector arrives after the others (a second MiniLM call), so the router does not wait for it; as a
 # classifier feature it added about +0.005 (BENCHMARKS.md, "Conversation mode").
 NO_PROTOTYPES = frozenset({"hash", "gloss"})
+
+# How much each embedder's prototype similarity counts, for English and for Chinese messages (a
+# mixed message interpolates by its share of CJK characters; an embedder not named counts 1). These
+# are the retrieval fusion's dense weights of the time the prototypes and the classifier's stacking
+# weight were tuned; since session 19 the fusion no longer searches MiniLM for a Chinese query, but
+# the message is still embedded with it and the router still reads it this much.
+PROTOTYPE_WEIGHTS_LATIN: Mapping[str, float] = {"minilm": 1.0, "wordllama": 0.0, "gloss": 0.0}
+PROTOTYPE_WEIGHTS_CJK: Mapping[str, float] = {"minilm": 0.5, "wordllama": 1.0, "gloss": 2.0}
+
+
+def prototype_weights(names: Iterable[str], cjk: float) -> dict[str, float]:
+    """The `embedder_weights` for `Router.route`: each named embedder's weight for a message whose
+    share of CJK characters is `cjk`."""
+    out: dict[str, float] = {}
+    for name in names:
+        latin = PROTOTYPE_WEIGHTS_LATIN.get(name, 1.0)
+        out[name] = (1.0 - cjk) * latin + cjk * PROTOTYPE_WEIGHTS_CJK.get(name, latin)
+    return out
 
 
 class Prototypes:

@@ -69,7 +69,7 @@ from memsched.model import Role, Turn, as_utc, content_hash, utcnow
 from memsched.profile import DEFAULT_PROFILE_SHARE, PREFERRED_NAME, TIMEZONE, Profile
 from memsched.profile_extract import apply as apply_facts
 from memsched.profile_extract import extract as extract_facts
-from memsched.router import NO_PROTOTYPES, Prototypes, Route, Router
+from memsched.router import NO_PROTOTYPES, Prototypes, Route, Router, prototype_weights
 from memsched.sessions import SessionHold, SessionLine, Ticket
 from memsched.strategy import StrategyTable
 from memsched.summarize import compress, covered_seq, create_summary, default_max_tokens, render
@@ -1007,7 +1007,6 @@ class Scheduler:
             assert before is not None
             self._topic(t)
             segment_users = t.segment_users
-            weights = self.memory.retriever.weights
             cjk = cjk_ratio(t.message)
             t.route = self.router.route(
                 t.message,
@@ -1020,7 +1019,7 @@ class Scheduler:
                 overflow=any(e["kind"] == "overflow" for e in t.blocking),
                 vectors=t.route_vecs,
                 embedders=self.memory.embedders,
-                embedder_weights={n: weights.dense_weight(n, cjk) for n in t.route_vecs},
+                embedder_weights=prototype_weights(t.route_vecs, cjk),
                 carried=before.carried,
                 late_window=before.late_window,
                 late_source=before.late_source,

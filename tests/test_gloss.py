@@ -89,3 +89,33 @@ def test_warm_up_loads_the_dictionary() -> None:
 
     module.warm_up()
     assert module._table is not None and "男朋友" in module._table
+
+
+def test_a_chinese_query_is_embedded_with_minilm_but_searches_the_gloss_and_wordllama_layers(
+    tmp_path: Path,
+) -> None:
+    # The layers by name, as the default configuration has them (hashed vectors stand in for the models).
+    embedders = {
+        "minilm": HashEmbedder(64),
+        "wordllama": HashEmbedder(32),
+        "gloss": GlossEmbedder(HashEmbedder(48)),
+    }
+    mem = Memory(home=tmp_path / "m", embedders=embedders)
+    try:
+        mem.add("u", "s", "user", "我很喜欢吃西红柿")
+        mem.add("u", "s", "user", "I had a quiet lunch with my sister")
+        chinese, english = "我爱吃番茄吗？", "what do I like to eat?"
+        # The message's MiniLM vector is computed (the router reads it, the turn stores it) ...
+        assert list(mem.query_vectors(chinese)) == ["minilm", "wordllama", "gloss"]
+        assert list(mem.query_vectors(english)) == ["minilm"]
+        # ... but a Chinese query searches no MiniLM layer, in the plain fusion and in the pager.
+        assert set(mem.retriever.retrieve("u", chinese).layers) == {"bm25", "wordllama", "gloss"}
+        assert set(mem.retriever.retrieve("u", english).layers) == {"bm25", "minilm"}
+        paged = mem.context("u", chinese, session_id="q").trace["retrieval"]["layers"]
+        assert "gloss" in paged and "wordllama" in paged and "minilm" not in paged
+        assert "minilm" in mem.context("u", english, session_id="q").trace["retrieval"]["layers"]
+        # Recorded, the Chinese message keeps its MiniLM vector for English queries to find.
+        mem.context("u", chinese, session_id="q", record=True)
+        assert mem.store.vector_count("u", "hash-64") == 3
+    finally:
+        mem.close()

@@ -16,7 +16,7 @@ import pytest
 from rapidfuzz import fuzz, process
 
 from memsched.classify import ModeClassifier, normalize_text
-from memsched.router import Prototypes, Router
+from memsched.router import Prototypes, Router, prototype_weights
 
 # Neutral topical messages: books, films, games, sport, cooking, work, study, travel, questions about
 # oneself. Casual, all of them: nothing in them is about the user's feelings or the relationship.
@@ -96,7 +96,6 @@ def _modes(texts: list[str], tmp_path: Path) -> list[str]:
     router = Router(prototypes=Prototypes(), classifier=ModeClassifier.load())
     memory = Memory(home=tmp_path / "m")
     try:
-        weights = memory.retriever.weights
         out = []
         for text in texts:
             vecs = memory.retriever.embed_query(text)
@@ -106,7 +105,7 @@ def _modes(texts: list[str], tmp_path: Path) -> list[str]:
                     text,
                     vectors=vecs,
                     embedders=memory.embedders,
-                    embedder_weights={n: weights.dense_weight(n, cjk) for n in vecs},
+                    embedder_weights=prototype_weights(vecs, cjk),
                 ).mode
             )
         return out

@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 from memsched.classify import ModeClassifier
-from memsched.router import DEFAULT_CUES, DEFAULT_WEIGHTS, MODES, Router
+from memsched.router import DEFAULT_CUES, DEFAULT_WEIGHTS, MODES, Router, prototype_weights
 
 
 @pytest.fixture(autouse=True)
@@ -263,12 +263,11 @@ def _route(router: Router, memory: Any, text: str, **kw: Any) -> Any:
     from memsched.text.segment import cjk_ratio
 
     vecs = memory.retriever.embed_query(text)
-    weights = memory.retriever.weights
     return router.route(
         text,
         vectors=vecs,
         embedders=memory.embedders,
-        embedder_weights={n: weights.dense_weight(n, cjk_ratio(text)) for n in vecs},
+        embedder_weights=prototype_weights(vecs, cjk_ratio(text)),
         **kw,
     )
 
@@ -536,3 +535,12 @@ def test_the_default_router_reads_curt_acknowledgements_as_casual(tmp_path: Path
             assert _route(router, memory, text).mode == mode, text
     finally:
         memory.close()
+
+
+def test_routing_reads_a_chinese_messages_minilm_vector_that_retrieval_does_not_search() -> None:
+    from memsched.retrieve import FusionWeights
+
+    assert prototype_weights(["minilm", "wordllama"], 1.0) == {"minilm": 0.5, "wordllama": 1.0}
+    assert prototype_weights(["minilm", "hash"], 0.0) == {"minilm": 1.0, "hash": 1.0}
+    assert prototype_weights(["minilm"], 0.5) == {"minilm": 0.75}
+    assert FusionWeights().dense_weight("minilm", 1.0) == 0.0
