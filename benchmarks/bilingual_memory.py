@@ -58,11 +58,15 @@ def setups(extra: list[str] | None = None, gloss_weights: Sequence[float] = ()) 
     model alone, with BM25, and added to the default fusion; plus the default with the gloss layer
     at each of `gloss_weights` (the grid its weight was chosen on)."""
     only = {"minilm": 0.0, "wordllama": 0.0, "gloss": 0.0}
+
+    def alone(name: str) -> FusionWeights:  # one layer at weight 1 for both scripts
+        return FusionWeights(dense={**only, name: 1.0}, dense_cjk={**only, name: 1.0})
+
     more: list[Setup] = []
     for name in extra or []:
         zero = {**only, name: 0.0}
         more += [
-            Setup(name, [name], expand=False),
+            Setup(name, [name], alone(name), expand=False),
             Setup(
                 f"bm25+{name}",
                 ["bm25", name],
@@ -73,8 +77,8 @@ def setups(extra: list[str] | None = None, gloss_weights: Sequence[float] = ()) 
     return [
         *more,
         Setup("bm25 (jieba)", ["bm25"], expand=False),
-        Setup("minilm", ["minilm"], expand=False),
-        Setup("wordllama", ["wordllama"], expand=False),
+        Setup("minilm", ["minilm"], alone("minilm"), expand=False),
+        Setup("wordllama", ["wordllama"], alone("wordllama"), expand=False),
         Setup(
             "bm25+minilm",
             ["bm25", "minilm"],
@@ -92,13 +96,17 @@ def setups(extra: list[str] | None = None, gloss_weights: Sequence[float] = ()) 
                 dense={"minilm": 1.0, "wordllama": 1.0}, dense_cjk={"minilm": 1.0, "wordllama": 1.0}
             ),
         ),
-        Setup("gloss (MiniLM over CC-CEDICT glosses)", ["gloss"], expand=False),
+        Setup("gloss (MiniLM over CC-CEDICT glosses)", ["gloss"], alone("gloss"), expand=False),
         Setup(
             "bm25+gloss",
             ["bm25", "gloss"],
             FusionWeights(dense={**only, "gloss": 1.0}, dense_cjk={**only, "gloss": 1.0}),
         ),
-        Setup("default without gloss (before)", ["bm25", "minilm", "wordllama"], with_gloss(0.0)),
+        Setup(
+            "default without gloss (before)",
+            ["bm25", "minilm", "wordllama"],
+            with_cjk(gloss=0.0, minilm=0.5),
+        ),
         *(
             Setup(f"default, gloss weight {w:g}", ["bm25", "minilm", "wordllama", "gloss"], with_gloss(w))
             for w in gloss_weights
