@@ -105,6 +105,15 @@ def _clean_name(raw: str | None) -> str | None:
     return " ".join(kept) or None
 
 
+def _whole_name(raw: str | None, name: str) -> bool:
+    """Whether `name` is all of `raw` but for trailing words ("Danny anymore" -> "Danny" is)."""
+    text = re.sub(r"\s+any\s?more$", "", (raw or "").strip().strip(".,!?;:，。！？；：~～"), flags=re.I)
+    words = text.split()
+    while words and words[-1].lower() in _EN_NAME_TAIL:
+        words.pop()
+    return " ".join(words) == name or not re.match(r"[A-Za-z]", name)
+
+
 def _group(m: re.Match[str], group: str) -> str | None:
     d = m.groupdict()
     return d.get(f"{group}_q") or d.get(group)
@@ -119,13 +128,23 @@ _EN_LEAD = r"(?:(?:please|pls|just|so|ok|okay|and|actually|instead|you can|you m
 _EN_LEAD += r"i'd like you to|i want you to|could you|can you|would you)\s+)*"
 _EN_FROM_NOW = r"(?:from now on|from today(?: on)?|going forward|henceforth|starting today)"
 
+# Between "别叫我X了" and "叫我Y" the user may say why, in a clause or two ("别再叫我雨哥了，听着好土，
+# 还是叫我小雨"); such a clause holds no 叫 (it would be a call of its own).
+_ZH_ASIDE = r"(?:[，,、。!！\s]+[^叫，,、。!！?？\n]{1,12}){0,2}"
+_EN_ASIDE = r"(?:\s*[,;.!]\s*(?!call\b)[^,;.!?\n]{1,40}?){0,2}?"
+# What names the wanted name after "stop calling me X": "I prefer Dan", "I'd rather be called Dan", "I go by Dan".
+_EN_PREFER = (
+    r"I(?:'d|\s+would)?\s+(?:much\s+)?(?:prefer|rather)(?:\s+(?:to\s+be\s+called|being\s+called|"
+    r"you\s+call\s+me|be\s+called))?|I\s+go\s+by"
+)
+
 RENAME_RULES: list[tuple[str, re.Pattern[str], bool]] = [
     # (rule name, pattern, is_statement). Statements ("我叫李伟") are skipped in questions.
     (
         "zh_not_x_but_y",
         re.compile(
-            rf"(?:别|不要|不准|不许)(?:再)?{_ZH_CALL}{_name('old')}(?:了)?[，,、。!！\s]*(?:而是|你)?"
-            rf"{_ZH_FROM_NOW}?[，,\s]*(?:请|你)?(?:就|要|应该)?(?:可以)?{_ZH_CALL}{_name('new')}"
+            rf"(?:别|不要|不准|不许)(?:再)?{_ZH_CALL}{_name('old')}(?:了)?{_ZH_ASIDE}[，,、。!！\s]*(?:而是|你)?"
+            rf"{_ZH_FROM_NOW}?[，,\s]*(?:请|你)?(?:还是|改|就|要|应该|直接)*(?:可以)?{_ZH_CALL}{_name('new')}"
         ),
         False,
     ),
@@ -159,8 +178,8 @@ RENAME_RULES: list[tuple[str, re.Pattern[str], bool]] = [
         "en_not_x_but_y",
         re.compile(
             rf"\b(?:don'?t|do not|stop|quit|no more)\s+call(?:ing)?\s+me\s+{_name('old')}"
-            rf"(?:\s+any\s?more)?\s*[,;.!]*\s*(?:and\s+|but\s+)?{_EN_LEAD}(?:{_EN_FROM_NOW}[,\s]+)?"
-            rf"call\s+me\s+{_name('new')}",
+            rf"(?:\s+any\s?more)?{_EN_ASIDE}\s*[,;.!]*\s*(?:and\s+|but\s+)?{_EN_LEAD}(?:{_EN_FROM_NOW}[,\s]+)?"
+            rf"(?:call\s+me|{_EN_PREFER})\s+{_name('new')}",
             re.I,
         ),
         False,
@@ -177,6 +196,26 @@ RENAME_RULES: list[tuple[str, re.Pattern[str], bool]] = [
         "en_my_name_is",
         re.compile(rf"(?<!what's )(?<!what is )\bmy\s+name(?:'s|\s+is)\s+(?!not\b){_name('new')}", re.I),
         True,
+    ),
+    # "别叫我雨哥了", "stop calling me Danny": the old name alone. Applied, it ends that preferred name
+    # if it is the one in force (the user's name, if known, is used again) and does nothing otherwise,
+    # so a misread ("别叫我起床" is not one: 起 cannot start a name) cannot set anything.
+    (
+        "zh_not_x",
+        re.compile(
+            rf"{_CLAUSE}(?:你|请你?)?(?:别|不要|不准|不许)(?:再)?{_ZH_CALL}{_name('old')}(?:了)?"
+            r"(?=$|[，,。.!！~～、；;\s])"
+        ),
+        False,
+    ),
+    (
+        "en_not_x",
+        re.compile(
+            rf"(?:^|(?<=[.!?;,]\s)|(?<=[.!?;,])){_EN_LEAD}(?:please\s+)?(?:don'?t|do not|stop|quit)\s+"
+            rf"call(?:ing)?\s+me\s+{_name('old')}(?:\s+any\s?more)?\s*(?=$|[,;.!])",
+            re.I,
+        ),
+        False,
     ),
     (
         "en_called",
@@ -396,10 +435,15 @@ def detect(message: str) -> list[Command]:
         for m in pattern.finditer(text):
             if statement and _clause_is_question(text, m.start(), m.end()):
                 continue
-            new = _clean_name(_group(m, "new"))
-            if new is None:
-                continue
             old = _clean_name(_group(m, "old")) if "old" in pattern.groupindex else None
+            if "new" in pattern.groupindex:
+                new = _clean_name(_group(m, "new"))
+                if new is None:
+                    continue
+            elif old is None or not _whole_name(_group(m, "old"), old):
+                continue  # "don't call me late at night": "late" is cut from a phrase, not a name
+            else:
+                new = None  # "别叫我X了": the old name is retracted, no new one given
             found.append(Command(kind="rename", value=new, old=old, matched=m.group(0), rule=rule))
             break
         if any(c.kind == "rename" for c in found):
@@ -429,8 +473,19 @@ def apply_rename(
     at: datetime | None = None,
     source_turn_ids: Sequence[int] = (),
 ) -> Applied:
-    """Make the command's name the user's preferred name from `at` on (the old one becomes history)."""
-    assert command.kind == "rename" and command.value
+    """Make the command's name the user's preferred name from `at` on (the old one becomes history).
+    A rename without a new name ("别叫我雨哥了") ends the old one if it is the preferred name in force."""
+    assert command.kind == "rename"
+    if not command.value:
+        assert command.old
+        ended = profile.retract(user_id, PREFERRED_NAME, command.old, at=at)
+        if not ended:
+            return Applied(command=command)
+        return Applied(
+            command=command,
+            changed={PREFERRED_NAME: None},
+            note=f"The user has just asked not to be called {command.old} any more.",
+        )
     meta = {"replaces": command.old} if command.old else {}
     fact_id = profile.set(
         user_id, PREFERRED_NAME, command.value, at=at, source_turn_ids=source_turn_ids, meta=meta
@@ -562,6 +617,14 @@ def profile_update_task(ctx: TaskContext, job: Job) -> None:
     """Apply a profile change that arrived through `record()` (P1). Idempotent: setting the value in
     force only merges the sources."""
     p = job.payload
+    if p.get("op") == "retract":
+        Profile(ctx.store).retract(
+            job.user_id,
+            str(p["key"]),
+            str(p["value"]),
+            at=datetime.fromisoformat(p["at"]) if p.get("at") else None,
+        )
+        return
     Profile(ctx.store).set(
         job.user_id,
         str(p["key"]),

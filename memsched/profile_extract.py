@@ -12,7 +12,7 @@ still recalled by search); a false one would be shown on every turn.
 | key | 中文 | English |
 |---|---|---|
 | name | 我叫X, 我的名字是X (via `commands.detect`) | my name is X |
-| preferred_name | 叫我X, 别叫我X了 (a P1 command in `commands.py`) | call me X |
+| preferred_name | 叫我X, 别叫我X了(，…，还是叫我Y) (a P1 command in `commands.py`) | call me X, stop calling me X(, I prefer Y) |
 | birthday | 我的生日是X, 我是X出生的 | my birthday is X, I was born on X |
 | location | 我住在X, 我搬到了X, 我在X生活 | I live in X, I moved to X, I'm based in X |
 | occupation | 我是一名X, 我的工作是X, 我是做X的 | I work as a X, my job is X, I'm a X by profession |
@@ -469,7 +469,10 @@ def apply_turns(profile: Profile, turns: Sequence[Turn], *, tx: Tx | None = None
     for turn in sorted(users, key=lambda t: (t.created_at, t.seq or 0, t.id or 0)):
         assert turn.id is not None
         for cmd in detect(turn.content):
-            if cmd.kind == "rename" and cmd.value:
+            if cmd.kind == "rename" and not cmd.value and cmd.old:
+                profile.retract(turn.user_id, PREFERRED_NAME, cmd.old, at=turn.created_at, tx=tx)
+                out.append(Observation(PREFERRED_NAME, cmd.old, "retract", rule=cmd.rule).as_dict())
+            elif cmd.kind == "rename" and cmd.value:
                 meta = {"replaces": cmd.old} if cmd.old else {}
                 profile.set(
                     turn.user_id,

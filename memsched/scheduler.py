@@ -550,14 +550,16 @@ class Scheduler:
                 assert turn.id is not None
                 jobs: list[Job] = []
                 for cmd in commands:
-                    if cmd.kind == "rename" and cmd.value:
+                    if cmd.kind == "rename" and (cmd.value or cmd.old):
                         payload: dict[str, Any] = {
                             "key": PREFERRED_NAME,
-                            "value": cmd.value,
+                            "value": cmd.value or cmd.old,
                             "at": at.isoformat(),
                             "source_turn_ids": [turn.id],
-                            "meta": {"replaces": cmd.old} if cmd.old else {},
+                            "meta": {"replaces": cmd.old} if cmd.old and cmd.value else {},
                         }
+                        if not cmd.value:  # "别叫我X了": X ends, if it is the name in force
+                            payload["op"] = "retract"
                         jobs.append(_p1("profile_update", user_id, session_id, payload, turn.id))
                     elif cmd.kind == "forget_last" and forget_ids:
                         payload = {"turn_ids": forget_ids, "command_turn_id": turn.id}

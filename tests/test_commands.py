@@ -44,6 +44,11 @@ RENAMES = [
     ("Don't call me Bob anymore. Call me Robert.", "Robert", "Bob"),
     ("I changed my name to Alex", "Alex", None),
     ("From now on, call me 大王", "大王", None),
+    ("别再喊我阿毛了，听着像小狗，还是叫我毛毛", "毛毛", "阿毛"),
+    ("Stop calling me Bobby, I'd rather be called Rob.", "Rob", "Bobby"),
+    # Only the old name: it is retracted (applied only if it is the name in force).
+    ("不许再叫我胖子了！", None, "胖子"),
+    ("Please don't call me Bobby any more.", None, "Bobby"),
 ]
 
 FORGETS = [
@@ -84,6 +89,9 @@ ORDINARY = [
     "叫我一声哥",
     "啊忘了带钥匙",
     "我出门了",
+    "don't call me late at night",
+    "stop calling me that",
+    "别叫我起床",
     "我忘记刚才说什么了",
     "别忘了刚才说的",
     "不要忘记我刚才说的话",
@@ -92,7 +100,7 @@ ORDINARY = [
 
 
 @pytest.mark.parametrize(("text", "name", "old"), RENAMES)
-def test_rename_detected(text: str, name: str, old: str | None) -> None:
+def test_rename_detected(text: str, name: str | None, old: str | None) -> None:
     found = [c for c in detect(text) if c.kind == "rename"]
     assert len(found) == 1, f"no rename found in {text!r}"
     assert found[0].value == name

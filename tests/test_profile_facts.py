@@ -316,3 +316,75 @@ def test_http_facts_are_superseded_and_renames_hold_on_the_next_turn(
     assert {f["key"]: f["value"] for f in current}["preferred_name"] == name
     assert all(f["current"] for f in current)
     assert httpx.get(f"{server}/v1/users/nobody/profile").status_code == 404
+
+
+@pytest.mark.parametrize(
+    ("intro", "nickname", "rejection", "then", "name"),
+    [
+        # The rejection gives a reason in a clause of its own before the new name ("还是叫我…").
+        ("我叫周可可", "以后叫我可乐吧", "别再叫我可乐了，像个饮料，还是叫我可可", None, "可可"),
+        # No new name: the nickname ends and the user's name is what the model sees again.
+        ("我叫周可可", "以后叫我可乐吧", "不要再叫我可乐了。", None, "周可可"),
+        (
+            "My name is Theodore Hale.",
+            "Call me Teddy.",
+            "Please stop calling me Teddy, I prefer Theo.",
+            None,
+            "Theo",
+        ),
+        (
+            "My name is Theodore Hale.",
+            "Call me Teddy.",
+            "Don't call me Teddy anymore.",
+            None,
+            "Theodore Hale",
+        ),
+        # Through POST /v1/turns (the record path: a P1 job the next turn waits for).
+        (
+            "My name is Theodore Hale.",
+            "Call me Teddy.",
+            None,
+            "Stop calling me Teddy, it's embarrassing.",
+            "Theodore Hale",
+        ),
+    ],
+)
+def test_http_a_rejected_nickname_is_not_used_on_the_next_turn(
+    server: str,
+    fake: FakeOpenAI,
+    intro: str,
+    nickname: str,
+    rejection: str | None,
+    then: str | None,
+    name: str,
+) -> None:
+    _chat(server, intro, "2024-10-01T10:00:00+00:00")
+    _chat(server, nickname, "2024-10-01T10:01:00+00:00")
+    if rejection is not None:
+        _chat(server, rejection, "2024-10-02T10:00:00+00:00")
+    else:
+        r = httpx.post(
+            f"{server}/v1/turns",
+            json={
+                "user": "li",
+                "session_id": "s1",
+                "role": "user",
+                "content": then,
+                "timestamp": "2024-10-02T10:00:00+00:00",
+            },
+        )
+        assert r.status_code == 201, r.text
+    fake.clear()
+    _chat(server, "早", "2024-10-03T08:00:00+00:00", session="s2")
+    system = fake.chat_requests[-1]["messages"][0]["content"]
+    old = (
+        nickname.removeprefix("以后叫我").removesuffix("吧")
+        if nickname.startswith("以后")
+        else nickname.removeprefix("Call me ").rstrip(".")
+    )
+    current = httpx.get(f"{server}/v1/users/li/profile", params={"current": "true"}).json()["facts"]
+    values = {f["key"]: f["value"] for f in current}
+    assert values.get("preferred_name", values.get("name")) == name
+    assert values.get("preferred_name") != old
+    assert f": {old}\n" not in system and f": {old} (" not in system  # never offered as the name in force
+    assert name in system
