@@ -9,7 +9,7 @@ The stored row is the mood as last set; readers decay it to their own time (`Moo
 * an apology and its acceptance (in either order of the two speakers: the user apologises and the
   reply accepts, or the reply apologised and the user accepts) reset it to neutral, and so does a
   forgiveness the user says warmly ("好啦，不生你气了", read as affectionate or happy); an apology or
-  another acceptance alone halves an upset mood;
+  another acceptance alone halves an upset mood, and never sets one (an apology reads as conflict);
 * intensity halves every `HALF_LIFE_HOURS[label]`; below `FLOOR` it reads as neutral.
 """
 
@@ -123,6 +123,10 @@ def update(
             replace(carried, intensity=softened, updated_at=now, meta={"apology": True}), "softened"
         )
     if label is None or label == "neutral":
+        return MoodUpdate(carried, "kept")
+    if label == "upset" and (apology or acceptance):
+        # "I'm sorry about last night, I overreacted" reads as conflict, but whoever apologises or
+        # forgives is not angry with the companion: no upset mood starts (or grows) from it.
         return MoodUpdate(carried, "kept")
     if label == carried.label:
         if not cued:

@@ -329,3 +329,26 @@ def test_a_routine_from_one_message_a_day_has_a_bedtime_but_no_wake_up_time() ->
     mornings = [(100 + i, (start - timedelta(hours=13) + timedelta(days=i)).timestamp()) for i in range(10)]
     both = learn(times + mornings, "Asia/Shanghai", now)
     assert both.as_dict()["sleep_time"] == "21:30" and both.as_dict()["wake_time"] == "08:30"
+
+
+@pytest.mark.parametrize(
+    ("apology", "next_text"),
+    [
+        ("I apologize for snapping at you earlier, that was unfair of me.", "Good morning."),
+        ("昨天是我不好，跟你道歉，不该冲你发火", "早上好"),
+    ],
+)
+def test_an_apology_with_no_argument_carried_starts_no_upset_mood(
+    server: str, fake: FakeOpenAI, apology: str, next_text: str
+) -> None:
+    """An apology reads as conflict (it may even hold a conflict cue: "apologize", "道歉"), but the user
+    who apologises is not angry: before, it set an upset mood and the next message got the cold
+    strategy."""
+    at = DAY.replace(hour=9)
+    trace = chat(server, "rui", "s1", apology, at)
+    assert trace["route"]["cues"]["apology"]
+    assert trace["mood"]["after"]["label"] == "neutral"
+    assert state(server, "rui", at + timedelta(minutes=1))["mood"]["label"] == "neutral"
+    after = chat(server, "rui", "s1", next_text, at + timedelta(minutes=2))
+    assert after["strategy"]["name"] != "conflict_cold"
+    assert "current mood" not in system_of(fake)

@@ -38,6 +38,20 @@ def test_an_apology_or_an_unasked_forgiveness_halves_it_and_both_repair_it() -> 
     assert repaired.event == "repaired" and repaired.mood.label == "neutral"
 
 
+def test_an_apology_or_a_forgiveness_never_starts_an_upset_mood() -> None:
+    """An apology reads as conflict ("I apologize, I was rude to you": a conflict cue), but the user who
+    says it is not angry: with no upset mood carried it must not start one (the next message would get
+    the cold strategy)."""
+    calm = Mood()
+    for cue in ({"apology": True}, {"acceptance": True}):
+        out = update(calm, label="upset", intensity=0.55, now=T0, turn_ids=[3], **cue)
+        assert out.event == "kept" and out.mood.label == "neutral"
+    sad = Mood("sad", 0.3, (4,), T0)
+    assert update(sad, label="upset", intensity=0.55, now=T0, apology=True).mood == sad
+    # Anger without an apology still sets it.
+    assert update(calm, label="upset", intensity=0.55, now=T0, turn_ids=[3]).event == "set"
+
+
 def test_a_stronger_other_feeling_replaces_it_and_time_fades_it() -> None:
     sad = update(UPSET, label="sad", intensity=0.9, now=T0 + timedelta(minutes=1), turn_ids=[9])
     assert sad.event == "set" and sad.mood.label == "sad" and sad.mood.cause_turn_ids == (9,)
