@@ -14,13 +14,13 @@ still recalled by search); a false one would be shown on every turn.
 | name | 我叫X, 我的名字是X (via `commands.detect`) | my name is X |
 | preferred_name | 叫我X, 别叫我X了(，…，还是叫我Y) (a P1 command in `commands.py`) | call me X, stop calling me X(, I prefer Y) |
 | birthday | 我的生日是X, 我是X出生的 | my birthday is X, I was born on X |
-| location | 我住在X, 我搬到了X, 我在X生活 | I live in X, I moved to X, I'm based in X |
+| location | 我住在X, 我(们)(上个月/刚)搬到了X, 我在X生活 | I/we live in X, I/we (just) moved to X, I'm based in X |
 | occupation | 我是一名X, 我的工作是X, 我是做X的 | I work as a X, my job is X, I'm a X by profession |
 | partner_name | 我男朋友/老婆/对象…叫X | my boyfriend/wife/partner… is called X, my girlfriend Emma |
 | pets | 我的猫叫X, 我养了一只狗 | my dog is called X, our cat Miso, I have a cat |
 | likes | 我(很/最…)喜欢X, 我爱吃X | I love/like/enjoy/adore X |
 | dislikes | 我讨厌X, 我不喜欢X, 我受不了X | I hate/dislike X, I can't stand X, I don't like X |
-| allergies | 我对X过敏, 我X过敏 | I'm allergic to X, I have a X allergy |
+| allergies | 我(也)对X过敏, 我X过敏 | I'm (also) allergic to X, I have a X allergy |
 | sleep_time | 我一般11点睡, 我平时晚上十一点半睡觉 | I usually go to bed at 11pm |
 
 A like retracts the same dislike and a dislike the same like ("I don't like jazz any more").
@@ -58,6 +58,7 @@ from memsched.profile import (
     Profile,
 )
 from memsched.store import Tx
+from memsched.text.timeexpr import spans
 
 if TYPE_CHECKING:
     from memsched.jobs.queue import Job
@@ -116,13 +117,19 @@ _EN_CAP_NAME = (
 )
 _ZH_HEAD = r"(?:^|(?<=[，,。.!！?？；;~～\s]))"
 _ZH_ADV = r"(?:真的|其实|一直|特别|非常|超级|超|很|最|好|挺|还挺|也|都|还是|比较)*"
-_EN_ADV = r"(?:really |absolutely |just |totally |kinda |kind of |also |still |truly |so )*"
+_EN_ADV = (
+    r"(?:really |absolutely |just |totally |kinda |kind of |also |still |truly |so |recently |finally |now )*"
+)
+# Adverbs of time and manner between 我 and the verb of a location or allergy ("我刚搬到杭州", "我也对
+# 花生过敏"); relative time words ("上个月") are taken out of the text before the rules run.
+_ZH_WHEN = r"(?:现在|目前|已经|刚刚?|才|就|终于|也|又|还|一直|从小|都|最近|前阵子|前段时间|不久前|这两天)*"
 
 _ZH_NOT_VALUES = frozenset(
     "你 你们 他 她 它 他们 她们 它们 这 那 这个 那个 这样 那样 这些 那些 什么 吗 自己 我 有点 有些 好像 会 一点 上 过".split()  # noqa: SIM905 - a word list reads better as text
 )
 _EN_NOT_VALUES = frozenset(
     """you it that this them him her these those what which me us so much one ones doing being here there
+    the a an my some to
     yourself everything anything something nothing talking chatting""".split()  # noqa: SIM905 - a word list reads better as text
 )
 # Capitalised words that follow "Hi, I'm" without being a name.
@@ -166,13 +173,13 @@ _RULES: list[tuple[str, str, re.Pattern[str], bool]] = [
     (
         "zh_live_in",
         LOCATION,
-        re.compile(rf"{_ZH_HEAD}我(?:现在|目前)?(?:住在|搬到了?|搬去了?|定居在?){_ZH_V}"),
+        re.compile(rf"{_ZH_HEAD}我(?:们)?{_ZH_WHEN}(?:住在|搬到了?|搬去了?|定居在?){_ZH_V}"),
         False,
     ),
     (
         "zh_live_in_2",
         LOCATION,
-        re.compile(rf"{_ZH_HEAD}我(?:现在|目前)?在(?P<v>[{_CJK}]{{2,8}}?)(?:生活|定居|住)"),
+        re.compile(rf"{_ZH_HEAD}我(?:们)?{_ZH_WHEN}在(?P<v>[{_CJK}]{{2,8}}?)(?:生活|定居|住)"),
         False,
     ),
     (
@@ -226,7 +233,7 @@ _RULES: list[tuple[str, str, re.Pattern[str], bool]] = [
         re.compile(rf"我(?:家)?养了(?:一只|一条|两只|三只|只|条)?(?P<v>[{_CJK}]{{0,2}}?(?:{_PET_KINDS_ZH}))"),
         False,
     ),
-    ("zh_allergic_to", ALLERGIES, re.compile(rf"我对{_ZH_W}过敏"), False),
+    ("zh_allergic_to", ALLERGIES, re.compile(rf"我{_ZH_WHEN}对{_ZH_W}过敏"), False),
     ("zh_x_allergic", ALLERGIES, re.compile(rf"{_ZH_HEAD}我(?P<v>[^{_STOP}\s对]{{1,6}}?)过敏"), False),
     (
         "zh_dislike",
@@ -249,11 +256,16 @@ _RULES: list[tuple[str, str, re.Pattern[str], bool]] = [
     ),
     ("en_birthday", BIRTHDAY, re.compile(rf"\bmy birthday is (?:on )?(?:the )?{_EN_DATE}", re.I), True),
     ("en_born_on", BIRTHDAY, re.compile(rf"\bI was born on (?:the )?{_EN_DATE}", re.I), True),
-    ("en_live_in", LOCATION, re.compile(rf"\bI (?:now |currently )?live in {_EN_V}", re.I), True),
+    (
+        "en_live_in",
+        LOCATION,
+        re.compile(rf"\b(?:I|we) {_EN_ADV}(?:now |currently )?live in {_EN_V}", re.I),
+        True,
+    ),
     (
         "en_moved_to",
         LOCATION,
-        re.compile(rf"\bI(?:'ve| have)? (?:just |recently )?moved to {_EN_V}", re.I),
+        re.compile(rf"\b(?:I|we)(?:'ve| have)? {_EN_ADV}moved to {_EN_V}", re.I),
         True,
     ),
     ("en_based_in", LOCATION, re.compile(rf"\bI(?:'m| am) (?:now |currently )?based in {_EN_V}", re.I), True),
@@ -310,7 +322,7 @@ _RULES: list[tuple[str, str, re.Pattern[str], bool]] = [
     (
         "en_allergic_to",
         ALLERGIES,
-        re.compile(rf"\bI(?:'m| am) (?:very |really |severely )?allergic to {_EN_V}", re.I),
+        re.compile(rf"\bI(?:'m| am) {_EN_ADV}(?:very |severely |deathly |highly )?allergic to {_EN_V}", re.I),
         True,
     ),
     ("en_allergy", ALLERGIES, re.compile(r"\bI have an? (?P<v>[a-z][a-z ]{1,30}?) allergy", re.I), True),
@@ -393,7 +405,12 @@ def extract(text: str) -> list[Observation]:
     if not text or len(text) > 2000:
         return []
     found: list[Observation] = []
-    for cmd in detect(text):
+    commands = detect(text)
+    # "我上个月搬到杭州了", "We moved to Seattle last week": a relative time word says when, not what; the
+    # rules read the statement without it (absolute dates, as in birthdays, are not relative times).
+    for start, end in reversed(spans(text)):
+        text = (text[:start] + text[end:]).replace("  ", " ")
+    for cmd in commands:
         if cmd.kind == "rename" and cmd.value and cmd.rule in ("zh_my_name_is", "en_my_name_is"):
             found.append(Observation(NAME, cmd.value, rule=cmd.rule))
     taken: list[tuple[int, int]] = []

@@ -51,6 +51,12 @@ CASES = [
     ("我对花生过敏", "allergies", "花生"),
     ("我花粉过敏", "allergies", "花粉"),
     ("I'm allergic to peanuts", "allergies", "peanuts"),
+    # A relative time word or an adverb between the subject and the verb ("上个月", "刚", "also", "just").
+    ("我前阵子刚搬到了厦门", "location", "厦门"),
+    ("我们去年就搬到大理了", "location", "大理"),
+    ("We finally moved to Lisbon two weeks ago!", "location", "Lisbon"),
+    ("我从小就对海鲜过敏", "allergies", "海鲜"),
+    ("Oh and I'm also allergic to latex.", "allergies", "latex"),
     ("我一般11点睡", "sleep_time", "23:00"),
     ("我平时晚上十一点半睡觉", "sleep_time", "23:30"),
     ("I usually go to bed at 11pm", "sleep_time", "23:00"),
@@ -388,3 +394,51 @@ def test_http_a_rejected_nickname_is_not_used_on_the_next_turn(
     assert values.get("preferred_name") != old
     assert f": {old}\n" not in system and f": {old} (" not in system  # never offered as the name in force
     assert name in system
+
+
+@pytest.mark.parametrize(
+    ("lived", "moved", "old", "new", "allergy", "also", "allergens"),
+    [
+        (
+            "我住在西安",
+            "我们上周刚搬到青岛了",
+            "西安",
+            "青岛",
+            "我对芒果过敏",
+            "我也对虾过敏",
+            ("芒果", "虾"),
+        ),
+        (
+            "I live in Denver",
+            "We just moved to Portland last month!",
+            "Denver",
+            "Portland",
+            "I'm allergic to penicillin",
+            "Oh, I'm also allergic to kiwi.",
+            ("penicillin", "kiwi"),
+        ),
+    ],
+)
+def test_http_a_move_said_with_a_time_word_and_a_second_allergy_reach_the_prompt(
+    server: str,
+    fake: FakeOpenAI,
+    lived: str,
+    moved: str,
+    old: str,
+    new: str,
+    allergy: str,
+    also: str,
+    allergens: tuple[str, str],
+) -> None:
+    """A relative time word or an adverb between the subject and the verb ("上周刚", "just … last month",
+    "also"): before, the move and the second allergy were not learned and the prompt kept the old city."""
+    _chat(server, lived, "2024-10-01T10:00:00+00:00")
+    _chat(server, allergy, "2024-10-01T10:01:00+00:00")
+    _chat(server, moved, "2024-11-01T10:00:00+00:00")
+    _chat(server, also, "2024-11-01T10:01:00+00:00")
+    fake.clear()
+    _chat(server, "晚饭吃什么好？", "2024-11-02T18:00:00+00:00", session="s2")
+    system = fake.chat_requests[-1]["messages"][0]["content"]
+    assert f"location: {new}" in system and f"location: {old}" not in system
+    allergies = next(line for line in system.splitlines() if line.startswith("- allergies"))
+    assert all(a in allergies for a in allergens)
