@@ -97,8 +97,14 @@ def assemble(
     summaries: Sequence[str] = (),
     shares: Mapping[str, float] | None = None,
     timezone: str | None = None,
+    grow: bool = False,
 ) -> Assembly:
     """Pack the context under `budget`.
+
+    When the system prompt and the new message alone cost more than `budget`, it is an error unless
+    `grow` (the budget is the configured default, not one the caller asked for): then the message is
+    sent whole with the system prompt and no memory (`tokens["over_budget"]` says by how much). A
+    user who pastes a long email must not get an error for the size of memsched's memory budget.
 
     `recalled` is in priority order (most important first); `recent` is in time order. The recent
     window gets up to `recent_share` of what is left after the system prompt and the new message,
@@ -112,6 +118,9 @@ def assemble(
     system_text = "\n\n".join(s for s in (system_prompt, *system_sections) if s)
     base_messages = [{"role": "system", "content": system_text}, {"role": "user", "content": new_message}]
     base = counter.messages_tokens(base_messages)
+    over = 0
+    if base > budget and grow:
+        over, budget = base - budget, base
     if base > budget:
         raise BudgetError(
             f"budget of {budget} tokens cannot hold the system prompt and the new message ({base} tokens);"
@@ -195,8 +204,10 @@ def assemble(
         "recent": sum(counter.message_tokens(turn_message(t)) for t in window),
         "new_message": counter.count(new_message),
         "total": total,
-        "budget": budget,
+        "budget": budget - over,
     }
+    if over:
+        tokens["over_budget"] = over
     return Assembly(messages=messages, tokens=tokens, recalled=list(chosen), recent=window, dropped=dropped)
 
 

@@ -358,6 +358,7 @@ class Memory:
         """
         t_start = time.perf_counter()
         cfg = self.config
+        grow = budget is UNSET  # the configured budget gives way to a long message; an asked one does not
         budget = cfg.budget if budget is UNSET else budget
         system_prompt = cfg.system_prompt if system_prompt is UNSET else system_prompt
         now = as_utc(now) if now is not None else utcnow()
@@ -418,6 +419,7 @@ class Memory:
             summaries=summaries,
             shares=shares,
             timezone=timezone,
+            grow=grow,
         )
         timings["assemble"] = _ms(t0)
         paging_tools: dict[str, Any] | None = None

@@ -789,3 +789,50 @@ def test_history_the_client_sends_from_before_memsched_is_shown_never_stored(
     assert "Lyon" not in json.dumps(sent[1:-1]).replace("Alice, in Lyon.", "")
     assert "Where does my sister live?" not in json.dumps(sent)
     assert _trace(server, r)["client_history"]["unseen"] == 0
+
+
+def test_a_message_longer_than_the_memory_budget_goes_through_whole(
+    tmp_path: Path, fake: FakeOpenAI, helper: FakeOpenAI
+) -> None:
+    """The configured budget (2,000 tokens by default) is what memsched pages in; a pasted letter of
+    ~3,000 tokens (under MEMSCHED_MAX_MESSAGE_TOKENS) is sent whole with the system prompt and no
+    memory, the trace says by how much it went over. Before, it was a 400 and nothing was sent."""
+    letter = "Dear Sam, thank you for the long chat about the garden and the old apple tree. " * 170
+    with _serve(tmp_path, fake, helper) as base:
+        for i, text in enumerate(["My sister planted tulips last spring.", "The tree is forty years old."]):
+            body = {"model": "m", "user": "ana", "metadata": {"session_id": "s1"}}
+            r = httpx.post(
+                f"{base}/v1/chat/completions",
+                json={**body, "messages": [{"role": "user", "content": text}]},
+                timeout=60,
+            )
+            assert r.status_code == 200, (i, r.text)
+        fake.clear()
+        r = httpx.post(
+            f"{base}/v1/chat/completions",
+            json={
+                "model": "m",
+                "user": "ana",
+                "metadata": {"session_id": "s1"},
+                "messages": [
+                    {"role": "system", "content": "You are Mo."},
+                    {"role": "user", "content": letter},
+                ],
+            },
+            timeout=60,
+        )
+        assert r.status_code == 200, r.text
+        sent = fake.chat_requests[0]["messages"]
+        assert sent[-1] == {"role": "user", "content": letter}
+        assert sent[0]["role"] == "system" and sent[0]["content"].startswith("You are Mo.")
+        trace = httpx.get(f"{base}/v1/traces/{r.headers['X-Memsched-Trace-Id']}", timeout=10).json()
+        assert trace["tokens"]["budget"] == 2000 and trace["tokens"]["over_budget"] > 0
+        assert trace["tokens"]["memory"] == 0 and trace["tokens"]["recent"] == 0
+        # The message is stored like any other.
+        turns = httpx.get(f"{base}/v1/users/ana/sessions/s1/turns", timeout=10).json()["turns"]
+        assert any(t["content"] == letter for t in turns)
+        # A budget the caller asks for is still a promise: too small for the message is a 400.
+        r = httpx.post(
+            f"{base}/v1/context", json={"user": "ana", "message": letter, "budget": 1000}, timeout=60
+        )
+        assert r.status_code == 400 and "budget" in r.json()["error"]["message"]
