@@ -245,7 +245,15 @@ FORGET_RULES: list[tuple[str, re.Pattern[str]]] = [
         "zh_last_forget",
         re.compile(
             rf"{_CLAUSE}{_ZH_ASK}(?:把)?(?:我)?{_ZH_LAST}(?:我)?(?:说的|发的)?(?:那句话?|那条(?:消息)?|这句话?|的话|的)?"
-            rf"(?:给我)?{_ZH_FORGET_VERB}"
+            rf"(?:给我|你|请你|你就|就|帮我)?{_ZH_FORGET_VERB}"
+        ),
+    ),
+    # "刚才提到我前男友的那句你忘掉吧": a few words say which message, then 那句/那条 and the verb.
+    (
+        "zh_last_which_forget",
+        re.compile(
+            rf"{_CLAUSE}{_ZH_ASK}(?:把)?{_ZH_LAST}[^，,。.!！?？\s]{{1,12}}?(?:那句话?|那条(?:消息)?|这句话?)"
+            rf"(?:给我|你|请你|你就|就|帮我)?{_ZH_FORGET_VERB}"
         ),
     ),
     ("zh_pretend", re.compile(rf"{_CLAUSE}(?:就)?当我(?:刚才)?没说(?:过)?")),

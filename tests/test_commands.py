@@ -65,6 +65,8 @@ FORGETS = [
     "delete my last message",
     "Could you forget what I said?",
     "scratch that",
+    "刚才那句你删了吧",
+    "刚刚说我妈的那条消息忘掉吧",
 ]
 
 ORDINARY = [
@@ -94,6 +96,8 @@ ORDINARY = [
     "别叫我起床",
     "我忘记刚才说什么了",
     "别忘了刚才说的",
+    "刚才那句话我忘了",
+    "刚才那句你别忘了",
     "不要忘记我刚才说的话",
     "",
 ]

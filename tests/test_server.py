@@ -129,3 +129,17 @@ def test_bad_requests_name_the_problem(server: str, path: str, body: dict, needl
     assert needle in r.json()["error"]["message"]
     # Nothing was queued by a rejected request (jobs queued before may finish meanwhile: ids, not states).
     assert {j["id"] for j in httpx.get(f"{server}/v1/jobs").json()} == before
+
+
+def test_forget_the_message_named_before_the_verb(server: str, fake: FakeOpenAI) -> None:
+    """Topic-comment order, with a few words saying which message ("刚才骂老板的那句你删了吧"): before, it
+    was no command and the message stayed in memory and in the next context."""
+    assert _chat(server, "我们老板就是个糊涂蛋，什么都不懂").status_code == 200
+    r = _chat(server, "刚才骂老板的那句你删了吧")
+    assert r.status_code == 200, r.text
+    trace = httpx.get(f"{server}/v1/traces/{r.headers[TRACE_HEADER]}").json()
+    assert [b["command"] for b in trace["blocking"]] == ["forget_last"]
+    turns = httpx.get(f"{server}/v1/users/alice/sessions/s1/turns").json()["turns"]
+    assert not any("糊涂蛋" in t["content"] for t in turns)
+    assert _chat(server, "今天吃什么").status_code == 200
+    assert "糊涂蛋" not in json.dumps(fake.chat_requests[-1]["messages"], ensure_ascii=False)
