@@ -130,6 +130,17 @@ CASES: list[tuple[str, str, str, Any, int, str]] = [
         400,
         "not a PNG",
     ),
+    # A URL neither the vision model nor a vision upstream could fetch (before: accepted, and the
+    # turn stored with a caption of nothing).
+    (
+        "ftp image",
+        "POST",
+        "/v1/chat/completions",
+        _chat(_image("ftp://photos.example/sunset.jpg")),
+        400,
+        "http(s)",
+    ),
+    ("file image", "POST", "/v1/chat/completions", _chat(_image("file:///home/me/cat.png")), 400, "http(s)"),
     (
         "huge image",
         "POST",

@@ -74,7 +74,7 @@ def check_timezone(name: str | None, field: str = "timezone") -> str | None:
 def check_images(messages: list[dict[str, Any]], max_bytes: int = MAX_IMAGE_BYTES) -> None:
     """Inline images (`data:` URLs) must decode and be PNG, JPEG, GIF or WebP within `max_bytes`.
 
-    Remote image URLs are left to the upstream (memsched fetches nothing).
+    Remote image URLs must be http(s) and are left to the vision model (memsched fetches nothing).
     """
     for i, message in enumerate(messages):
         content = message.get("content")
@@ -89,6 +89,12 @@ def check_images(messages: list[dict[str, Any]], max_bytes: int = MAX_IMAGE_BYTE
             if not isinstance(url, str) or not url:
                 raise InputError(f"{where}: an image part needs a url")
             if not url.startswith("data:"):
+                if not re.match(r"https?://[^\s/]", url, re.I):
+                    # file:, ftp:, a bare path: the vision model (and a vision upstream) could not
+                    # fetch it, and the turn would be stored with a caption of nothing.
+                    raise InputError(
+                        f"{where}: an image URL must be http(s) or a data: URL, not {url[:40]!r}"
+                    )
                 continue
             m = _DATA_URL.match(url)
             if m is None or not m.group("b64"):
