@@ -253,21 +253,31 @@ class Profile:
         return self.facts(user_id, key)
 
     def section(
-        self, user_id: str, *, max_tokens: int | None = None, count: Callable[[str], int] = len
+        self,
+        user_id: str,
+        *,
+        max_tokens: int | None = None,
+        count: Callable[[str], int] = len,
+        timezone: str | None = None,
     ) -> str:
         """The system-prompt section for the user's current facts, or "" when there are none.
 
         One line per key, canonical keys first: `- preferred name (...): 大王 (since 2024-10-15;
         formerly 小王)` (the date only for a value that replaced another), `- likes: jazz, hiking`. Formerly-used values are named for keys where old
         mentions would mislead. With `max_tokens` (costed by `count`), lines that do not fit are
-        left out, least important key first.
+        left out, least important key first. `timezone` is the one the turn being answered came with:
+        it is the user's timezone now, though the fact is written only when the turn is recorded (a
+        prompt saying "Now … (Europe/London)" must not say "timezone: Asia/Shanghai").
         """
         rows = self.store.facts(user_id)
-        if not rows:
+        if not rows and not timezone:
             return ""
         by_key: dict[str, list[dict[str, Any]]] = {}
         for row in rows:
             by_key.setdefault(row["key"], []).append(row)
+        stored = [f for f in by_key.get(TIMEZONE, []) if f["superseded_at"] is None]
+        if timezone and not (stored and stored[-1]["value"] == timezone):
+            by_key[TIMEZONE] = [{"value": timezone, "superseded_at": None, "valid_from": 0.0, "meta": {}}]
         order = [k for k in KEYS if k in by_key] + sorted(k for k in by_key if k not in KEYS)
         # Dates on the user's clock: a fact from 20:00 in New York is not from "tomorrow".
         zone = next(

@@ -621,14 +621,24 @@ class Scheduler:
             if not handed_off and held is None:
                 self.sessions.release(hold)
 
-    def _profile_section(self, user_id: str, share: float) -> str:
-        """The profile's system-prompt section within `share` of the budget (most important keys first)."""
+    def _profile_section(self, user_id: str, share: float, timezone: str | None = None) -> str:
+        """The profile's system-prompt section within `share` of the budget (most important keys first);
+        `timezone` is the one the turn came with, shown as the user's timezone already."""
         limit = int(self.config.budget * share)
         return (
-            self.profile.section(user_id, max_tokens=limit, count=self.memory.counter.count)
+            self.profile.section(
+                user_id, max_tokens=limit, count=self.memory.counter.count, timezone=timezone
+            )
             if limit > 0
             else ""
         )
+
+    @staticmethod
+    def _new_zone(t: _TurnState) -> str | None:
+        """The timezone the turn came with when it will be remembered (a real zone, not UTC)."""
+        if t.timezone and local_now(t.at, t.timezone).tzinfo is not UTC:
+            return t.timezone
+        return None
 
     def _timezone(self, user_id: str) -> str | None:
         """The user's timezone as last sent with a turn (the `timezone` profile fact), or None."""
@@ -954,7 +964,7 @@ class Scheduler:
         counter = self.memory.counter
         with t.sw.stage("overflow_check"):
             # The profile's share until the strategy is chosen (then the strategy's own share).
-            t.profile_text = self._profile_section(t.user_id, DEFAULT_PROFILE_SHARE)
+            t.profile_text = self._profile_section(t.user_id, DEFAULT_PROFILE_SHARE, self._new_zone(t))
             sections = (clock_line(t.at, t.timezone), t.profile_text, *(a.note for a in t.applied))
             t.sections = [s for s in sections if s]
             state = t.state = self.store.session_state(t.user_id, t.session_id)
@@ -1041,7 +1051,7 @@ class Scheduler:
             t.sections = [*t.sections, *t.plan.sections]
             share = t.plan.shares.get("profile") if t.plan.shares else None
             if share is not None and t.profile_text:
-                text = self._profile_section(t.user_id, float(share))
+                text = self._profile_section(t.user_id, float(share), self._new_zone(t))
                 t.sections = [text if x == t.profile_text else x for x in t.sections if x]
                 t.sections = [x for x in t.sections if x]
                 t.profile_text = text

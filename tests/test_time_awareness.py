@@ -174,3 +174,17 @@ def test_http_first_date_restaurant_recalled_weeks_later(
     assert name in system and "[2024-09-01" in system  # recalled, under the date it was said
     if "last Friday" in story[0]:
         assert "last Friday = 2024-08-30" in system  # and the relative time resolved
+
+
+def test_http_a_new_timezone_is_the_profile_timezone_on_its_own_turn(server: str, fake: FakeOpenAI) -> None:
+    """A user who flew from Shanghai to New York: the first turn from New York says so in the clock line
+    and must not list the old zone as the user's timezone ("current facts; they override anything said
+    earlier"). Before, the fact was written after the context was built, so that turn's prompt
+    contradicted itself."""
+    _chat(server, "明天飞纽约", "2024-05-01T10:00:00+08:00", "a")
+    _chat(server, "Just landed at JFK", "2024-05-02T09:00:00-04:00", "b", tz="America/New_York")
+    system = fake.chat_requests[-1]["messages"][0]["content"]
+    assert "(America/New_York)" in system
+    assert "- timezone: America/New_York" in system and "Asia/Shanghai" not in system
+    facts = httpx.get(f"{server}/v1/users/li/profile", params={"key": "timezone", "current": "true"}).json()
+    assert [f["value"] for f in facts["facts"]] == ["America/New_York"]
