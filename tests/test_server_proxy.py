@@ -415,6 +415,46 @@ def test_stream_with_usage_and_one_id(server: str, fake: FakeOpenAI) -> None:
     assert fake.chat_requests[-1]["stream_options"] == {"include_usage": True}
 
 
+@pytest.mark.parametrize("stream", [False, True], ids=["whole", "stream"])
+def test_n_choices_reach_the_client_and_choice_0_is_recorded(
+    server: str, fake: FakeOpenAI, stream: bool
+) -> None:
+    client = openai.OpenAI(base_url=f"{server}/v1", api_key="unused", max_retries=0)
+    fake.script("Sesame is a lovely name for a cat")
+    kwargs: dict[str, Any] = {
+        "model": "m",
+        "user": "alice",
+        "metadata": {"session_id": "n3"},
+        "messages": [{"role": "user", "content": "name ideas for my cat?"}],
+        "n": 3,
+    }
+    texts: dict[int, str] = {}
+    finishes: dict[int, str | None] = {}
+    if stream:
+        for chunk in client.chat.completions.create(**kwargs, stream=True):
+            for c in chunk.choices:
+                texts[c.index] = texts.get(c.index, "") + (c.delta.content or "")
+                if c.finish_reason:
+                    finishes[c.index] = c.finish_reason
+    else:
+        reply = client.chat.completions.create(**kwargs)
+        texts = {c.index: c.message.content or "" for c in reply.choices}
+        finishes = {c.index: c.finish_reason for c in reply.choices}
+    assert fake.chat_requests[-1]["n"] == 3
+    assert texts == {
+        0: "Sesame is a lovely name for a cat",
+        1: "Sesame is a lovely name for a cat [1]",
+        2: "Sesame is a lovely name for a cat [2]",
+    }
+    assert finishes == {0: "stop", 1: "stop", 2: "stop"}
+    # One turn is recorded: the user's message and choice 0, never the choices mixed together.
+    turns = _turns(server, session="n3")
+    assert [(t["role"], t["content"]) for t in turns] == [
+        ("user", "name ideas for my cat?"),
+        ("assistant", "Sesame is a lovely name for a cat"),
+    ]
+
+
 # -- the recall tool loop --------------------------------------------------------------------------
 
 

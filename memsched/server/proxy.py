@@ -195,11 +195,14 @@ class ProxyTurn:
             INDEX_HEADER in str(m.get("content") or "") for m in messages if m.get("role") == "system"
         )
         clashes = any((t.get("function") or {}).get("name") == RECALL for t in self.client_tools)
+        n = self.forward.get("n")
         self.offer_recall = (
             self.svc.config.paging_mode in ("tools", "both")
             and has_index
             and not clashes
             and self.forward.get("tool_choice") != "none"
+            # With n > 1 the choices would need a recall loop each: they get the index only.
+            and not (isinstance(n, int) and n > 1)
         )
         return [*messages, *self.trailing]
 

@@ -79,11 +79,19 @@ async def rounds(turn: ProxyTurn, messages: list[dict[str, Any]], state: StreamS
                 state.completion_id = state.completion_id or chunk.get("id")
                 state.model = state.model or chunk.get("model")
                 state.created = state.created or chunk.get("created")
-                choices = chunk.get("choices") or []
+                choices = [c for c in chunk.get("choices") or [] if isinstance(c, dict)]
                 if not choices:
                     continue  # the usage chunk: summed and sent at the end
+                # With `n` > 1 the other choices (index > 0) are relayed as they come, finish included;
+                # choice 0 is the reply memsched records (and the only one in recall rounds).
+                others = [dict(c) for c in choices if c.get("index", 0) not in (0, None)]
+                first = next((c for c in choices if c.get("index", 0) in (0, None)), None)
+                if first is None:
+                    if others:
+                        yield sse(_rewrite(chunk, None, state, others))
+                    continue
                 last_chunk = chunk
-                choice = dict(choices[0])
+                choice = dict(first)
                 delta = dict(choice.get("delta") or {})
                 if choice.get("finish_reason"):
                     finish = choice["finish_reason"]
@@ -122,8 +130,8 @@ async def rounds(turn: ProxyTurn, messages: list[dict[str, Any]], state: StreamS
                     state.role_sent = True
                 choice["delta"] = delta
                 choice["finish_reason"] = None  # sent once, at the very end
-                if delta:
-                    yield sse(_rewrite(chunk, choice, state))
+                if delta or others:
+                    yield sse(_rewrite(chunk, choice if delta else None, state, others))
         mine = [
             {"id": c.id, "type": "function", "function": {"name": c.name, "arguments": c.arguments}}
             for c in calls.values()
@@ -170,8 +178,14 @@ async def rounds(turn: ProxyTurn, messages: list[dict[str, Any]], state: StreamS
         return
 
 
-def _rewrite(chunk: dict[str, Any], choice: dict[str, Any] | None, state: StreamState) -> dict[str, Any]:
-    """The upstream chunk as the client sees it: one id across the rounds, usage sent once at the end."""
+def _rewrite(
+    chunk: dict[str, Any],
+    choice: dict[str, Any] | None,
+    state: StreamState,
+    others: list[dict[str, Any]] | None = None,
+) -> dict[str, Any]:
+    """The upstream chunk as the client sees it: one id across the rounds, usage sent once at the end;
+    `others` are the choices of index > 0 (`n` > 1), relayed unchanged."""
     out = {k: v for k, v in chunk.items() if k != "usage"}
     out["id"] = state.completion_id or out.get("id")
     out.setdefault("object", "chat.completion.chunk")
@@ -179,7 +193,7 @@ def _rewrite(chunk: dict[str, Any], choice: dict[str, Any] | None, state: Stream
         out["model"] = state.model
     if state.created:
         out["created"] = state.created
-    out["choices"] = [choice] if choice is not None else []
+    out["choices"] = [*([choice] if choice is not None else []), *(others or [])]
     return out
 
 

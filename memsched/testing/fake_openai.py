@@ -9,7 +9,9 @@ under test goes through its real HTTP client, retries and timeouts included::
         client = OpenAIChatClient(fake.base_url, "key", "fake-model")
 
 Chat replies come, in order of preference, from the first `script_for` queue whose text occurs in
-a request message, then the `script` queue, then `responder(body)`.
+a request message, then the `script` queue, then `responder(body)`. A request with `n` > 1 gets n
+choices: choice 0 is the reply, choice k the same reply with ` [k]` after its content (streamed
+interleaved, one choice per chunk, as OpenAI does).
 
 memsched's LLM labeller (`memsched.labeller`) asks about every routed user message in the background;
 its requests are answered only from `script_labels` (else with a label that has no opinion, so the
@@ -356,9 +358,10 @@ class _Handler(BaseHTTPRequestHandler):
         if self._misbehave(reply, stream=bool(body.get("stream"))):
             return
         message = _message(reply)
+        messages = [message, *(_variant(message, k) for k in range(1, _n(body)))]
         if body.get("stream") and not self.fake.ignore_stream:
             try:
-                self._stream(message, body, hold, cut)
+                self._stream(messages, body, hold, cut)
                 with self.fake._lock:
                     self.fake.streams_finished += 1
             except OSError:  # the client hung up mid-stream
@@ -375,28 +378,33 @@ class _Handler(BaseHTTPRequestHandler):
                 "model": body.get("model") or self.fake.model,
                 "choices": [
                     {
-                        "index": 0,
-                        "message": message,
-                        "finish_reason": "tool_calls" if message.get("tool_calls") else "stop",
+                        "index": k,
+                        "message": m,
+                        "finish_reason": "tool_calls" if m.get("tool_calls") else "stop",
                     }
+                    for k, m in enumerate(messages)
                 ],
                 **({"usage": _usage(body, message.get("content") or "")} if self.fake.usage else {}),
             },
         )
 
     def _stream(
-        self, message: dict[str, Any], body: dict[str, Any], hold: Hold | None = None, cut: Cut | None = None
+        self,
+        messages: list[dict[str, Any]],
+        body: dict[str, Any],
+        hold: Hold | None = None,
+        cut: Cut | None = None,
     ) -> None:
         completion_id = f"chatcmpl-fake-{self.fake._next_id()}"
         model = body.get("model") or self.fake.model
 
-        def chunk(delta: dict[str, Any], finish: str | None = None) -> bytes:
+        def chunk(index: int, delta: dict[str, Any], finish: str | None = None) -> bytes:
             data = {
                 "id": completion_id,
                 "object": "chat.completion.chunk",
                 "created": int(time.time()),
                 "model": model,
-                "choices": [{"index": 0, "delta": delta, "finish_reason": finish}],
+                "choices": [{"index": index, "delta": delta, "finish_reason": finish}],
             }
             return f"data: {json.dumps(data)}\n\n".encode()
 
@@ -405,28 +413,13 @@ class _Handler(BaseHTTPRequestHandler):
         self.send_header("Cache-Control", "no-cache")
         self.end_headers()
         # HTTP/1.0 without Content-Length: the body ends when the connection closes.
-        pieces: list[bytes] = [chunk({"role": "assistant", "content": ""})]
-        # Words (with their trailing space) or up to 4 CJK characters per chunk, as real models stream.
-        for piece in re.findall(_PIECES, message.get("content") or ""):
-            pieces.append(chunk({"content": piece}))
-        tool_calls = message.get("tool_calls") or []
-        for i, call in enumerate(tool_calls):
-            # As OpenAI streams them: id, type and name first, then the arguments in fragments.
-            function = call["function"]
-            head = {"name": function["name"], "arguments": ""}
-            pieces.append(
-                chunk(
-                    {"tool_calls": [{"index": i, "id": call["id"], "type": call["type"], "function": head}]}
-                )
-            )
-            args = function.get("arguments") or ""
-            half = len(args) // 2
-            for part in (args[:half], args[half:]):
-                if part:
-                    pieces.append(chunk({"tool_calls": [{"index": i, "function": {"arguments": part}}]}))
-        pieces.append(chunk({}, "tool_calls" if tool_calls else "stop"))
+        # With n > 1 the choices' chunks take turns, one choice per chunk.
+        streams = [_choice_chunks(lambda d, f=None, k=k: chunk(k, d, f), m) for k, m in enumerate(messages)]
+        pieces: list[bytes] = []
+        for step in range(max(len(c) for c in streams)):
+            pieces.extend(c[step] for c in streams if step < len(c))
         if self.fake.usage and (body.get("stream_options") or {}).get("include_usage"):
-            usage = {**_usage(body, message.get("content") or "")}
+            usage = {**_usage(body, messages[0].get("content") or "")}
             tail: dict[str, Any] = {
                 "id": completion_id,
                 "object": "chat.completion.chunk",
@@ -510,6 +503,41 @@ class _Handler(BaseHTTPRequestHandler):
 
 _CJK = "\u3000-\u9fff\uff00-\uffef"
 _PIECES = rf"[{_CJK}]{{1,4}}\s*|[^\s{_CJK}]+\s*|\s+"
+
+
+def _choice_chunks(chunk: Callable[..., bytes], message: dict[str, Any]) -> list[bytes]:
+    """The SSE chunks of one choice: its role, content pieces, tool calls, then its finish."""
+    pieces: list[bytes] = [chunk({"role": "assistant", "content": ""})]
+    # Words (with their trailing space) or up to 4 CJK characters per chunk, as real models stream.
+    for piece in re.findall(_PIECES, message.get("content") or ""):
+        pieces.append(chunk({"content": piece}))
+    tool_calls = message.get("tool_calls") or []
+    for i, call in enumerate(tool_calls):
+        # As OpenAI streams them: id, type and name first, then the arguments in fragments.
+        function = call["function"]
+        head = {"name": function["name"], "arguments": ""}
+        pieces.append(
+            chunk({"tool_calls": [{"index": i, "id": call["id"], "type": call["type"], "function": head}]})
+        )
+        args = function.get("arguments") or ""
+        half = len(args) // 2
+        for part in (args[:half], args[half:]):
+            if part:
+                pieces.append(chunk({"tool_calls": [{"index": i, "function": {"arguments": part}}]}))
+    pieces.append(chunk({}, "tool_calls" if tool_calls else "stop"))
+    return pieces
+
+
+def _n(body: dict[str, Any]) -> int:
+    """How many choices a chat request asks for (`n`, default 1)."""
+    n = body.get("n")
+    return n if isinstance(n, int) and not isinstance(n, bool) and n > 1 else 1
+
+
+def _variant(message: dict[str, Any], k: int) -> dict[str, Any]:
+    """Choice k (> 0) of an n > 1 request: the reply with ` [k]` after its content."""
+    content = message.get("content")
+    return {**message, "content": f"{content} [{k}]" if content else content}
 
 
 def _all_text(body: dict[str, Any]) -> str:
