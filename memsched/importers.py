@@ -7,14 +7,18 @@ with its line number, and everything before it stays stored.
 from __future__ import annotations
 
 import json
+from collections import Counter
 from collections.abc import Iterator
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from memsched.errors import ImportFileError, InputError
 from memsched.model import ROLES, Turn, as_utc
+
+if TYPE_CHECKING:
+    from memsched.store import Store
 
 
 @dataclass(slots=True)
@@ -63,8 +67,15 @@ def parse_timestamp(value: Any, where: str) -> datetime:
 
 
 def read_jsonl(path: Path, user_id: str, batch: int = 500) -> Iterator[list[Turn]]:
-    """Turns from `{"session_id","role","content","timestamp"}` lines (optional: speaker, external_id)."""
-    pending: list[Turn] = []
+    """Turns from `{"session_id","role","content","timestamp"}` lines (optional: speaker, external_id;
+    a line without `timestamp` is dated now)."""
+    for lines in read_jsonl_lines(path, user_id, batch):
+        yield [turn for turn, _ in lines]
+
+
+def read_jsonl_lines(path: Path, user_id: str, batch: int = 500) -> Iterator[list[tuple[Turn, bool]]]:
+    """As `read_jsonl`, each turn with whether its line gave a `timestamp`."""
+    pending: list[tuple[Turn, bool]] = []
     with path.open("rb") as fh:
         for lineno, raw in enumerate(fh, start=1):
             try:
@@ -79,7 +90,7 @@ def read_jsonl(path: Path, user_id: str, batch: int = 500) -> Iterator[list[Turn
                 except json.JSONDecodeError as exc:
                     raise ImportFileError(f"not valid JSON ({exc.msg})", line=lineno) from None
                 try:
-                    pending.append(_jsonl_turn(obj, user_id))
+                    pending.append((_jsonl_turn(obj, user_id), isinstance(obj, dict) and "timestamp" in obj))
                 except InputError as exc:
                     raise ImportFileError(str(exc), line=lineno) from None
             except ImportFileError:
@@ -91,6 +102,37 @@ def read_jsonl(path: Path, user_id: str, batch: int = 500) -> Iterator[list[Turn
                 pending = []
     if pending:
         yield pending
+
+
+class Reimport:
+    """Which undated lines of a JSONL import an earlier import of the same file already stored.
+
+    A line without `timestamp` is dated when it is imported, so the store's duplicate check (same
+    session, role, text and time) cannot see that it is there from a previous run. Such a line counts
+    as stored while its session holds more turns of the same role and text than the lines before it
+    in this import have used up: importing a file again adds nothing, a file with lines appended adds
+    those lines. Each session's turns are counted the first time this import meets it, before it
+    stores anything there.
+    """
+
+    def __init__(self, store: Store) -> None:
+        self.store = store
+        self._left: dict[tuple[str, str], Counter[tuple[str, str]]] = {}
+
+    def new_turns(self, lines: list[tuple[Turn, bool]]) -> list[Turn]:
+        """The turns of `lines` to store (dated ones all: the store recognises those itself)."""
+        out = []
+        for turn, dated in lines:
+            key = (turn.user_id, turn.session_id)
+            left = self._left.get(key)
+            if left is None:
+                stored = self.store.session_turns(turn.user_id, turn.session_id)
+                left = self._left[key] = Counter((t.role, t.hash) for t in stored)
+            if not dated and left[(turn.role, turn.hash)] > 0:
+                left[(turn.role, turn.hash)] -= 1
+                continue
+            out.append(turn)
+        return out
 
 
 def _jsonl_turn(obj: Any, user_id: str) -> Turn:

@@ -109,6 +109,39 @@ def test_context_record_stores_message(tmp_path: Path, isolated_env: Path) -> No
     store.close()
 
 
+def test_reimporting_lines_without_timestamps_adds_nothing_twice(tmp_path: Path, isolated_env: Path) -> None:
+    lines = [
+        {"session_id": "s1", "role": "user", "content": "ok"},
+        {"session_id": "s1", "role": "assistant", "content": "Good to hear"},
+        {"session_id": "s1", "role": "user", "content": "ok"},  # said twice: both are kept
+        {"session_id": "s2", "role": "user", "content": "dated", "timestamp": "2024-03-02T10:00:00Z"},
+    ]
+    f = tmp_path / "undated.jsonl"
+    f.write_text("".join(json.dumps(line) + "\n" for line in lines), encoding="utf-8")
+    code, out = invoke("import", str(f), "--user", "carol", "--embedders", "hash")
+    assert code == 0 and "imported 4 new turns" in out
+    code, out = invoke("import", str(f), "--user", "carol", "--embedders", "hash")
+    assert code == 0 and "imported 0 new turns" in out and "4 already stored" in out
+    # Lines appended to the file are imported, a third "ok" included.
+    with f.open("a", encoding="utf-8") as fh:
+        fh.write(json.dumps({"session_id": "s1", "role": "user", "content": "ok"}) + "\n")
+        fh.write(json.dumps({"session_id": "s1", "role": "user", "content": "new line"}) + "\n")
+    code, out = invoke("import", str(f), "--user", "carol", "--embedders", "hash")
+    assert code == 0 and "imported 2 new turns" in out
+    store = open_store(Config.load())
+    try:
+        assert [t.content for t in store.session_turns("carol", "s1")] == [
+            "ok",
+            "Good to hear",
+            "ok",
+            "ok",
+            "new line",
+        ]
+        assert store.turn_count("carol") == 6
+    finally:
+        store.close()
+
+
 def test_malformed_line_keeps_what_came_before(tmp_path: Path, isolated_env: Path) -> None:
     f = _jsonl(tmp_path / "bad.jsonl", n=4, bad_line='{"session_id": "s1", "role": "user"')
     result = runner.invoke(app, ["import", str(f), "--user", "bob", "--embedders", "hash"])

@@ -21,7 +21,7 @@ from memsched.cli.common import (
     reports_errors,
 )
 from memsched.errors import ImportFileError, InputError
-from memsched.importers import detect_format, read_jsonl, read_locomo
+from memsched.importers import Reimport, detect_format, read_jsonl_lines, read_locomo
 from memsched.memory import Memory
 from memsched.model import Turn
 from memsched.profile import Profile
@@ -81,17 +81,19 @@ def import_(
             if not user:
                 raise InputError("--user is required to import a JSONL file")
             task = progress.add_task(f"importing {file.name}", total=None)
+            reimport = Reimport(mem.store)
             try:
-                for batch in read_jsonl(file, user):
-                    for t in batch:
+                for lines in read_jsonl_lines(file, user):
+                    for t, _ in lines:
                         read[t.user_id] = read.get(t.user_id, 0) + 1
                         added.setdefault(t.user_id, 0)
+                    batch = reimport.new_turns(lines)
                     stamp(batch, timezone)
                     stored = mem.store.add_turns(batch, skip_duplicates=True)
                     for t in stored:
                         added[t.user_id] += 1
                     learn(stored)
-                    progress.advance(task, len(batch))
+                    progress.advance(task, len(lines))
             except ImportFileError as exc:
                 kept = sum(added.values())
                 raise ImportFileError(
