@@ -40,6 +40,10 @@ DEFAULT_HOST = "127.0.0.1"
 DEFAULT_PORT = 8377
 
 
+# What a database URL (rather than a SQLite file path) starts with.
+DATABASE_URL_SCHEMES = ("postgresql://", "postgres://")
+
+
 def default_home() -> Path:
     from platformdirs import user_data_dir
 
@@ -59,7 +63,7 @@ class Config:
     pg_lock_connections: int = DEFAULT_PG_LOCK_CONNECTIONS
     page_size: int = DEFAULT_PAGE_SIZE
     tokenizer: str = DEFAULT_TOKENIZER
-    embedders: str = DEFAULT_EMBEDDERS  # comma-separated names: minilm, wordllama, openai, hash
+    embedders: str = DEFAULT_EMBEDDERS  # comma-separated names: minilm, wordllama, gloss, openai, hash
     budget: int = DEFAULT_BUDGET
     recent_share: float = DEFAULT_RECENT_SHARE
     recent_max_turns: int = DEFAULT_RECENT_MAX_TURNS
@@ -131,10 +135,21 @@ class Config:
         for f in fields(cls):
             raw = env.get(ENV_PREFIX + f.name.upper())
             if raw is not None and raw != "":
+                if f.name == "db" and raw.startswith(DATABASE_URL_SCHEMES):
+                    values.setdefault("database_url", raw)  # MEMSCHED_DB=postgresql://...
+                    continue
                 values[f.name] = _coerce(f.name, raw, hints[f.name])
         for name, value in overrides.items():
             if name not in hints:
                 raise ConfigError(f"unknown setting {name!r}")
+            if value is not None and name == "db":
+                # `--db` names the store: a postgresql:// URL, or a SQLite file that then wins over a
+                # MEMSCHED_DATABASE_URL from the environment (an option overrides the environment).
+                if str(value).startswith(DATABASE_URL_SCHEMES):
+                    values["database_url"] = str(value)
+                    values.pop("db", None)
+                    continue
+                values.pop("database_url", None)
             if value is not None:
                 values[name] = _coerce(name, value, hints[name]) if isinstance(value, str) else value
         cfg = cls(**values)

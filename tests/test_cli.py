@@ -142,6 +142,24 @@ def test_reimporting_lines_without_timestamps_adds_nothing_twice(tmp_path: Path,
         store.close()
 
 
+def test_db_option_takes_a_postgresql_url(
+    tmp_path: Path, pg_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    f = _jsonl(tmp_path / "c.jsonl")
+    code, out = invoke("import", str(f), "--user", "dora", "--db", pg_url, "--embedders", "hash")
+    assert code == 0 and "imported 3 new turns" in out
+    code, out = invoke("search", "--user", "dora", "--db", pg_url, "--json", "--embedders", "hash", "Sesame")
+    assert code == 0 and "Sesame" in json.loads(out)[0]["content"]
+    store = open_store(pg_url)
+    try:
+        assert store.turn_count("dora") == 3
+    finally:
+        store.close()
+    # Nothing went to a SQLite file named after the URL (a Path folds "postgresql://" to "postgresql:/").
+    assert not (tmp_path / "postgresql:").exists() and not (tmp_path / "postgres:").exists()
+
+
 def test_malformed_line_keeps_what_came_before(tmp_path: Path, isolated_env: Path) -> None:
     f = _jsonl(tmp_path / "bad.jsonl", n=4, bad_line='{"session_id": "s1", "role": "user"')
     result = runner.invoke(app, ["import", str(f), "--user", "bob", "--embedders", "hash"])

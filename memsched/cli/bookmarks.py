@@ -9,9 +9,9 @@ import typer
 from rich.table import Table
 
 from memsched.cli.common import (
-    DbOption,
     EmbeddersOption,
     HomeOption,
+    StoreOption,
     app,
     console,
     load_config,
@@ -36,7 +36,7 @@ def bookmarks(
         help="First run maintenance: bookmark missing pages, follow renames, merge duplicates.",
     ),
     home: Path | None = HomeOption,
-    db: Path | None = DbOption,
+    db: str | None = StoreOption,
     embedders: str | None = EmbeddersOption,
 ) -> None:
     """List a user's bookmarks: pages, keywords, aliases and one-sentence summaries."""

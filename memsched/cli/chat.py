@@ -21,9 +21,9 @@ import typer
 from rich.text import Text
 
 from memsched.cli.common import (
-    DbOption,
     EmbeddersOption,
     HomeOption,
+    StoreOption,
     app,
     console,
     err_console,
@@ -192,7 +192,7 @@ def chat(
         False, "--ui-links", help="End each side line with the turn's /ui link."
     ),
     home: Path | None = HomeOption,
-    db: Path | None = DbOption,
+    db: str | None = StoreOption,
     embedders: str | None = EmbeddersOption,
 ) -> None:
     """Chat in the terminal with memory: each reply streams in, then a dim line shows the mode and what

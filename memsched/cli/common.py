@@ -12,7 +12,7 @@ from typing import Any, TypeVar
 import typer
 from rich.console import Console
 
-from memsched.config import Config
+from memsched.config import DEFAULT_EMBEDDERS, Config
 from memsched.errors import MemschedError
 
 app = typer.Typer(
@@ -29,10 +29,19 @@ F = TypeVar("F", bound=Callable[..., Any])
 
 HomeOption = typer.Option(None, "--home", help="Data directory holding memsched.db \\[env: MEMSCHED_HOME].")
 DbOption = typer.Option(None, "--db", help="Database file; default <home>/memsched.db \\[env: MEMSCHED_DB].")
+# The store a command works on: a SQLite file or a PostgreSQL URL (a string: a Path would fold the
+# URL's "//" into "/" and turn it into a file name).
+StoreOption = typer.Option(
+    None,
+    "--db",
+    help="Database file, or a postgresql:// URL; default <home>/memsched.db"
+    " \\[env: MEMSCHED_DB, or MEMSCHED_DATABASE_URL].",
+)
 EmbeddersOption = typer.Option(
     None,
     "--embedders",
-    help="Comma-separated embedders: minilm, wordllama, openai, hash \\[env: MEMSCHED_EMBEDDERS].",
+    help="Comma-separated embedders: minilm, wordllama, gloss, openai, hash"
+    f" (default {DEFAULT_EMBEDDERS}) \\[env: MEMSCHED_EMBEDDERS].",
 )
 
 

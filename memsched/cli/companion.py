@@ -8,7 +8,7 @@ from pathlib import Path
 import typer
 from rich.table import Table
 
-from memsched.cli.common import DbOption, HomeOption, app, console, load_config, reports_errors
+from memsched.cli.common import HomeOption, StoreOption, app, console, load_config, reports_errors
 from memsched.importers import parse_timestamp
 
 
@@ -21,7 +21,7 @@ def proactive(
     upcoming: bool = typer.Option(False, "--upcoming", help="Also list follow-ups not due yet."),
     as_json: bool = typer.Option(False, "--json", help="Print the nudges as JSON."),
     home: Path | None = HomeOption,
-    db: Path | None = DbOption,
+    db: str | None = StoreOption,
 ) -> None:
     """The proactive nudges due for a user (follow-ups on what they said was coming, late-night care),
     with their dates. Computes only: nothing is sent."""
@@ -57,7 +57,7 @@ def state(
     user: str = typer.Option(..., "--user", "-u", help="Whose state."),
     at: str | None = typer.Option(None, "--at", help="Decay the mood to this time (ISO 8601)."),
     home: Path | None = HomeOption,
-    db: Path | None = DbOption,
+    db: str | None = StoreOption,
 ) -> None:
     """A user's carried mood (decayed to now), learned routine and last activity, as JSON."""
     from memsched.companion import user_state

@@ -11,9 +11,9 @@ from rich.table import Table
 
 from memsched.assemble import turn_line
 from memsched.cli.common import (
-    DbOption,
     EmbeddersOption,
     HomeOption,
+    StoreOption,
     app,
     console,
     existing_file,
@@ -55,7 +55,7 @@ def import_(
         help="The user's IANA timezone: relative time in turns is resolved in it (default UTC).",
     ),
     home: Path | None = HomeOption,
-    db: Path | None = DbOption,
+    db: str | None = StoreOption,
     embedders: str | None = EmbeddersOption,
 ) -> None:
     """Import a conversation. Re-importing the same file adds nothing twice."""
@@ -145,7 +145,7 @@ def context(
     as_json: bool = typer.Option(False, "--json", help="Print JSON with messages and trace."),
     record: bool = typer.Option(False, "--record", help="Store the message as a turn of --session."),
     home: Path | None = HomeOption,
-    db: Path | None = DbOption,
+    db: str | None = StoreOption,
     embedders: str | None = EmbeddersOption,
 ) -> None:
     """Print the context memsched would send to the LLM for MESSAGE."""
@@ -179,7 +179,7 @@ def search(
     limit: int = typer.Option(10, "--limit", "-n", help="How many hits."),
     as_json: bool = typer.Option(False, "--json", help="Print JSON."),
     home: Path | None = HomeOption,
-    db: Path | None = DbOption,
+    db: str | None = StoreOption,
     embedders: str | None = EmbeddersOption,
 ) -> None:
     """Ranked turns of a user for QUERY, with the score of every retrieval layer."""

@@ -17,9 +17,9 @@ import typer
 from rich.table import Table
 
 from memsched.cli.common import (
-    DbOption,
     EmbeddersOption,
     HomeOption,
+    StoreOption,
     app,
     console,
     err_console,
@@ -81,7 +81,7 @@ def worker(
     ),
     log_level: str = typer.Option("INFO", "--log-level", help="DEBUG, INFO, WARNING or ERROR."),
     home: Path | None = HomeOption,
-    db: Path | None = DbOption,
+    db: str | None = StoreOption,
     embedders: str | None = EmbeddersOption,
 ) -> None:
     """Run background jobs against the database until SIGTERM or Ctrl-C (the current job finishes first)."""
@@ -126,7 +126,7 @@ def _run_until_signalled(w: Worker, db_path: str) -> None:
             signal.signal(s, handler)
 
 
-def _open_queue(home: Path | None, db: Path | None) -> tuple[Store, JobQueue]:
+def _open_queue(home: Path | None, db: str | None) -> tuple[Store, JobQueue]:
     cfg = load_config(home=home, db=db)
     store = open_store(cfg)
     return store, JobQueue(store)
@@ -170,7 +170,7 @@ def jobs(
     limit: int = typer.Option(100, "--limit", "-n", help="How many jobs, newest first."),
     as_json: bool = typer.Option(False, "--json", help="Print JSON."),
     home: Path | None = HomeOption,
-    db: Path | None = DbOption,
+    db: str | None = StoreOption,
 ) -> None:
     """Show the job queue, newest first: priority, kind, user/session, status, attempts, last error."""
     if ctx.invoked_subcommand is not None:
@@ -233,7 +233,7 @@ def jobs(
 def retry(
     job_id: int = typer.Argument(..., help="The id of a dead job (see `memsched jobs --failed`)."),
     home: Path | None = HomeOption,
-    db: Path | None = DbOption,
+    db: str | None = StoreOption,
 ) -> None:
     """Put a dead job back in the queue with its attempts reset."""
     store, queue = _open_queue(home, db)

@@ -11,8 +11,8 @@ from rich.table import Table
 
 from memsched.auth import DEFAULT_TENANT, check_tenant, new_key
 from memsched.cli.common import (
-    DbOption,
     HomeOption,
+    StoreOption,
     app,
     console,
     err_console,
@@ -49,7 +49,7 @@ def forget(
     ),
     as_json: bool = typer.Option(False, "--json", help="Print what was deleted as JSON."),
     home: Path | None = HomeOption,
-    db: Path | None = DbOption,
+    db: str | None = StoreOption,
 ) -> None:
     """Hard-delete a user's turns, a session, or the whole user, with everything made from them
     (index rows, vectors, bookmarks, summaries, facts, traces, jobs), and purge their bytes."""
@@ -76,7 +76,7 @@ def forget(
 def keys_add(
     tenant: str = typer.Argument(..., help="The tenant the key belongs to (its users' namespace)."),
     home: Path | None = HomeOption,
-    db: Path | None = DbOption,
+    db: str | None = StoreOption,
 ) -> None:
     """Create an API key for TENANT. The key is printed once: only a salted hash of it is stored."""
     from memsched.store import open_store
@@ -95,7 +95,7 @@ def keys_add(
 def keys_list(
     tenant: str | None = typer.Option(None, "--tenant", help="Only this tenant's keys."),
     home: Path | None = HomeOption,
-    db: Path | None = DbOption,
+    db: str | None = StoreOption,
 ) -> None:
     """The stored keys by public id (never the secret)."""
     from memsched.store import open_store
@@ -121,7 +121,7 @@ def keys_list(
 def keys_revoke(
     key_id: str = typer.Argument(..., help="The key's public id, msk-<id> (as `keys list` shows)."),
     home: Path | None = HomeOption,
-    db: Path | None = DbOption,
+    db: str | None = StoreOption,
 ) -> None:
     """Revoke a key: requests with it get 401 from then on."""
     from memsched.store import open_store

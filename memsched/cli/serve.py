@@ -8,9 +8,9 @@ from pathlib import Path
 import typer
 
 from memsched.cli.common import (
-    DbOption,
     EmbeddersOption,
     HomeOption,
+    StoreOption,
     app,
     console,
     load_config,
@@ -37,7 +37,7 @@ def serve(
     ),
     log_level: str = typer.Option("info", "--log-level", help="debug, info, warning or error."),
     home: Path | None = HomeOption,
-    db: Path | None = DbOption,
+    db: str | None = StoreOption,
     embedders: str | None = EmbeddersOption,
 ) -> None:
     """Run the service on the embedded SQLite store (point your OpenAI SDK at http://HOST:PORT/v1)."""

@@ -1,4 +1,4 @@
-"""Embedders: the `Embedder` protocol and its implementations (minilm, wordllama, openai, hash)."""
+"""Embedders: the `Embedder` protocol and its implementations (minilm, wordllama, gloss, openai, hash)."""
 
 from memsched.embed.base import Embedder, available, create, normalize, register
 

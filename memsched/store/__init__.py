@@ -6,6 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from memsched.config import DATABASE_URL_SCHEMES
 from memsched.store.base import Store, Tx
 
 if TYPE_CHECKING:
@@ -13,7 +14,7 @@ if TYPE_CHECKING:
 
 __all__ = ["Store", "Tx", "is_database_url", "open_store"]
 
-_URL_SCHEMES = ("postgresql://", "postgres://")
+_URL_SCHEMES = DATABASE_URL_SCHEMES
 
 
 def is_database_url(target: str | Path) -> bool:
