@@ -52,7 +52,8 @@ def forget(
     db: str | None = StoreOption,
 ) -> None:
     """Hard-delete a user's turns, a session, or the whole user, with everything made from them
-    (index rows, vectors, bookmarks, summaries, facts, traces, jobs), and purge their bytes."""
+    (index rows, vectors, bookmarks, summaries, facts, traces, jobs), and purge their bytes (SQLite; on
+    PostgreSQL a VACUUM, whose freed space keeps old bytes until reused: docs/deploy.md)."""
     from memsched.forget import forget as do_forget
     from memsched.memory import Memory
 
