@@ -142,14 +142,11 @@ class Config:
         for name, value in overrides.items():
             if name not in hints:
                 raise ConfigError(f"unknown setting {name!r}")
-            if value is not None and name == "db":
-                # `--db` names the store: a postgresql:// URL, or a SQLite file that then wins over a
-                # MEMSCHED_DATABASE_URL from the environment (an option overrides the environment).
-                if str(value).startswith(DATABASE_URL_SCHEMES):
-                    values["database_url"] = str(value)
-                    values.pop("db", None)
-                    continue
-                values.pop("database_url", None)
+            if value is not None and name == "db" and str(value).startswith(DATABASE_URL_SCHEMES):
+                # `--db postgresql://...`: the URL whole (a Path would fold its "//" into "/").
+                values["database_url"] = str(value)
+                values.pop("db", None)
+                continue
             if value is not None:
                 values[name] = _coerce(name, value, hints[name]) if isinstance(value, str) else value
         cfg = cls(**values)

@@ -22,19 +22,14 @@ def test_home_holds_the_database(tmp_path: Path) -> None:
     assert Config.load(home=tmp_path, db=tmp_path / "x.db").db_path == tmp_path / "x.db"
 
 
-def test_db_takes_a_postgresql_url_and_an_explicit_file_wins(
-    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
-) -> None:
+def test_db_takes_a_postgresql_url(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     url = "postgresql://u:secret@127.0.0.1:5432/mem?host=/tmp//sock"
     cfg = Config.load(db=url)
     assert cfg.database_url == url and cfg.db is None  # the URL whole, its "//" kept
     monkeypatch.setenv("MEMSCHED_DB", url)
     assert Config.load().database_url == url
     monkeypatch.delenv("MEMSCHED_DB")
-    # --db FILE overrides MEMSCHED_DATABASE_URL: the option names the store this command uses.
-    monkeypatch.setenv("MEMSCHED_DATABASE_URL", url)
-    assert Config.load().database_url == url
-    cfg = Config.load(db=str(tmp_path / "x.db"))
+    cfg = Config.load(db=str(tmp_path / "x.db"))  # a file stays a file
     assert cfg.database_url is None and cfg.db_path == tmp_path / "x.db"
 
 
