@@ -160,6 +160,15 @@ def test_db_option_takes_a_postgresql_url(
     assert not (tmp_path / "postgresql:").exists() and not (tmp_path / "postgres:").exists()
 
 
+def test_import_refuses_an_unknown_timezone_before_storing(tmp_path: Path, isolated_env: Path) -> None:
+    f = _jsonl(tmp_path / "c.jsonl")
+    result = runner.invoke(app, ["import", str(f), "--user", "erin", "--timezone", "Mars/Base"])
+    assert result.exit_code == 1
+    assert "--timezone: unknown time zone 'Mars/Base'" in result.output and "Traceback" not in result.output
+    code, out = invoke("search", "--user", "erin", "--embedders", "hash", "cat")
+    assert code == 1 and "unknown user 'erin'" in out  # nothing was stored
+
+
 def test_malformed_line_keeps_what_came_before(tmp_path: Path, isolated_env: Path) -> None:
     f = _jsonl(tmp_path / "bad.jsonl", n=4, bad_line='{"session_id": "s1", "role": "user"')
     result = runner.invoke(app, ["import", str(f), "--user", "bob", "--embedders", "hash"])
@@ -179,6 +188,7 @@ def test_malformed_line_keeps_what_came_before(tmp_path: Path, isolated_env: Pat
         (["context", "--user", "x", "--record", "--embedders", "hash", "hi"], "--record needs --session"),
         (["eval", "locomo", "--data", "/nonexistent.json"], "file not found"),
         (["eval", "locomo", "--budget", "abc"], "--budget"),
+        (["proactive", "--user", "x", "--timezone", "Mars/Base"], "unknown time zone 'Mars/Base'"),
     ],
 )
 def test_bad_input_exits_non_zero_with_one_line(args: list[str], message: str) -> None:

@@ -27,8 +27,10 @@ def proactive(
     with their dates. Computes only: nothing is sent."""
     from memsched.memory import Memory
     from memsched.nudges import due_nudges
+    from memsched.server.validate import check_timezone
 
     when = parse_timestamp(at, "--at") if at else None
+    check_timezone(timezone, "--timezone")
     with Memory(load_config(home=home, db=db), embedders={}) as memory:
         memory.require_user(user)
         found = due_nudges(memory, user, when, timezone=timezone, include_upcoming=upcoming)

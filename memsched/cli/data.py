@@ -26,6 +26,7 @@ from memsched.memory import Memory
 from memsched.model import Turn
 from memsched.profile import Profile
 from memsched.profile_extract import apply_turns
+from memsched.server.validate import check_timezone
 from memsched.text.timeexpr import stamp, turn_dates
 
 
@@ -63,6 +64,7 @@ def import_(
     fmt = detect_format(file) if fmt == "auto" else fmt
     if fmt not in ("jsonl", "locomo"):
         raise InputError(f"--format must be auto, jsonl or locomo, got {fmt!r}")
+    check_timezone(timezone, "--timezone")
     cfg = load_config(home=home, db=db, embedders=embedders)
     with Memory(cfg) as mem, _progress() as progress:
         added: dict[str, int] = {}
