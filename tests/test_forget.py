@@ -357,6 +357,16 @@ def test_cli_forget_last_session_all_and_mistakes(setup: Setup) -> None:
     assert len(s.memory.store.session_turns("u", "s1")) == before - 2
     assert run(app, ["forget", "--user", "u", *db]).exit_code != 0  # says what to forget
     assert run(app, ["forget", "--user", "nobody", "--all", *db]).exit_code != 0  # unknown user
+    # A mistyped session or turn id is an error naming it, not "forgot 0 turns".
+    kept = s.memory.store.turn_count("u")
+    typo = run(app, ["forget", "--user", "u", "--session", "s1-typo", *db])
+    assert typo.exit_code == 1 and "has no session 's1-typo'" in typo.output
+    typo = run(app, ["forget", "--user", "u", "--turn", "999999", *db])
+    assert typo.exit_code == 1 and "has no turn 999999" in typo.output
+    other_id = s.memory.store.session_turns("u", "other")[0].id
+    typo = run(app, ["forget", "--user", "u", "--session", "s1", "--turn", str(other_id), *db])
+    assert typo.exit_code == 1 and f"has no turn {other_id} in session 's1'" in typo.output
+    assert s.memory.store.turn_count("u") == kept  # nothing was deleted by a mistaken command
     assert run(app, ["forget", "--user", "u", "--session", "other", *db]).exit_code == 0
     assert not s.memory.store.session_turns("u", "other")
     assert run(app, ["forget", "--user", "u", "--all", *db]).exit_code == 0

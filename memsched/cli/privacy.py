@@ -20,6 +20,7 @@ from memsched.cli.common import (
     load_config,
     reports_errors,
 )
+from memsched.errors import InputError
 from memsched.model import utcnow
 
 keys_app = typer.Typer(name="keys", help="API keys of the HTTP service, per tenant.", no_args_is_help=True)
@@ -61,6 +62,16 @@ def forget(
     uid = _internal(user, tenant)
     with Memory(cfg, embedders={}) as memory:
         memory.require_user(uid)
+        # A mistyped session or turn id is an error (as the HTTP deletes' 404), not "forgot 0 turns".
+        store = memory.store
+        if session is not None and not any(s.id == session for s in store.sessions(uid)):
+            raise InputError(f"user {user!r} has no session {session!r}")
+        if turn:
+            found = {t.id: t.session_id for t in store.get_turns(uid, turn)}
+            missing = [i for i in turn if i not in found or (session is not None and found[i] != session)]
+            if missing:
+                where = f" in session {session!r}" if session is not None else ""
+                raise InputError(f"user {user!r} has no turn {', '.join(map(str, missing))}{where}")
         out = do_forget(memory, uid, session_id=session, turn_ids=turn, last=last, everything=everything)
     if as_json:
         console.print_json(json.dumps(out.as_dict()))
