@@ -17,6 +17,7 @@ Lock waits are still part of the overhead.
 
     python benchmarks/p0_overhead.py                   # prints one JSON object
     python benchmarks/p0_overhead.py --turns 100 --torch-threads 1
+    python benchmarks/p0_overhead.py --turns 240 --paired 5   # the worker held back in every other 5 turns
 """
 
 from __future__ import annotations
@@ -145,6 +146,13 @@ def main() -> None:
         default=10,
         help="after the turns: how long to count idle background progress",
     )
+    ap.add_argument(
+        "--paired",
+        type=int,
+        default=0,
+        metavar="N",
+        help="hold the in-process worker back in every other block of N turns; report both halves",
+    )
     ap.add_argument("--embedders", default=None, help="default: the configured default (minilm,wordllama)")
     ap.add_argument("--torch-threads", type=int, default=None, help="torch.set_num_threads before the run")
     args = ap.parse_args()
@@ -216,7 +224,21 @@ def main() -> None:
         # (its gloss) and two more dense layers, so the two halves of the run differ (and p50 falls
         # between them).
         by_script: dict[str, dict[str, list[float]]] = {"zh": {}, "en": {}}
+        # --paired N: the in-process worker is held back (the foreground gate kept busy, as during a
+        # turn) in every other block of N turns, so one run compares turns with and without it on
+        # the same machine state (the VM's speed drifts between runs by up to 2x).
+        paired: dict[str, list[float]] = {"worker": [], "held": []}
+        paired_cpu: dict[str, list[float]] = {"worker": [], "held": []}
+        held = False
         for i in range(args.turns):
+            if args.paired and not args.worker_process and worker is not None:
+                hold = (i // args.paired) % 2 == 1
+                if hold and not held:
+                    sched.gate.max_wait = 60.0  # the worker waits out the whole block
+                    sched.gate.enter()
+                elif held and not hold:
+                    sched.gate.leave()
+                held = hold
             # CPU of the whole process during the turn, split into the in-process worker's threads
             # and the rest (the turn's own threads, the fake LLM server's, the lease renewal).
             w0, p0 = _thread_cpu(worker_threads), time.process_time()
@@ -225,6 +247,9 @@ def main() -> None:
             p1, w1 = time.process_time(), _thread_cpu(worker_threads)
             cpu_worker.append((w1 - w0) * 1000)
             cpu_turn.append((p1 - p0 - (w1 - w0)) * 1000)
+            if args.paired:
+                paired["held" if held else "worker"].append(float(result.trace["p0_overhead_ms"]))
+                paired_cpu["held" if held else "worker"].append(cpu_turn[-1])
             trace = result.trace
             overhead.append(float(trace["p0_overhead_ms"]))
             llm_ms.append(float(trace["timings_ms"].get("llm", 0.0)))
@@ -243,6 +268,8 @@ def main() -> None:
                     float(trace["context_timings_ms"].get(name, 0.0))
                 )
             _idle(sched)
+        if held:
+            sched.gate.leave()
         depth_end = sched.queue.depth()[int(Priority.P2)]
         done_turns, minutes_turns = _done(sched) - done_start, (time.perf_counter() - t_start) / 60
         # Background progress when no turn comes (the backlog drains between conversations).
@@ -309,6 +336,24 @@ def main() -> None:
             if args.idle_seconds
             else None,
         },
+        "paired": {
+            name: {
+                "turns": len(values),
+                "p50_p90_p99_mean": [
+                    _pct(values, 0.5),
+                    _pct(values, 0.9),
+                    _pct(values, 0.99),
+                    round(statistics.fmean(values), 2),
+                ],
+                "turn_cpu_p50_mean": [
+                    _pct(paired_cpu[name], 0.5),
+                    round(statistics.fmean(paired_cpu[name]), 2),
+                ],
+            }
+            for name, values in paired.items()
+            if values
+        }
+        or None,
         "workers": args.workers,
         "worker_process": args.worker_process,
         "seed_seconds": round(seed_s, 1),
