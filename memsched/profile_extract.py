@@ -23,7 +23,8 @@ still recalled by search); a false one would be shown on every turn.
 | allergies | 我(也)对X过敏, 我X过敏 | I'm (also) allergic to X, I have a X allergy |
 | sleep_time | 我一般11点睡, 我平时晚上十一点半睡觉 | I usually go to bed at 11pm |
 
-A like retracts the same dislike and a dislike the same like ("I don't like jazz any more").
+A like retracts the same dislike and a dislike the same like ("I don't like jazz any more"); a negated
+allergy ("我其实对芒果不过敏", "I'm not allergic to walnuts after all") retracts that allergy.
 """
 
 from __future__ import annotations
@@ -99,7 +100,7 @@ _EN_CLAUSE = (
     r"and|but|or|because|so|since|though|although|when|whenever|while|if|unless|until|whereas|who|which|"
     r"where|that's|please|too|as well|with (?:my|our|his|her|their)|at (?:the|a|my|our)|in the|(?-i:in (?=[A-Z]))|"
     r"last|next|yesterday|today|tonight|this|ago|anymore|any more|now|again|recently|lately|"
-    r"by the way|btw|to be honest|tbh|honestly|lol|haha"
+    r"by the way|btw|to be honest|tbh|honestly|lol|haha|after all"
 )
 _EN_V = rf"(?P<v>[^.,!?;:\n]{{1,60}}?)(?=$|[.,!?;:\n]|\s+(?:{_EN_CLAUSE})\b)"
 # A value ending at a fixed word ("我对花生过敏"): the clause may not end there.
@@ -122,7 +123,7 @@ _EN_ADV = (
 )
 # Adverbs of time and manner between 我 and the verb of a location or allergy ("我刚搬到杭州", "我也对
 # 花生过敏"); relative time words ("上个月") are taken out of the text before the rules run.
-_ZH_WHEN = r"(?:现在|目前|已经|刚刚?|才|就|终于|也|又|还|一直|从小|都|最近|前阵子|前段时间|不久前|这两天)*"
+_ZH_WHEN = r"(?:其实|现在|目前|已经|刚刚?|才|就|终于|也|又|还|一直|从小|都|最近|前阵子|前段时间|不久前|这两天)*"
 
 _ZH_NOT_VALUES = frozenset(
     "你 你们 他 她 它 他们 她们 它们 这 那 这个 那个 这样 那样 这些 那些 什么 吗 自己 我 有点 有些 好像 会 一点 上 过".split()  # noqa: SIM905 - a word list reads better as text
@@ -343,6 +344,22 @@ _RULES: list[tuple[str, str, re.Pattern[str], bool]] = [
     ),
 ]
 
+# A fact the user takes back ("I'm not allergic to shellfish after all", "我其实对花生不过敏"): the value
+# is retracted, which ends it only where it is the fact in force, so a misread cannot remove anything else.
+_RETRACT_RULES: list[tuple[str, str, re.Pattern[str], bool]] = [
+    ("zh_not_allergic", ALLERGIES, re.compile(rf"我{_ZH_WHEN}(?:其实|并)?(?:不|没有?)对{_ZH_W}过敏"), False),
+    ("zh_allergic_not", ALLERGIES, re.compile(rf"我{_ZH_WHEN}对{_ZH_W}(?:其实|并)?(?:不|没有?)过敏"), False),
+    (
+        "en_not_allergic",
+        ALLERGIES,
+        re.compile(
+            rf"\bI(?:'m| am) (?:actually |really )?(?:not|no longer) (?:actually |really )?allergic to {_EN_V}",
+            re.I,
+        ),
+        True,
+    ),
+]
+
 _ZH_NUM = {"一": 1, "二": 2, "两": 2, "三": 3, "四": 4, "五": 5, "六": 6, "七": 7, "八": 8, "九": 9, "十": 10}
 _SLEEP_ZH = re.compile(
     r"我(?:一般|通常|平时|平常|每天|每晚|基本上?|总是)*(?:都)?(?:是)?(?P<part>晚上|夜里|凌晨|半夜)?"
@@ -431,6 +448,12 @@ def extract(text: str) -> list[Observation]:
                 continue
             found.append(Observation(key, value, rule=rule))
             taken.append((m.start(), m.end()))
+    for rule, key, pattern, english in _RETRACT_RULES:
+        for m in pattern.finditer(text):
+            value = _clean(m.group("v"), english=english)
+            if value is not None and not _is_question(text, m.end()):
+                found = [ob for ob in found if not (ob.key == key and ob.op == "set")]
+                found.append(Observation(key, value, "retract", rule=rule))
     sleep = _sleep_time(text)
     if sleep is not None:
         found.append(sleep)

@@ -442,3 +442,25 @@ def test_http_a_move_said_with_a_time_word_and_a_second_allergy_reach_the_prompt
     assert f"location: {new}" in system and f"location: {old}" not in system
     allergies = next(line for line in system.splitlines() if line.startswith("- allergies"))
     assert all(a in allergies for a in allergens)
+
+
+@pytest.mark.parametrize(
+    ("stated", "taken_back", "allergen"),
+    [
+        ("我对芒果过敏", "后来去医院查了，我其实对芒果不过敏", "芒果"),
+        ("I'm allergic to walnuts", "Good news: I'm not allergic to walnuts after all!", "walnuts"),
+    ],
+)
+def test_http_an_allergy_taken_back_leaves_the_prompt(
+    server: str, fake: FakeOpenAI, stated: str, taken_back: str, allergen: str
+) -> None:
+    """A negated statement retracts the fact (only where it is the one in force). Before, "我对芒果不过敏"
+    even stored "芒果不" as a second allergy, and the English retraction did nothing."""
+    _chat(server, stated, "2024-10-01T10:00:00+00:00")
+    _chat(server, taken_back, "2024-10-20T10:00:00+00:00")
+    fake.clear()
+    _chat(server, "晚饭吃什么好？", "2024-10-21T18:00:00+00:00", session="s2")
+    system = fake.chat_requests[-1]["messages"][0]["content"]
+    assert "- allergies" not in system
+    facts = httpx.get(f"{server}/v1/users/li/profile", params={"key": "allergies"}).json()["facts"]
+    assert [(f["value"], f["current"]) for f in facts] == [(allergen, False)]
