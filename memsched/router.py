@@ -110,6 +110,8 @@ DEFAULT_CUES: dict[str, dict[str, list[str]]] = {
 # mood (the shipped table's lowest `min_intensity` is 0.25). One misread line does not make the
 # companion cold for the next hours; the message's own turn is still routed by its own evidence.
 UNCUED_MOOD_INTENSITY = 0.15
+# A title in Chinese book-title marks (《百年孤独》, 〈孤独六讲〉): cue words are not looked for inside it.
+_TITLE = re.compile(r"《[^《》\n]{1,40}》|〈[^〈〉\n]{1,40}〉")
 LATE_NIGHT = (23, 5)  # local hours [23:00, 05:00): the window until a user's bedtime is learned
 
 
@@ -409,6 +411,9 @@ class Router:
 
     @staticmethod
     def _found(compiled: tuple[list[str], re.Pattern[str] | None], text: str) -> list[str]:
+        # A title in book-title marks names a work, not the user's feeling or intent: 孤独 in
+        # "最近在读《百年孤独》" is no comfort cue (`_TITLE`).
+        text = _TITLE.sub("《》", text)
         cjk, pattern = compiled
         hits = [c for c in cjk if c in text]
         if pattern is not None:

@@ -352,3 +352,17 @@ def test_an_apology_with_no_argument_carried_starts_no_upset_mood(
     after = chat(server, "rui", "s1", next_text, at + timedelta(minutes=2))
     assert after["strategy"]["name"] != "conflict_cold"
     assert "current mood" not in system_of(fake)
+
+
+def test_a_cue_word_inside_a_title_is_not_the_users_feeling(server: str, fake: FakeOpenAI) -> None:
+    """ "我在追《孤独的美食家》" names a TV show: 孤独 (a comfort cue) in its title made the mood sad at
+    0.65, with the title as its cause, and the following messages got the comfort strategy."""
+    at = DAY.replace(hour=20)
+    trace = chat(server, "wen", "s1", "最近在追《孤独的美食家》，看得好饿", at)
+    assert not trace["route"]["cues"].get("comfort")
+    assert trace["mood"]["after"]["intensity"] < 0.25  # at most an uncued reading, never a cued mood
+    later = state(server, "wen", at + timedelta(minutes=5))["mood"]
+    assert later["label"] == "neutral" or later["intensity"] < 0.25
+    # The same word said of oneself is still a cue.
+    own = chat(server, "wen2", "s1", "一个人在家，好孤独", at)
+    assert own["route"]["cues"]["comfort"] == ["孤独"]
