@@ -123,7 +123,9 @@ _EN_ADV = (
 )
 # Adverbs of time and manner between 我 and the verb of a location or allergy ("我刚搬到杭州", "我也对
 # 花生过敏"); relative time words ("上个月") are taken out of the text before the rules run.
-_ZH_WHEN = r"(?:其实|现在|目前|已经|刚刚?|才|就|终于|也|又|还|一直|从小|都|最近|前阵子|前段时间|不久前|这两天)*"
+_ZH_WHEN = (
+    r"(?:其实|现在|目前|已经|刚刚?|才|就|终于|也|又|还|一直|从小|都|最近|前阵子|前段时间|不久前|这两天)*"
+)
 
 _ZH_NOT_VALUES = frozenset(
     "你 你们 他 她 它 他们 她们 它们 这 那 这个 那个 这样 那样 这些 那些 什么 吗 自己 我 有点 有些 好像 会 一点 上 过".split()  # noqa: SIM905 - a word list reads better as text
