@@ -4,8 +4,9 @@ Code written against `Memory` (add, search, context) or `Scheduler` (turn, trace
 `memsched serve` somewhere else by swapping the object: the methods take the same arguments and
 return the same dataclasses (`Turn`, `SearchHit`, `ContextResult`, `TurnResult`, `Session`,
 `Bookmark`). Errors come back as memsched's exceptions: a 400/404/413 is an `InputError`, a 503 a
-`ConfigError`, a 502 an `LLMError`, each also a `ServiceError` carrying the HTTP status and the
-OpenAI-format error's type and code.
+`ConfigError`, a 502 an `LLMError` (so is a 429 or 400 the upstream LLM answered, as the embedded
+`Scheduler` raises), each also a `ServiceError` carrying the HTTP status and the OpenAI-format
+error's type and code.
 
     with Client("http://127.0.0.1:8377", api_key="...") as mem:
         mem.add("li-wei", "s01", "user", "我的猫叫芝麻")
@@ -58,7 +59,11 @@ class ServiceConfigError(ServiceError, ConfigError):
 
 
 class ServiceLLMError(ServiceError, LLMError):
-    """502: the service's upstream LLM failed."""
+    """502: the service's upstream LLM failed; also its 429 (rate limited) and the 400 of a request
+    the upstream rejected (`code` "upstream_rate_limited" / "upstream_rejected")."""
+
+
+UPSTREAM_CODES = frozenset({"upstream_rate_limited", "upstream_rejected"})
 
 
 def _raise_for(response: httpx.Response) -> None:
@@ -69,19 +74,14 @@ def _raise_for(response: httpx.Response) -> None:
     except (json.JSONDecodeError, AttributeError, UnicodeDecodeError):
         err = {}
     message = str(err.get("message") or response.text[:300] or response.reason_phrase)
-    kind = {
-        400: ServiceInputError,
-        404: ServiceInputError,
-        413: ServiceInputError,
-        422: ServiceInputError,
-    }.get(
-        response.status_code,
-        ServiceConfigError
-        if response.status_code == 503
-        else ServiceLLMError
-        if response.status_code == 502
-        else ServiceError,
-    )
+    status = response.status_code
+    kind: type[ServiceError] = ServiceError
+    if status == 502 or err.get("code") in UPSTREAM_CODES:
+        kind = ServiceLLMError
+    elif status in (400, 404, 413, 422):
+        kind = ServiceInputError
+    elif status == 503:
+        kind = ServiceConfigError
     raise kind(
         f"{response.status_code} from {response.request.method} {response.request.url.path}: {message}",
         status=response.status_code,

@@ -159,6 +159,28 @@ def test_errors_are_memsched_exceptions(base: str, fake: FakeOpenAI) -> None:
         nowhere.health()
 
 
+@pytest.mark.parametrize(
+    ("status", "code", "expected"),
+    [
+        (429, "upstream_rate_limited", LLMError),  # the upstream LLM's own answers, as embedded raises
+        (400, "upstream_rejected", LLMError),
+        (400, None, InputError),  # memsched's own 400: the request named something wrong
+        (503, "no_upstream", ConfigError),
+    ],
+)
+def test_the_upstreams_own_statuses_are_llm_errors(status: int, code: str | None, expected: type) -> None:
+    from memsched.client import _raise_for
+
+    request = httpx.Request("POST", "http://127.0.0.1:8377/v1/chat/completions")
+    response = httpx.Response(
+        status, json={"error": {"message": "m", "type": "t", "code": code}}, request=request
+    )
+    with pytest.raises(expected) as raised:
+        _raise_for(response)
+    assert isinstance(raised.value, ServiceError) and raised.value.status == status
+    assert raised.value.code == code
+
+
 def test_no_upstream_is_a_config_error(tmp_path: Path) -> None:
     cfg = Config.load(home=tmp_path / "srv", embedders="hash")
     with LiveServer(create_app(cfg)) as url, Client(url) as client:

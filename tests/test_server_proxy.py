@@ -632,12 +632,42 @@ def test_upstream_failure_is_a_502_and_a_retry_replaces_the_turn(
     assert [t["content"] for t in _turns(server)] == ["are you there?", "I am here."]
 
 
-def test_bad_upstream_request_is_a_502_naming_it(server: str, fake: FakeOpenAI) -> None:
+@pytest.mark.parametrize("stream", [False, True])
+def test_a_request_the_upstream_rejects_is_a_400_naming_it(
+    server: str, fake: FakeOpenAI, stream: bool
+) -> None:
+    # The app's own parameter was wrong: the SDK must see a 400 (which it does not retry), not a 502.
     fake.script(
         Fail(400, {"error": {"message": "temperature must be <= 2", "type": "invalid_request_error"}})
     )
-    r = _post(server, _body("hi", temperature=5))
-    assert r.status_code == 502 and "temperature must be <= 2" in r.json()["error"]["message"]
+    r = _post(server, _body("hi", temperature=5, stream=stream))
+    assert r.status_code == 400, r.text
+    err = r.json()["error"]
+    assert err["type"] == "invalid_request_error" and err["code"] == "upstream_rejected"
+    assert "temperature must be <= 2" in err["message"]
+    assert len(fake.chat_requests) == 1  # not retried upstream either
+    assert _turns(server)[-1]["meta"]["reply_failed"] is True  # the message is kept
+
+
+@pytest.mark.parametrize("stream", [False, True])
+def test_an_upstream_rate_limit_is_a_429_with_its_retry_after(
+    server: str, fake: FakeOpenAI, stream: bool
+) -> None:
+    limited = Fail(
+        429,
+        {"error": {"message": "Rate limit reached", "type": "rate_limit_error"}},
+        headers={"Retry-After": "7"},
+    )
+    fake.script(limited, limited, limited)  # every attempt memsched makes
+    r = _post(server, _body("still there?", stream=stream))
+    assert r.status_code == 429, r.text
+    assert r.headers["retry-after"] == "7"
+    err = r.json()["error"]
+    assert err["type"] == "rate_limit_error" and "Rate limit reached" in err["message"]
+    # The SDK's own retry after the wait replaces the failed turn instead of adding one.
+    fake.script("Yes.")
+    assert _post(server, _body("still there?", stream=stream)).status_code == 200
+    assert [t["content"] for t in _turns(server)][-2:] == ["still there?", "Yes."]
 
 
 # -- the openai package as the client --------------------------------------------------------------

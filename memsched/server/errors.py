@@ -1,7 +1,8 @@
 """Every 4xx/5xx the service sends is an OpenAI-format error: `{"error": {"message", "type", "code"}}`.
 
 Routes raise memsched's exceptions (`InputError` -> 400, `UnknownUserError` -> 404, `LimitError` -> 413,
-`ConfigError` -> 503, `LLMError` -> 502) or `ApiError` for anything else; the handlers installed by
+`ConfigError` -> 503, `LLMError` -> 502, but an upstream's 429 -> 429 with its Retry-After and its
+400/413/422 -> the same status) or `ApiError` for anything else; the handlers installed by
 `install_error_handlers` turn them, FastAPI's validation errors and Starlette's HTTP errors into this
 shape. `error_response` builds one directly (e.g. inside a middleware).
 """
@@ -24,6 +25,7 @@ from memsched.errors import (
     LLMError,
     MemschedError,
     UnknownUserError,
+    UpstreamStatusError,
 )
 
 log = logging.getLogger("memsched.server")
@@ -70,9 +72,18 @@ ERRORS: dict[int | str, dict[str, Any]] = {
 }
 UPSTREAM_ERRORS: dict[int | str, dict[str, Any]] = {
     **ERRORS,
+    429: {
+        "model": ErrorResponse,
+        "description": "The upstream LLM is rate limited (its Retry-After passed on)",
+    },
     502: {"model": ErrorResponse, "description": "The upstream LLM failed"},
     503: {"model": ErrorResponse, "description": "No upstream LLM configured"},
 }
+
+
+# Upstream statuses that say the request itself was wrong (a parameter the app passed through, a
+# context over the model's window): the client gets the same status, which an SDK does not retry.
+UPSTREAM_REJECTED = frozenset({400, 413, 422})
 
 
 def error_response(
@@ -92,6 +103,10 @@ def classify(exc: BaseException) -> tuple[int, str, str | None]:
         return 400, "invalid_request_error", None
     if isinstance(exc, ConfigError):
         return 503, "not_configured", "no_upstream"
+    if isinstance(exc, UpstreamStatusError) and exc.status == 429:
+        return 429, "rate_limit_error", "upstream_rate_limited"
+    if isinstance(exc, UpstreamStatusError) and exc.status in UPSTREAM_REJECTED:
+        return exc.status, "invalid_request_error", "upstream_rejected"
     if isinstance(exc, LLMError):
         return 502, "upstream_error", None
     return 500, "internal_error", None
@@ -139,7 +154,10 @@ def install_error_handlers(app: FastAPI) -> None:
             return error_response(status, "internal error; see the server log", kind, code)
         if isinstance(exc, ValidationError):
             return error_response(status, validation_message(list(exc.errors())), kind, code)
-        return error_response(status, str(exc), kind, code)
+        headers = None
+        if isinstance(exc, UpstreamStatusError) and status == 429 and exc.retry_after:
+            headers = {"Retry-After": exc.retry_after}
+        return error_response(status, str(exc), kind, code, headers)
 
     app.add_exception_handler(RequestValidationError, on_validation)  # type: ignore[arg-type]
     app.add_exception_handler(StarletteHTTPException, on_http)  # type: ignore[arg-type]

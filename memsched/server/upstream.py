@@ -23,7 +23,7 @@ from urllib.parse import urlsplit
 import aiohttp
 
 from memsched.config import Config
-from memsched.errors import LLMError
+from memsched.errors import LLMError, UpstreamStatusError
 from memsched.llm.client import count_call
 
 
@@ -97,10 +97,11 @@ class Upstream:
         if attempt:
             await asyncio.sleep(self.backoff * 2 ** (attempt - 1))
 
-    async def _exchange(self, url: str, body: dict[str, Any]) -> tuple[int, str, bytes]:
+    async def _exchange(self, url: str, body: dict[str, Any]) -> tuple[int, str, bytes, str | None]:
         """POST `body` to `url`; connection errors, timeouts, 429 and 5xx are retried (`retries`
         times, exponential backoff). Returns the last answer as (status, content type, body) — a
-        retryable status once the attempts are used up — or raises `LLMError` when none came."""
+        retryable status once the attempts are used up — with its Retry-After header, or raises
+        `LLMError` when none came."""
         data = json.dumps(body, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
         last = ""
         for attempt in range(self.retries + 1):
@@ -111,6 +112,7 @@ class Upstream:
                 ) as resp:
                     status, raw = resp.status, await resp.read()
                     kind = resp.headers.get("content-type", "application/json")
+                    retry_after = resp.headers.get("retry-after")
             except TimeoutError:
                 last = f"timed out after {self.timeout:g}s"
                 continue
@@ -119,20 +121,20 @@ class Upstream:
                 continue
             if _retryable(status) and attempt < self.retries:
                 continue
-            return status, kind, raw
+            return status, kind, raw, retry_after
         raise LLMError(self._scrub(f"POST {url} failed after {self.retries + 1} attempt(s): {last}"))
 
     async def complete(self, body: dict[str, Any]) -> dict[str, Any]:
         """POST `body` (non-streaming) and return the upstream's JSON completion."""
         count_call("reply")
-        status, _, raw = await self._exchange(self.url, body)
+        status, _, raw, retry_after = await self._exchange(self.url, body)
         if not 200 <= status < 300:
             last = f"HTTP {status}: {_text(raw)[:300]}"
             if _retryable(status):
-                raise LLMError(
-                    self._scrub(f"POST {self.url} failed after {self.retries + 1} attempt(s): {last}")
-                )
-            raise LLMError(self._scrub(f"POST {self.url} failed: {last}"))
+                message = f"POST {self.url} failed after {self.retries + 1} attempt(s): {last}"
+            else:
+                message = f"POST {self.url} failed: {last}"
+            raise UpstreamStatusError(self._scrub(message), status, retry_after)
         try:
             data = json.loads(raw)
         except ValueError:
@@ -148,6 +150,8 @@ class Upstream:
         """
         count_call("reply")
         last = ""
+        status: int | None = None  # the last HTTP error status, with its Retry-After
+        retry_after: str | None = None
         for attempt in range(self.retries + 1):
             await self._sleep(attempt)
             received = False
@@ -155,9 +159,12 @@ class Upstream:
                 async with self._post(body) as resp:
                     if not 200 <= resp.status < 300:
                         last = f"HTTP {resp.status}: {_text(await resp.read())[:300]}"
+                        status, retry_after = resp.status, resp.headers.get("retry-after")
                         if _retryable(resp.status):
                             continue
-                        raise LLMError(self._scrub(f"POST {self.url} failed: {last}"))
+                        raise UpstreamStatusError(
+                            self._scrub(f"POST {self.url} failed: {last}"), status, retry_after
+                        )
                     if "json" in resp.headers.get("content-type", ""):
                         # A server that ignores `stream: true` and answers whole: one chunk of it.
                         raw = await resp.read()
@@ -199,14 +206,19 @@ class Upstream:
                 last = f"connection failed ({type(exc).__name__}: {exc})"
             if received:
                 raise LLMError(self._scrub(f"the stream from {self.url} broke off: {last}"))
-        raise LLMError(self._scrub(f"POST {self.url} failed after {self.retries + 1} attempt(s): {last}"))
+            status = None  # this attempt's failure was not an HTTP status
+        message = self._scrub(f"POST {self.url} failed after {self.retries + 1} attempt(s): {last}")
+        if status is not None:
+            raise UpstreamStatusError(message, status, retry_after)
+        raise LLMError(message)
 
     async def relay(self, path: str, body: dict[str, Any]) -> tuple[int, str, bytes]:
         """POST `body` to the upstream's `path` (e.g. "embeddings") and hand back its answer as it is:
         (status, content type, body). For the OpenAI endpoints that memsched does not change, so a
         client pointed at the proxy can use them as it would the upstream. Retried like replies; a
         4xx comes back to the client unchanged."""
-        return await self._exchange(f"{self.base_url}/{path}", body)
+        status, kind, raw, _ = await self._exchange(f"{self.base_url}/{path}", body)
+        return status, kind, raw
 
     async def aclose(self) -> None:
         if self._session is not None:

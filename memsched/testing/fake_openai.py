@@ -27,7 +27,7 @@ import re
 import threading
 import time
 from collections import deque
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
@@ -38,12 +38,13 @@ import numpy as np
 
 @dataclass(frozen=True)
 class Fail:
-    """Answer with HTTP `status` and `body` (a dict is sent as JSON, a str as is)."""
+    """Answer with HTTP `status` and `body` (a dict is sent as JSON, a str as is), with `headers`."""
 
     status: int = 500
     body: dict[str, Any] | str = field(
         default_factory=lambda: {"error": {"message": "scripted failure", "type": "server_error"}}
     )
+    headers: dict[str, str] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -477,9 +478,11 @@ class _Handler(BaseHTTPRequestHandler):
         """Send a scripted failure if `reply` is one; True when the response has been sent."""
         if isinstance(reply, Fail):
             if isinstance(reply.body, str):
-                self._send_bytes(reply.status, reply.body.encode(), "text/plain")
+                self._send_bytes(reply.status, reply.body.encode(), "text/plain", reply.headers)
             else:
-                self._send_json(reply.status, reply.body)
+                self._send_bytes(
+                    reply.status, json.dumps(reply.body).encode(), "application/json", reply.headers
+                )
             return True
         if isinstance(reply, Malformed):
             if stream:
@@ -493,10 +496,14 @@ class _Handler(BaseHTTPRequestHandler):
     def _send_json(self, status: int, payload: dict[str, Any]) -> None:
         self._send_bytes(status, json.dumps(payload).encode(), "application/json")
 
-    def _send_bytes(self, status: int, data: bytes, content_type: str) -> None:
+    def _send_bytes(
+        self, status: int, data: bytes, content_type: str, headers: Mapping[str, str] | None = None
+    ) -> None:
         self.send_response(status)
         self.send_header("Content-Type", content_type)
         self.send_header("Content-Length", str(len(data)))
+        for name, value in (headers or {}).items():
+            self.send_header(name, value)
         self.end_headers()
         self.wfile.write(data)
 
