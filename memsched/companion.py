@@ -151,7 +151,7 @@ class Companion:
                 )
                 style += f"\nUser's local time: {local.strftime('%H:%M')}; {bedtime}."
             sections.append(style)
-        mood_text = self.mood_section(user_id, upd.mood)
+        mood_text = self.mood_section(user_id, upd.mood, timezone)
         cap = int(budget * strategy.share("mood"))
         if mood_text and cap > 0:
             sections.append(counter.truncate(mood_text, cap))
@@ -163,13 +163,15 @@ class Companion:
             recall_hint=strategy.recall_hint,
         )
 
-    def mood_section(self, user_id: str, mood: Mood) -> str:
+    def mood_section(self, user_id: str, mood: Mood, timezone: str | None = None) -> str:
         """The mood as a system-prompt section, quoting the user's words that caused it."""
         if mood.label == "neutral":
             return ""
         head = f"{MOOD_HEADER} {mood.label}, intensity {mood.intensity:.2f}"
         if mood.updated_at is not None:
-            head += f", last changed {mood.updated_at.isoformat(timespec='minutes')}"
+            # On the user's clock, as the prompt's "Now" line is (a UTC time read as local is hours off).
+            when = local_time(mood.updated_at, timezone)[0] if timezone else mood.updated_at
+            head += f", last changed {when.isoformat(timespec='minutes')}"
         llm = mood.meta.get("llm") or {}
         if llm.get("cause"):  # the LLM labeller's reading (labeller.py)
             head += f"\nWhat it is about (as a helper model read it): {llm['cause']}"

@@ -366,3 +366,13 @@ def test_a_cue_word_inside_a_title_is_not_the_users_feeling(server: str, fake: F
     # The same word said of oneself is still a cue.
     own = chat(server, "wen2", "s1", "一个人在家，好孤独", at)
     assert own["route"]["cues"]["comfort"] == ["孤独"]
+
+
+def test_the_mood_line_is_dated_on_the_users_clock(server: str, fake: FakeOpenAI) -> None:
+    """The prompt's "Now" line is local time; the mood's "last changed" was UTC (22:30 in Shanghai read
+    14:30), so the model saw the argument eight hours earlier than it was."""
+    night = DAY.replace(hour=22, minute=30)
+    chat(server, "hao", "s1", "你根本不在乎我！气死我了", night)
+    chat(server, "hao", "s1", "早", night + timedelta(minutes=5))
+    system = system_of(fake)
+    assert "last changed 2024-10-14T22:30+08:00" in system
