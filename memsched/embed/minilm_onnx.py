@@ -108,8 +108,12 @@ def _export(src: Path, target: Path) -> float:
     try:
         import torch
         from transformers import AutoModel
+        from transformers.utils import logging as hf_logging
     except ImportError as exc:
         raise EmbedderError("exporting MiniLM to ONNX needs torch and transformers once") from exc
+    # The one-time export loads the weights through transformers, whose "Loading weights" progress
+    # bar would otherwise land in the middle of `memsched demo`'s or `serve`'s first output.
+    hf_logging.disable_progress_bar()
 
     class _Encoder(torch.nn.Module):
         def __init__(self, model: Any) -> None:
