@@ -4,20 +4,21 @@ the turn) and an LLM JSON extraction (a P2 job per page, when an LLM is configur
 Rules are conservative, like the commands in `commands.py`: a statement at the start of a clause,
 never a question ("我对花生过敏" is a fact, "你对花生过敏吗？" is not), values cut at the clause's
 end (punctuation, a conjunction, a relative clause, "with my …", "跟我…", "而且…": "I'm allergic to
-peanuts and my sister is too" -> peanuts) and checked against stop lists (pronouns, "that", "it"). A
-bare 和/and between two things still cuts in English ("jazz and hiking" -> jazz) but not in Chinese
-("猫和狗" is one value). A missed fact costs little (the turn is
+peanuts and my sister is too" -> peanuts) and checked against stop lists (pronouns, "that", "it"). For
+a key that holds several values (likes, dislikes, allergies) a list is one fact per item ("allergic to
+penicillin, peanuts and latex", "我对芒果和花生过敏"), as long as each further item is a short noun
+phrase ("I love hiking and my sister does too" -> hiking). A missed fact costs little (the turn is
 still recalled by search); a false one would be shown on every turn.
 
 | key | 中文 | English |
 |---|---|---|
 | name | 我叫X, 我的名字是X (via `commands.detect`) | my name is X |
 | preferred_name | 叫我X, 别叫我X了(，…，还是叫我Y) (a P1 command in `commands.py`) | call me X, stop calling me X(, I prefer Y) |
-| birthday | 我的生日是X, 我是X出生的 | my birthday is X, I was born on X |
+| birthday | 我的生日是X, 我是X出生的 | my birthday is / 's on X, I was born on X |
 | location | 我住在X, 我(们)(上个月/刚)搬到了X, 我在X生活 | I/we live in X, I/we (just) moved to X, I'm based in X |
 | occupation | 我是一名X, 我的工作是X, 我是做X的 | I work as a X, my job is X, I'm a X by profession |
-| partner_name | 我男朋友/老婆/对象…叫X | my boyfriend/wife/partner… is called X, my girlfriend Emma |
-| pets | 我的猫叫X, 我养了一只狗 | my dog is called X, our cat Miso, I have a cat |
+| partner_name | 我男朋友/老婆/对象…叫X | my boyfriend/wife/partner… is called X, my girlfriend Emma, I'm married to X |
+| pets | 我(家)的猫叫X, 我养了一只狗 | my dog is called X, our cat Miso, I have a cat (called X) |
 | likes | 我(很/最…)喜欢X, 我爱吃X | I love/like/enjoy/adore X |
 | dislikes | 我讨厌X, 我不喜欢X, 我受不了X | I hate/dislike X, I can't stand X, I don't like X |
 | allergies | 我(也)对X过敏, 我X过敏 | I'm (also) allergic to X, I have a X allergy |
@@ -49,6 +50,7 @@ from memsched.profile import (
     KEYS,
     LIKES,
     LOCATION,
+    MULTI_KEYS,
     NAME,
     OCCUPATION,
     PARTNER_NAME,
@@ -104,7 +106,7 @@ _EN_CLAUSE = (
 )
 _EN_V = rf"(?P<v>[^.,!?;:\n]{{1,60}}?)(?=$|[.,!?;:\n]|\s+(?:{_EN_CLAUSE})\b)"
 # A value ending at a fixed word ("我对花生过敏"): the clause may not end there.
-_ZH_W = rf"(?P<v>[^{_STOP}\s]{{1,12}}?)"
+_ZH_W = rf"(?P<v>[^{_STOP}\s](?:[^{_STOP}\s]|、){{0,15}}?)"
 _EN_DATE = (
     r"(?P<v>(?:January|February|March|April|May|June|July|August|September|October|November|December)"
     r"\.? \d{1,2}(?:st|nd|rd|th)?(?:,? \d{4})?|\d{1,2}(?:st|nd|rd|th)? (?:of )?(?:January|February|March|April|"
@@ -217,7 +219,7 @@ _RULES: list[tuple[str, str, re.Pattern[str], bool]] = [
     (
         "zh_pet_named",
         PETS,
-        re.compile(rf"我(?:养)?的(?P<kind>{_PET_KINDS_ZH})(?:的名字)?叫{_ZH_NAME}"),
+        re.compile(rf"我(?:养|家)?的?(?P<kind>{_PET_KINDS_ZH})(?:的名字)?叫{_ZH_NAME}"),
         False,
     ),
     (
@@ -257,7 +259,12 @@ _RULES: list[tuple[str, str, re.Pattern[str], bool]] = [
         re.compile(rf"^(?:hi|hello|hey|hiya)(?: there)?[,!.~\s]+(?:I'm|I am|this is) {_EN_CAP_NAME}", re.I),
         True,
     ),
-    ("en_birthday", BIRTHDAY, re.compile(rf"\bmy birthday is (?:on )?(?:the )?{_EN_DATE}", re.I), True),
+    (
+        "en_birthday",
+        BIRTHDAY,
+        re.compile(rf"\bmy birthday(?: is|'s| falls) (?:on )?(?:the )?{_EN_DATE}", re.I),
+        True,
+    ),
     ("en_born_on", BIRTHDAY, re.compile(rf"\bI was born on (?:the )?{_EN_DATE}", re.I), True),
     (
         "en_live_in",
@@ -299,6 +306,12 @@ _RULES: list[tuple[str, str, re.Pattern[str], bool]] = [
     # "my girlfriend Emma", "our cat Miso": a capitalised name right after the word (case-sensitive,
     # so "my girlfriend loves jazz" names nobody).
     (
+        "en_married_to",
+        PARTNER_NAME,
+        re.compile(rf"\bI(?:'m| am| got) {_EN_ADV}(?:happily )?(?:married|engaged) to {_EN_CAP_NAME}", re.I),
+        True,
+    ),
+    (
         "en_partner_apposition",
         PARTNER_NAME,
         re.compile(rf"\b(?:my|our) (?:{_EN_PARTNER}) {_EN_CAP_NAME}", re.I),
@@ -314,6 +327,16 @@ _RULES: list[tuple[str, str, re.Pattern[str], bool]] = [
         "en_pet_named",
         PETS,
         re.compile(rf"\bmy (?P<kind>{_PET_KINDS_EN})(?:'s name is| is called| is named) {_EN_NAME}", re.I),
+        True,
+    ),
+    (
+        # "I have a cat called Mochi", "we adopted a puppy named Rex": the kind and its name.
+        "en_pet_have_named",
+        PETS,
+        re.compile(
+            rf"\b(?:I|we) (?:have|got|adopted|own) an? (?P<kind>{_PET_KINDS_EN})(?: called| named|,? whose name is) {_EN_NAME}",
+            re.I,
+        ),
         True,
     ),
     (
@@ -448,18 +471,65 @@ def extract(text: str) -> list[Observation]:
                 continue
             if key == NAME and value.split()[0].lower() in _EN_NOT_GREETING_NAMES:
                 continue
-            found.append(Observation(key, value, rule=rule))
-            taken.append((m.start(), m.end()))
+            if key in MULTI_KEYS and not (key == PETS and "kind" in pattern.groupindex):
+                values, end = _list_items(text, value, m.end(), english=english)
+            else:
+                values, end = [value], m.end()
+            found += [Observation(key, v, rule=rule) for v in values]
+            taken.append((m.start(), end))
     for rule, key, pattern, english in _RETRACT_RULES:
         for m in pattern.finditer(text):
             value = _clean(m.group("v"), english=english)
             if value is not None and not _is_question(text, m.end()):
                 found = [ob for ob in found if not (ob.key == key and ob.op == "set")]
-                found.append(Observation(key, value, "retract", rule=rule))
+                values, _ = _list_items(text, value, m.end(), english=english)
+                found += [Observation(key, v, "retract", rule=rule) for v in values]
     sleep = _sleep_time(text)
     if sleep is not None:
         found.append(sleep)
     return found
+
+
+# A list after a verb of a several-valued key ("allergic to penicillin, peanuts and latex", "我对芒果和
+# 花生过敏"): one fact per item. A further English item is short and names a thing: "I love hiking
+# and my sister does too" stops at hiking. A Chinese value splits at 和/、/跟 only when every part is
+# a value ("猫和狗"; "和朋友聊天" stays whole).
+_EN_MORE = re.compile(rf"(?:\s*,\s*(?:and\s+|or\s+)?|\s+(?:and|or|&)\s+){_EN_V}", re.I)
+_EN_NOT_ITEM_WORDS = frozenset(
+    """i i'm i've i'd you he she it it's we they my your his her its our their me him us them
+    is are was were be been am do does did don't doesn't have has had will would can can't could should
+    not never always especially even really very so also too just only mostly sometimes usually maybe
+    probably that this there then though although because since while when whenever if unless until which
+    who where yet lol haha btw anyway etc""".split()  # noqa: SIM905 - a word list reads better as text
+)
+_ZH_LIST_SPLIT = re.compile(r"和|、|跟|与|以及")
+_ZH_MORE = re.compile(rf"、{_ZH_V}")
+
+
+def _list_items(text: str, first: str, end: int, *, english: bool) -> tuple[list[str], int]:
+    """The items of a list whose first value was matched up to `end`, and where the list ends."""
+    if not english:
+        whole, stop = first, end
+        while m := _ZH_MORE.match(text, stop):
+            whole, stop = f"{whole}、{m.group('v')}", m.end()
+        parts = [p.strip() for p in _ZH_LIST_SPLIT.split(whole)]
+        cleaned = [_clean(p, english=False) if 0 < len(p) <= 8 else None for p in parts]
+        items = [c for c in cleaned if c is not None]
+        return (items, stop) if len(parts) > 1 and len(items) == len(parts) else ([first], end)
+    items = [first]
+    while m := _EN_MORE.match(text, end):
+        value = _clean(m.group("v"), english=True)
+        words = value.lower().split() if value else []
+        if (
+            not value
+            or len(words) > 3
+            or _EN_NOT_ITEM_WORDS.intersection(words)
+            or _is_question(text, m.end())
+        ):
+            break
+        items.append(value)
+        end = m.end()
+    return items, end
 
 
 # "我是一名护士" is an occupation, "我是一个很懒的人" is not: a Chinese occupation ends like one.
