@@ -4,8 +4,9 @@ Two kinds, each with its date and the turns it comes from (`source_turn_ids`):
 
 * `follow_up` — the user said something was coming ("明天面试", "my exam is next Friday"): ask how it
   went the day after the event, from their usual wake-up time (10:00 until it is learned). The date
-  is resolved from the message's own timestamp in the user's timezone (`text/timeexpr.py`); an
-  event cue must sit in the same message, so "明天见" alone is not an event;
+  is resolved from the message's own timestamp in the user's timezone (`text/timeexpr.py`), or is
+  the coming day of a bare weekday ("on Friday", "周五") when the message does not speak of the past;
+  an event cue must sit in the same message, so "明天见" alone is not an event;
 * `late_night` — the user is still writing after their usual bedtime (learned by `routine.py`; the
   default window until then): time to tell them to go to sleep.
 
@@ -17,7 +18,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
-from datetime import UTC, datetime, time, timedelta
+from datetime import UTC, date, datetime, time, timedelta
 from typing import TYPE_CHECKING, Any
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
@@ -56,6 +57,24 @@ EVENT_CUES = [
     "生日",
     "航班",
     "飞",
+    "高考",
+    "中考",
+    "考研",
+    "初试",
+    "拔牙",
+    "牙医",
+    "复诊",
+    "产检",
+    "开会",
+    "会议",
+    "见客户",
+    "路演",
+    "发布会",
+    "演出",
+    "音乐会",
+    "相亲",
+    "年会",
+    "培训",
     "deadline",
     "interview",
     "exam",
@@ -74,11 +93,25 @@ EVENT_CUES = [
     "move",
     "moving",
     "first day",
-    "deadline",
     "review",
     "audition",
     "defense",
     "defence",
+    "meeting",
+    "dentist",
+    "vet",
+    "final",
+    "midterm",
+    "conference",
+    "concert",
+    "recital",
+    "performance",
+    "pitch",
+    "hearing",
+    "checkup",
+    "check-up",
+    "fly",
+    "flying",
 ]
 LOOKBACK = timedelta(days=14)  # messages read for follow-ups
 FOLLOW_UP_WINDOW = timedelta(days=3)  # a follow-up stays due this long after its time
@@ -88,10 +121,42 @@ DEFAULT_FOLLOW_UP_TIME = 10 * 60  # local minute of the day, until a wake-up tim
 _LATIN = re.compile(
     r"(?<![\w'])(?:"
     + "|".join(re.escape(c) for c in sorted((c for c in EVENT_CUES if c.isascii()), key=len, reverse=True))
-    + r")(?![\w'])",
+    + r")(?:s|es)?(?![\w'])",  # "exams", "interviews"
     re.I,
 )
 _CJK = [c for c in EVENT_CUES if not c.isascii()]
+
+# A bare weekday next to an event ("my exam is on Friday", "周五要去拔牙"): the coming one. `timeexpr`
+# leaves bare weekdays unresolved for stored turns, because their week is a guess; an event someone
+# says they have is ahead of them, unless the message says it is past ("I had my exam on Friday",
+# "周五去拔牙了").
+_EN_WEEKDAYS = ("monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday")
+_EN_BARE_WEEKDAY = re.compile(rf"\b(?:on|this coming|coming|till|until)\s+({'|'.join(_EN_WEEKDAYS)})\b", re.I)
+_ZH_BARE_WEEKDAY = re.compile(r"(?<![上下这本每])(?:周|星期|礼拜)([一二三四五六日天])")
+_ZH_WEEKDAYS = {"一": 0, "二": 1, "三": 2, "四": 3, "五": 4, "六": 5, "日": 6, "天": 6}
+_EN_PAST = re.compile(
+    r"\b(?:had|was|were|went|did|got back|yesterday|last|ago|finished|passed|failed|went well|went badly)\b",
+    re.I,
+)
+_ZH_FUTURE = re.compile(r"要|会|得|准备|打算|将|该|有个|有场|有一")
+_ZH_PAST = re.compile(r"了|过|完")
+
+
+def bare_weekday(text: str, said_on: date) -> tuple[str, date] | None:
+    """The coming day a bare weekday of `text` names (strictly after `said_on`), or None when there is
+    none or the message speaks of the past."""
+    m = _EN_BARE_WEEKDAY.search(text)
+    if m is not None:
+        if _EN_PAST.search(text):
+            return None
+        weekday = _EN_WEEKDAYS.index(m.group(1).lower())
+    else:
+        m = _ZH_BARE_WEEKDAY.search(text)
+        if m is None or (_ZH_PAST.search(text) and not _ZH_FUTURE.search(text)):
+            return None
+        weekday = _ZH_WEEKDAYS[m.group(1)]
+    ahead = (weekday - said_on.weekday()) % 7 or 7
+    return m.group(0), said_on + timedelta(days=ahead)
 
 
 def event_cue(text: str) -> str | None:
@@ -165,14 +230,19 @@ def due_nudges(
         if cue is None:
             continue
         said_on = local_time(turn.created_at, tz)[0].date()
-        for ref in resolve(turn.content, turn.created_at, tz):
-            if ref.granularity != "day" or ref.date < said_on:
-                continue
-            key = f"{ref.date}:{cue}"
+        days = [
+            (ref.text, ref.date)
+            for ref in resolve(turn.content, turn.created_at, tz)
+            if ref.granularity == "day" and ref.date >= said_on
+        ]
+        if not days and (bare := bare_weekday(turn.content, said_on)) is not None:
+            days.append(bare)
+        for text, day in days:
+            key = f"{day}:{cue}"
             if key in seen:
                 continue
             seen.add(key)
-            day_after = ref.date + timedelta(days=1)
+            day_after = day + timedelta(days=1)
             at = datetime.combine(day_after, time(follow_minute // 60, follow_minute % 60), zone).astimezone(
                 UTC
             )
@@ -186,10 +256,10 @@ def due_nudges(
                     kind="follow_up",
                     due_at=at,
                     due=due,
-                    reason=f"said on {said_on.isoformat()}: {ref.text} ({ref.date.isoformat()}) — {cue}",
-                    suggestion=f"Ask how the {cue} on {ref.date.isoformat()} went.",
+                    reason=f"said on {said_on.isoformat()}: {text} ({day.isoformat()}) — {cue}",
+                    suggestion=f"Ask how the {cue} on {day.isoformat()} went.",
                     source_turn_ids=(turn.id,) if turn.id is not None else (),
-                    event_date=ref.date.isoformat(),
+                    event_date=day.isoformat(),
                     quote=turn.content,
                 )
             )

@@ -315,6 +315,28 @@ def test_follow_up_dates_are_resolved_in_the_user_timezone(tmp_path: Path, text:
         assert due.kind == "follow_up" and due.due and due.event_date == "2024-10-18"
 
 
+@pytest.mark.parametrize(
+    ("text", "event_date"),
+    [
+        ("周五要去拔牙，好怕", "2024-10-18"),  # a bare weekday with an event: the coming one
+        ("My exams start on Monday", "2024-10-21"),  # a plural cue; Monday said on Monday is next week's
+        ("I have a big meeting tomorrow", "2024-10-15"),
+        ("dentist appointment on Thursday, ugh", "2024-10-17"),
+        ("I had my exam on Friday", None),  # the past: nothing to follow up
+        ("周五去拔牙了", None),
+        ("每周五开会", None),  # a habit, not an event
+    ],
+)
+def test_follow_ups_read_bare_weekdays_and_more_events(
+    tmp_path: Path, text: str, event_date: str | None
+) -> None:
+    said = datetime(2024, 10, 14, 21, 0, tzinfo=SH)  # a Monday
+    with Scheduler(Memory(home=tmp_path, embedders="hash"), start_workers=False) as sched:
+        sched.prepare("kai", "s", text, now=said, timezone="Asia/Shanghai")
+        got = [n.event_date for n in due_nudges(sched.memory, "kai", said, include_upcoming=True)]
+        assert got == ([event_date] if event_date else [])
+
+
 def test_a_routine_from_one_message_a_day_has_a_bedtime_but_no_wake_up_time() -> None:
     """A user's walk-through showed sleep_time 21:30 and wake_time 21:30: every day held one message,
     which was taken as both the day's last and its first."""
