@@ -50,6 +50,11 @@ CASES = [
     ("a month ago", "a month ago", "2024-09", "dateparser"),
     ("last year", "last year", "2023", "dateparser"),
     ("Last Friday I met him", "Last Friday", "2024-10-18", "dateparser"),
+    ("半个月前我们分手了", "半个月前", "2024-10-07", "rule"),
+    ("半月后回国", "半月后", "2024-11-06", "rule"),
+    ("We broke up the week before last", "the week before last", "2024-10-08", "rule"),
+    ("the week after next we leave", "the week after next", "2024-11-05", "rule"),
+    ("I started a fortnight ago", "a fortnight ago", "2024-10-08", "rule"),
 ]
 
 

@@ -12,7 +12,9 @@ dateparser 1.5 does not cover these, so a few lines of date arithmetic resolve t
 
 - a weekday of an adjacent week: 上周三, 下周五, 这周日, 上上周二 (weeks start on Monday);
 - 上上周 / 下下周, 上上个月, 前年 / 后年;
-- weekends: 上周末, 这周末, last weekend, this weekend, next weekend (the Saturday).
+- weekends: 上周末, 这周末, last weekend, this weekend, next weekend (the Saturday);
+- 半个月前 / 半个月后 (fifteen days), the week before last / the week after next, a fortnight ago / in a
+  fortnight.
 
 Deliberately not resolved: today/今天 (the turn's own date already says it), hours ("三小时前"),
 vague amounts ("a few days ago", "几天前", "前阵子"), and bare weekdays ("周三", "on Friday"),
@@ -159,8 +161,11 @@ _FORMS: tuple[tuple[str, str], ...] = (
         "cn_ago",
         rf"(?P<cn_ago_n>{_CN_NUM})(?P<cn_ago_unit>个?(?:天|日|周|星期|礼拜|月)|年)(?P<cn_ago_dir>以前|之前|前|以后|之后|后)",
     ),
+    ("cn_half", r"半个?月(?P<cn_half_dir>以前|之前|前|以后|之后|后)"),
     ("cn_day", r"大前天|前天|昨天|昨晚|昨日|昨儿|大后天|后天|明天|明早|明晚|明日"),
     ("en_day2", r"\bthe day (?:before yesterday|after tomorrow)\b"),
+    ("en_week2", r"\bthe week (?P<en_week2_dir>before last|after next)\b"),
+    ("en_fortnight", r"\b(?P<en_fortnight_dir>a fortnight ago|in a fortnight)\b"),
     ("en_day", r"\b(?:yesterday|tomorrow|last night)\b"),
     ("en_wkend", r"\b(?P<en_wkend_dir>last|this|next) weekend\b"),
     ("en_wday", rf"\b(?:last|this|next) (?:{'|'.join(_WEEKDAYS_EN)})\b"),
@@ -263,6 +268,15 @@ def _resolve_one(
     if kind in ("cn_wkend", "en_wkend"):
         weeks = _DIRS[m.group(f"{kind}_dir").lower()]
         return monday + timedelta(weeks=weeks, days=5), "weekend", "rule"
+    if kind == "cn_half":  # 半个月前: fifteen days
+        days = -15 if m.group("cn_half_dir").endswith("前") else 15
+        return base + timedelta(days=days), "week", "rule"
+    if kind == "en_week2":
+        weeks = -2 if m.group("en_week2_dir").lower().startswith("before") else 2
+        return base + timedelta(weeks=weeks), "week", "rule"
+    if kind == "en_fortnight":
+        days = -14 if m.group("en_fortnight_dir").lower().endswith("ago") else 14
+        return base + timedelta(days=days), "week", "rule"
     if kind == "cn_week2":
         return base + timedelta(weeks=_DIRS[m.group("cn_week2_dir")]), "week", "rule"
     if kind == "cn_month2":
