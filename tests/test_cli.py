@@ -255,3 +255,6 @@ def test_every_command_has_help() -> None:
         assert cmd.help or cmd.short_help, f"{name} has no help text"
         code, out = invoke(*name.split(), "--help")
         assert code == 0 and "Usage" in out
+    # Help is markdown (lines of a docstring join into one paragraph): placeholders must survive it.
+    code, out = invoke("forget", "--help")
+    assert "<home>/memsched.db" in out

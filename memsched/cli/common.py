@@ -21,6 +21,9 @@ app = typer.Typer(
     no_args_is_help=True,
     add_completion=False,
     pretty_exceptions_enable=False,
+    # Docstrings are wrapped at 110 columns; markdown joins their lines into paragraphs, so the help
+    # wraps at the terminal's width instead of breaking mid-sentence.
+    rich_markup_mode="markdown",
 )
 console = Console()
 err_console = Console(stderr=True)
@@ -28,13 +31,15 @@ err_console = Console(stderr=True)
 F = TypeVar("F", bound=Callable[..., Any])
 
 HomeOption = typer.Option(None, "--home", help="Data directory holding memsched.db \\[env: MEMSCHED_HOME].")
-DbOption = typer.Option(None, "--db", help="Database file; default <home>/memsched.db \\[env: MEMSCHED_DB].")
+DbOption = typer.Option(
+    None, "--db", help="Database file; default `<home>/memsched.db` \\[env: MEMSCHED_DB]."
+)
 # The store a command works on: a SQLite file or a PostgreSQL URL (a string: a Path would fold the
 # URL's "//" into "/" and turn it into a file name).
 StoreOption = typer.Option(
     None,
     "--db",
-    help="Database file, or a postgresql:// URL; default <home>/memsched.db"
+    help="Database file, or a postgresql:// URL; default `<home>/memsched.db`"
     " \\[env: MEMSCHED_DB, or MEMSCHED_DATABASE_URL].",
 )
 EmbeddersOption = typer.Option(

@@ -40,7 +40,7 @@ def _budgets(text: str) -> list[int]:
 @reports_errors
 def eval_locomo(
     data: Path | None = typer.Option(
-        None, "--data", help="LoCoMo JSON file; default <home>/datasets/locomo10.json (see --download)."
+        None, "--data", help="LoCoMo JSON file; default `<home>/datasets/locomo10.json` (see --download)."
     ),
     budget: str = typer.Option("1000,2000,4000", "--budget", help="Comma-separated token budgets."),
     as_json: bool = typer.Option(False, "--json", help="Print the figures as JSON."),
@@ -51,7 +51,7 @@ def eval_locomo(
     download: bool = typer.Option(
         False,
         "--download",
-        help="Fetch the official locomo10.json into <home>/datasets first (needs network).",
+        help="Fetch the official locomo10.json into `<home>/datasets` first (needs network).",
     ),
     ablation: bool = typer.Option(
         False,
@@ -66,7 +66,7 @@ def eval_locomo(
     cache: bool = typer.Option(
         True,
         "--cache/--no-cache",
-        help="Keep the turns' vectors in <home>/cache/eval between runs (keyed by text hash and model id).",
+        help="Keep the turns' vectors in `<home>/cache/eval` between runs (keyed by text hash and model id).",
     ),
     database_url: str | None = typer.Option(
         None,

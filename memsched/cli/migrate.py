@@ -30,7 +30,7 @@ def migrate(
         help="The PostgreSQL database to copy into, postgresql://… \\[default: MEMSCHED_DATABASE_URL].",
     ),
     source: Path | None = typer.Option(
-        None, "--from", help="The SQLite file to copy; default <home>/memsched.db (or --db)."
+        None, "--from", help="The SQLite file to copy; default `<home>/memsched.db` (or --db)."
     ),
     dry_run: bool = typer.Option(
         False, "--dry-run", help="Compare both sides and say what would be copied; write no rows."

@@ -131,7 +131,7 @@ def keys_list(
 @keys_app.command("revoke")
 @reports_errors
 def keys_revoke(
-    key_id: str = typer.Argument(..., help="The key's public id, msk-<id> (as `keys list` shows)."),
+    key_id: str = typer.Argument(..., help="The key's public id, `msk-<id>` (as `keys list` shows)."),
     home: Path | None = HomeOption,
     db: str | None = StoreOption,
 ) -> None:
