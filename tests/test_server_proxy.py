@@ -906,3 +906,27 @@ def test_a_message_longer_than_the_memory_budget_goes_through_whole(
             f"{base}/v1/context", json={"user": "ana", "message": letter, "budget": 1000}, timeout=60
         )
         assert r.status_code == 400 and "budget" in r.json()["error"]["message"]
+
+
+@pytest.mark.parametrize("stream", [False, True])
+def test_a_trailing_assistant_prefill_stays_last(server: str, fake: FakeOpenAI, stream: bool) -> None:
+    """An app that steers the start of the reply (messages ending with an assistant message) gets it
+    forwarded last, after the scheduled context; the recorded reply is the prefill and what the
+    upstream continued it with. It used to be dropped."""
+    fake.script(' "Bob", "age": 41}')
+    body = _body("Give my name and age as JSON.", stream=stream)
+    body["messages"].append({"role": "assistant", "content": '{"name":'})
+    r = _post(server, body)
+    assert r.status_code == 200, r.text
+    sent = fake.chat_requests[-1]["messages"]
+    assert sent[-1] == {"role": "assistant", "content": '{"name":'}
+    assert sent[-2] == {"role": "user", "content": "Give my name and age as JSON."}
+    assert "tools" not in fake.chat_requests[-1]
+    stored = _turns(server)[-1]
+    assert stored["content"] == '{"name": "Bob", "age": 41}' and stored["meta"]["prefill_chars"] == 8
+    # An upstream that repeats the prefill in its reply is not recorded twice over.
+    fake.script('{"name": "Bob"}')
+    body = _body("Just the name.", stream=stream)
+    body["messages"].append({"role": "assistant", "content": [{"type": "text", "text": '{"name":'}]})
+    assert _post(server, body).status_code == 200
+    assert _turns(server)[-1]["content"] == '{"name": "Bob"}'

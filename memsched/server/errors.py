@@ -2,7 +2,7 @@
 
 Routes raise memsched's exceptions (`InputError` -> 400, `UnknownUserError` -> 404, `LimitError` -> 413,
 `ConfigError` -> 503, `LLMError` -> 502, but an upstream's 429 -> 429 with its Retry-After and its
-400/413/422 -> the same status) or `ApiError` for anything else; the handlers installed by
+400/404/413/422 -> the same status) or `ApiError` for anything else; the handlers installed by
 `install_error_handlers` turn them, FastAPI's validation errors and Starlette's HTTP errors into this
 shape. `error_response` builds one directly (e.g. inside a middleware).
 """
@@ -105,6 +105,9 @@ def classify(exc: BaseException) -> tuple[int, str, str | None]:
         return 503, "not_configured", "no_upstream"
     if isinstance(exc, UpstreamStatusError) and exc.status == 429:
         return 429, "rate_limit_error", "upstream_rate_limited"
+    if isinstance(exc, UpstreamStatusError) and exc.status == 404:
+        # No such endpoint or model upstream: a 502 would only be retried by the client's SDK.
+        return 404, "not_found_error", "upstream_not_found"
     if isinstance(exc, UpstreamStatusError) and exc.status in UPSTREAM_REJECTED:
         return exc.status, "invalid_request_error", "upstream_rejected"
     if isinstance(exc, LLMError):

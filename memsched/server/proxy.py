@@ -69,6 +69,24 @@ def text_of(content: Any) -> str:
     raise InputError("message content must be a string or a list of content parts")
 
 
+def prefill_of(trailing: list[dict[str, Any]]) -> str:
+    """The text of a trailing assistant message without tool calls — a prefill that steers the start
+    of the reply — or "" when the request does not end with one."""
+    last = trailing[-1] if trailing else {}
+    if last.get("role") != "assistant" or last.get("tool_calls") or last.get("function_call"):
+        return ""
+    if last.get("type", "message") != "message":
+        return ""
+    content = last.get("content")
+    if isinstance(content, list):  # chat `text` parts, or the Responses API's output_text/input_text
+        return "".join(
+            str(p.get("text") or "")
+            for p in content
+            if isinstance(p, dict) and p.get("type") in ("text", "output_text", "input_text")
+        )
+    return content if isinstance(content, str) else ""
+
+
 def answer_recall(
     memory: Memory, user_id: str, call: dict[str, Any], max_tokens: int
 ) -> tuple[str, dict[str, Any]]:
@@ -127,6 +145,9 @@ class ProxyTurn:
     # recorded (a conversation it joined midway) and ignores the rest (`memsched.client_history`).
     history: list[tuple[str, str]] = field(default_factory=list)
     offer_recall: bool = False
+    # The text of a trailing assistant message (forwarded last, in `trailing`): the upstream continues
+    # it, so the reply recorded starts with it. No recall tool is offered with one.
+    prefill: str = ""
     calls: list[dict[str, Any]] = field(default_factory=list)  # one entry per upstream call
     recalls: list[dict[str, Any]] = field(default_factory=list)  # one entry per recall call
     usage: dict[str, int] = field(default_factory=lambda: {"prompt_tokens": 0, "completion_tokens": 0})
@@ -203,6 +224,8 @@ class ProxyTurn:
             and self.forward.get("tool_choice") != "none"
             # With n > 1 the choices would need a recall loop each: they get the index only.
             and not (isinstance(n, int) and n > 1)
+            # A prefill is the start of the reply: a recall round would come between it and the rest.
+            and not self.prefill
         )
         return [*messages, *self.trailing]
 
@@ -264,23 +287,32 @@ class ProxyTurn:
 
     def _tool_exchange(self) -> list[dict[str, Any]]:
         """The client's tool calls and their results from the trailing exchange, in order."""
-        results = {
-            m.get("tool_call_id"): text_of(m.get("content")) for m in self.trailing if m.get("role") == "tool"
-        }
-        out = []
+        # Chat: assistant `tool_calls` and `tool` messages; the Responses API: `function_call` and
+        # `function_call_output` items (the calls may be upstream state, by previous_response_id).
+        results: dict[Any, str] = {}
+        calls: list[tuple[Any, Any, Any]] = []
         for m in self.trailing:
+            if m.get("role") == "tool":
+                results[m.get("tool_call_id")] = text_of(m.get("content"))
+            elif m.get("type") == "function_call_output":
+                output = m.get("output")
+                results[m.get("call_id")] = output if isinstance(output, str) else json.dumps(output)
+            elif m.get("type") == "function_call":
+                calls.append((m.get("call_id"), m.get("name"), m.get("arguments")))
             for call in m.get("tool_calls") or [] if m.get("role") == "assistant" else []:
                 fn = call.get("function") or {}
-                result = results.get(call.get("id"), "")
-                out.append(
-                    {
-                        "id": call.get("id"),
-                        "name": fn.get("name"),
-                        "arguments": fn.get("arguments"),
-                        "result": result[:TOOL_META_CHARS],
-                    }
-                )
-        return out
+                calls.append((call.get("id"), fn.get("name"), fn.get("arguments")))
+        known = {c[0] for c in calls}
+        calls += [(call_id, None, None) for call_id in results if call_id not in known]
+        return [
+            {
+                "id": call_id,
+                "name": name,
+                "arguments": arguments,
+                "result": results.get(call_id, "")[:TOOL_META_CHARS],
+            }
+            for call_id, name, arguments in calls
+        ]
 
     def finish(
         self,
@@ -339,12 +371,17 @@ class ProxyTurn:
             exchange = self._tool_exchange()
             content = reply
             meta: dict[str, Any] = {}
+            if self.prefill and not reply.startswith(self.prefill):
+                # The upstream continued the client's prefill: what the user sees is both.
+                content = self.prefill + reply
+                meta["prefill_chars"] = len(self.prefill)
             if exchange:
                 meta["tool_exchange"] = exchange
                 summary = "; ".join(
-                    f"{x['name']}({x['arguments']}) → {x['result'][:TOOL_SUMMARY_CHARS]}" for x in exchange
+                    f"{x['name'] or 'tool'}({x['arguments'] or ''}) → {x['result'][:TOOL_SUMMARY_CHARS]}"
+                    for x in exchange
                 )
-                content = f"{reply}\n\n[tools: {summary}]" if reply.strip() else f"[tools: {summary}]"
+                content = f"{content}\n\n[tools: {summary}]" if content.strip() else f"[tools: {summary}]"
             if partial:
                 meta.update(partial=True, partial_reason=partial)
             if self.recalls:

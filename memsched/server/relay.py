@@ -18,7 +18,7 @@ import logging
 import time
 from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol
 
 from starlette.responses import Response
 from starlette.types import Receive, Scope, Send
@@ -197,17 +197,38 @@ def _rewrite(
     return out
 
 
+class Relayed(Protocol):
+    """What a relayed stream has carried: the reply's text and the client's tool calls."""
+
+    @property
+    def reply(self) -> str: ...
+
+    client_calls: list[dict[str, Any]]
+
+
 class RelayResponse(Response):
-    """Sends the turn's SSE events as they come; records the turn however the stream ends."""
+    """Sends the turn's SSE events as they come; records the turn however the stream ends.
+
+    `done` is sent after the last event (chat's `data: [DONE]`); `error_event` tells the client the
+    upstream failed mid-stream (the Responses API relay overrides both)."""
 
     media_type = "text/event-stream"
+    done = b"data: [DONE]\n\n"
+
+    def error_event(self, error: LLMError) -> bytes:
+        message = {
+            "message": f"the upstream failed mid-stream: {error}",
+            "type": "upstream_error",
+            "code": None,
+        }
+        return sse({"error": message})
 
     def __init__(
         self,
         turn: ProxyTurn,
         first: bytes,
         events: AsyncIterator[bytes],
-        state: StreamState,
+        state: Relayed,
         headers: dict[str, str],
         on_done: Callable[[], None] | None = None,
     ) -> None:
@@ -264,14 +285,13 @@ class RelayResponse(Response):
                 self.turn.prepared and self.turn.prepared.trace_id,
                 error,
             )
+            event = self.error_event(error)
             with contextlib.suppress(OSError):
-                message = {
-                    "message": f"the upstream failed mid-stream: {error}",
-                    "type": "upstream_error",
-                    "code": None,
-                }
-                await send({"type": "http.response.body", "body": sse({"error": message}), "more_body": True})
+                if event:
+                    await send({"type": "http.response.body", "body": event, "more_body": True})
         outcome = "partial" if partial else ("tool_calls" if self.state.client_calls else "ok")
+        if error is not None and not self.state.reply.strip():
+            outcome = "error"  # nothing of a reply: the user's message is kept, marked reply_failed
         await asyncio.to_thread(
             self.turn.finish,
             self.state.reply,
@@ -281,8 +301,8 @@ class RelayResponse(Response):
             partial=partial,
         )
         with contextlib.suppress(OSError):
-            if partial != "client_disconnected":
-                await send({"type": "http.response.body", "body": b"data: [DONE]\n\n", "more_body": True})
+            if partial != "client_disconnected" and self.done:
+                await send({"type": "http.response.body", "body": self.done, "more_body": True})
             await send({"type": "http.response.body", "body": b"", "more_body": False})
 
 

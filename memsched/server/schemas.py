@@ -83,6 +83,36 @@ class ChatRequest(BaseModel):
     stream_options: dict[str, Any] | None = None
 
 
+class ResponsesRequest(BaseModel):
+    """An OpenAI Responses API request. memsched owns `input` (read as the turn), `instructions` (the
+    persona), `user` and `metadata`; every other field (tools, temperature, max_output_tokens,
+    previous_response_id, store, ...) is forwarded to the upstream."""
+
+    model_config = ConfigDict(extra="allow")
+    model: str | None = None
+    input: str | list[Any] = Field(
+        description="The user's message, or a list of input items (messages with role user, assistant,"
+        " system or developer; function_call_output; ...)"
+    )
+    instructions: str | None = Field(default=None, description="The persona (a system prompt)")
+    user: str | None = Field(default=None, description="Whose memory to use (required here or in metadata)")
+    stream: bool = False
+    metadata: ChatMetadata | None = None
+    previous_response_id: str | None = Field(
+        default=None, description="The upstream's stored response to continue (passed on as it is)"
+    )
+    store: bool | None = Field(default=None, description="Passed on to the upstream as it is")
+
+
+class ResponseObject(BaseModel):
+    """An OpenAI response, as the upstream sent it (with `stream: true`: its events, relayed)."""
+
+    model_config = ConfigDict(extra="allow")
+    id: str
+    object: str = "response"
+    output: list[dict[str, Any]]
+
+
 # -- responses ------------------------------------------------------------------------------------
 
 

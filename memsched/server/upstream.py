@@ -17,6 +17,7 @@ import asyncio
 import json
 import urllib.request
 from collections.abc import AsyncGenerator
+from dataclasses import dataclass
 from typing import Any
 from urllib.parse import urlsplit
 
@@ -212,6 +213,100 @@ class Upstream:
             raise UpstreamStatusError(message, status, retry_after)
         raise LLMError(message)
 
+    async def respond(self, body: dict[str, Any]) -> dict[str, Any]:
+        """POST `body` (non-streaming) to the upstream's `/responses` (the Responses API) and return its
+        JSON response; an HTTP error is an `UpstreamStatusError` (a 404: the upstream has no
+        Responses API, or no such model)."""
+        count_call("reply")
+        url = f"{self.base_url}/responses"
+        status, _, raw, retry_after = await self._exchange(url, body)
+        if not 200 <= status < 300:
+            raise UpstreamStatusError(self._status_message(url, status, raw), status, retry_after)
+        try:
+            data = json.loads(raw)
+        except ValueError:
+            raise LLMError(self._scrub(f"invalid response from {url}: body is not JSON")) from None
+        if not isinstance(data, dict) or not isinstance(data.get("output"), list):
+            raise LLMError(f"invalid response from {url}: no output list")
+        return data
+
+    def _status_message(self, url: str, status: int, raw: bytes) -> str:
+        last = f"HTTP {status}: {_text(raw)[:300]}"
+        if _retryable(status):
+            return self._scrub(f"POST {url} failed after {self.retries + 1} attempt(s): {last}")
+        return self._scrub(f"POST {url} failed: {last}")
+
+    async def events(self, path: str, body: dict[str, Any]) -> AsyncGenerator[SSEvent, None]:
+        """POST `body` to the upstream's `path` (e.g. "responses") with `stream: true`; yield each
+        server-sent event as it arrives: its bytes as sent (to relay unchanged) and its data parsed.
+
+        Retried like `stream` only before the first event; an HTTP error is an `UpstreamStatusError`,
+        a connection that breaks off an `LLMError`. An upstream that answers whole (JSON, ignoring
+        `stream`) yields one event whose `data` is that JSON and whose `whole` is True. Closing the
+        iterator closes the upstream connection."""
+        count_call("reply")
+        url = f"{self.base_url}/{path}"
+        data = json.dumps(body, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
+        last = ""
+        status: int | None = None
+        retry_after: str | None = None
+        for attempt in range(self.retries + 1):
+            await self._sleep(attempt)
+            received = False
+            try:
+                async with self._http.post(
+                    url, data=data, headers=self._headers(), proxy=self._proxy
+                ) as resp:
+                    if not 200 <= resp.status < 300:
+                        raw = await resp.read()
+                        last = f"HTTP {resp.status}: {_text(raw)[:300]}"
+                        status, retry_after = resp.status, resp.headers.get("retry-after")
+                        if _retryable(resp.status):
+                            continue
+                        raise UpstreamStatusError(self._status_message(url, status, raw), status, retry_after)
+                    if "json" in resp.headers.get("content-type", ""):
+                        raw = await resp.read()
+                        try:
+                            whole = json.loads(raw)
+                        except ValueError:
+                            raise LLMError(f"invalid response from {url}: body is not JSON") from None
+                        yield SSEvent(raw, None, whole if isinstance(whole, dict) else {}, whole=True)
+                        return
+                    lines: list[str] = []
+                    async for line in _lines(resp.content):
+                        if line:
+                            lines.append(line)
+                            continue
+                        if lines:
+                            received = True
+                            yield _event(lines, url)
+                            lines = []
+                    if lines:
+                        received = True
+                        yield _event(lines, url)
+                    return
+            except TimeoutError:
+                last = f"timed out after {self.timeout:g}s"
+            except aiohttp.ClientError as exc:
+                last = f"connection failed ({type(exc).__name__}: {exc})"
+            if received:
+                raise LLMError(self._scrub(f"the stream from {url} broke off: {last}"))
+            status = None
+        message = self._scrub(f"POST {url} failed after {self.retries + 1} attempt(s): {last}")
+        if status is not None:
+            raise UpstreamStatusError(message, status, retry_after)
+        raise LLMError(message)
+
+    def request(self, method: str, path: str, *, query: str, headers: dict[str, str], data: bytes) -> Any:
+        """One request to the upstream's `path` as the client sent it (`memsched.server.passthrough`),
+        with memsched's upstream key; the caller enters the returned context manager and reads the
+        response as it arrives. Not retried: the client's SDK retries what it may."""
+        url = f"{self.base_url}/{path}" + (f"?{query}" if query else "")
+        sent = {**headers, **{k: v for k, v in self._headers().items() if k != "Content-Type"}}
+        return self._http.request(
+            method, url, data=data or None, headers=sent, proxy=self._proxy, auto_decompress=False
+        )
+
     async def relay(self, path: str, body: dict[str, Any]) -> tuple[int, str, bytes]:
         """POST `body` to the upstream's `path` (e.g. "embeddings") and hand back its answer as it is:
         (status, content type, body). For the OpenAI endpoints that memsched does not change, so a
@@ -224,6 +319,39 @@ class Upstream:
         if self._session is not None:
             await self._session.close()
             self._session = None
+
+
+@dataclass(frozen=True, slots=True)
+class SSEvent:
+    """One server-sent event of an upstream stream: `raw` its bytes as sent (the blank line that ends
+    it included), `name` its `event:` field, `data` its `data:` parsed (None: `[DONE]` or not JSON)."""
+
+    raw: bytes
+    name: str | None
+    data: dict[str, Any] | None
+    whole: bool = False
+
+
+def _event(lines: list[str], url: str) -> SSEvent:
+    name: str | None = None
+    payload: list[str] = []
+    for line in lines:
+        field_name, _, value = line.partition(":")
+        value = value[1:] if value.startswith(" ") else value
+        if field_name == "event":
+            name = value
+        elif field_name == "data":
+            payload.append(value)
+    text = "\n".join(payload)
+    data: dict[str, Any] | None = None
+    if payload and text.strip() != "[DONE]":
+        try:
+            parsed = json.loads(text)
+        except ValueError:
+            raise LLMError(f"invalid stream event from {url}: {text[:200]!r}") from None
+        data = parsed if isinstance(parsed, dict) else None
+    raw = ("\n".join(lines) + "\n\n").encode("utf-8")
+    return SSEvent(raw, name, data)
 
 
 def env_proxy(url: str) -> str | None:

@@ -71,8 +71,11 @@ def check_timezone(name: str | None, field: str = "timezone") -> str | None:
     return name
 
 
-def check_images(messages: list[dict[str, Any]], max_bytes: int = MAX_IMAGE_BYTES) -> None:
+def check_images(
+    messages: list[dict[str, Any]], max_bytes: int = MAX_IMAGE_BYTES, field: str = "messages"
+) -> None:
     """Inline images (`data:` URLs) must decode and be PNG, JPEG, GIF or WebP within `max_bytes`.
+    `field` names the list in errors (`messages`; the Responses API's `input`).
 
     Remote image URLs must be http(s) and are left to the vision model (memsched fetches nothing).
     """
@@ -83,7 +86,7 @@ def check_images(messages: list[dict[str, Any]], max_bytes: int = MAX_IMAGE_BYTE
         for j, part in enumerate(content):
             if not isinstance(part, dict) or part.get("type") != "image_url":
                 continue
-            where = f"messages.{i}.content.{j}.image_url"
+            where = f"{field}.{i}.content.{j}.image_url"
             spec = part.get("image_url")
             url = spec.get("url") if isinstance(spec, dict) else spec
             if not isinstance(url, str) or not url:

@@ -13,6 +13,12 @@ a request message, then the `script` queue, then `responder(body)`. A request wi
 choices: choice 0 is the reply, choice k the same reply with ` [k]` after its content (streamed
 interleaved, one choice per chunk, as OpenAI does).
 
+The Responses API (`/responses`, whole or streamed as its events) answers from the same queues, a
+dict reply's `tool_calls` becoming `function_call` output items; `serve_responses = False` makes it a
+404, as on servers that have only chat completions. For the proxy's pass-through it also serves
+legacy `/completions`, `/moderations`, `/files` (list, multipart upload, delete) and `/audio/speech`
+(binary, streamed in pieces).
+
 memsched's LLM labeller (`memsched.labeller`) asks about every routed user message in the background;
 its requests are answered only from `script_labels` (else with a label that has no opinion, so the
 rules' reading stands), never from `script` or `responder`, so that they do not take the replies a
@@ -31,6 +37,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
+from urllib.parse import parse_qs, urlsplit
 
 import httpx
 import numpy as np
@@ -96,6 +103,7 @@ class RecordedRequest:
     path: str
     body: dict[str, Any]
     headers: httpx.Headers
+    raw: bytes = b""  # the body as sent (a multipart upload's bytes)
 
 
 # A phrase of memsched's caption prompt (llm/prompts/caption.txt): how the fake knows a vision request.
@@ -108,7 +116,7 @@ NO_LABEL = '{"mode": null, "mood": null, "intensity": null, "cause": null}'
 
 def echo_responder(body: dict[str, Any]) -> Reply:
     """The default reply: `"ok: "` and the first 40 characters of the last user message."""
-    users = [m for m in body.get("messages") or [] if m.get("role") == "user"]
+    users = [m for m in _messages(body) if m.get("role") == "user"]
     last = _text(users[-1].get("content")) if users else ""
     return f"ok: {last[:40]}"
 
@@ -151,6 +159,9 @@ class FakeOpenAI:
         self.chunk_delay = chunk_delay
         # True: answer `stream: true` requests with a whole JSON completion (as some servers do).
         self.ignore_stream = False
+        # False: `/responses` is a 404 (a server with chat completions only).
+        self.serve_responses = True
+        self.uploads: dict[str, bytes] = {}  # file id -> the multipart body it came in
         self.streams_finished = 0  # streams sent to the end
         self.streams_broken = 0  # streams whose client hung up before the end
         self._lock = threading.Lock()
@@ -223,6 +234,11 @@ class FakeOpenAI:
 
     def _chat_bodies(self) -> list[dict[str, Any]]:
         return [r.body for r in self.requests if r.path.endswith("/chat/completions")]
+
+    @property
+    def response_requests(self) -> list[dict[str, Any]]:
+        """The JSON bodies of the Responses API requests (`/responses`) received so far."""
+        return [r.body for r in self.requests if r.method == "POST" and r.path.endswith("/responses")]
 
     def clear(self) -> None:
         """Drop recorded requests and every queued reply."""
@@ -306,14 +322,44 @@ class _Handler(BaseHTTPRequestHandler):
         self.fake._record(RecordedRequest("GET", self.path, {}, httpx.Headers(self.headers.items())))
         if not self._authorized():
             return
-        if self.path.rstrip("/").endswith("/models"):
+        parts = urlsplit(self.path)
+        path = parts.path.rstrip("/")
+        if path.endswith("/models"):
             model = {"id": self.fake.model, "object": "model", "created": 0, "owned_by": "memsched-fake"}
             self._send_json(200, {"object": "list", "data": [model]})
+        elif path.endswith("/files"):
+            query = {k: v[-1] for k, v in parse_qs(parts.query).items()}
+            with self.fake._lock:
+                files = [
+                    _file(fid, len(data), query.get("purpose")) for fid, data in self.fake.uploads.items()
+                ]
+            self._send_json(200, {"object": "list", "data": files, "query": query})
         else:
             self._send_json(404, _error(f"no route for GET {self.path}", "not_found"))
 
+    def do_DELETE(self) -> None:
+        self.fake._record(RecordedRequest("DELETE", self.path, {}, httpx.Headers(self.headers.items())))
+        if not self._authorized():
+            return
+        path = urlsplit(self.path).path.rstrip("/")
+        head, _, file_id = path.rpartition("/")
+        with self.fake._lock:
+            found = head.endswith("/files") and self.fake.uploads.pop(file_id, None) is not None
+        if found:
+            self._send_json(200, {"id": file_id, "object": "file", "deleted": True})
+        else:
+            self._send_json(404, _error(f"no file {file_id!r}", "not_found"))
+
     def do_POST(self) -> None:
         raw = self.rfile.read(int(self.headers.get("Content-Length") or 0))
+        path = urlsplit(self.path).path.rstrip("/")
+        if "multipart/form-data" in (self.headers.get("Content-Type") or ""):
+            self.fake._record(
+                RecordedRequest("POST", self.path, {}, httpx.Headers(self.headers.items()), raw)
+            )
+            if self._authorized():
+                self._upload(path, raw)
+            return
         try:
             body = json.loads(raw or b"{}")
             if not isinstance(body, dict):
@@ -322,14 +368,26 @@ class _Handler(BaseHTTPRequestHandler):
             self.fake._record(RecordedRequest("POST", self.path, {}, httpx.Headers(self.headers.items())))
             self._send_json(400, _error("request body is not a JSON object", "invalid_request_error"))
             return
-        self.fake._record(RecordedRequest("POST", self.path, body, httpx.Headers(self.headers.items())))
+        self.fake._record(RecordedRequest("POST", self.path, body, httpx.Headers(self.headers.items()), raw))
         if not self._authorized():
             return
-        path = self.path.rstrip("/")
         if path.endswith("/chat/completions"):
             self._chat(body)
         elif path.endswith("/embeddings"):
             self._embeddings(body)
+        elif path.endswith("/responses") and self.fake.serve_responses:
+            self._responses(body)
+        elif path.endswith("/completions"):
+            self._completions(body)
+        elif path.endswith("/moderations"):
+            inputs = body.get("input")
+            texts = [inputs] if isinstance(inputs, str) else list(inputs or [])
+            results = [{"flagged": "kill" in str(t).lower(), "categories": {}} for t in texts]
+            self._send_json(
+                200, {"id": f"modr-{self.fake._next_id()}", "model": "fake-mod", "results": results}
+            )
+        elif path.endswith("/audio/speech"):
+            self._speech(body)
         else:
             self._send_json(404, _error(f"no route for POST {self.path}", "not_found"))
 
@@ -441,6 +499,100 @@ class _Handler(BaseHTTPRequestHandler):
             self.wfile.write(piece_bytes)
             self.wfile.flush()
 
+    # --- the Responses API ----------------------------------------------------------------------
+
+    def _responses(self, body: dict[str, Any]) -> None:
+        reply = self.fake._next_chat_reply(body)
+        while isinstance(reply, Delay):
+            self.fake._sleep(reply.seconds)
+            reply = reply.then if reply.then is not None else self.fake._next_chat_reply(body)
+        hold: Hold | None = None
+        cut: Cut | None = None
+        if isinstance(reply, Cut):
+            cut, reply = reply, reply.then
+        if isinstance(reply, Hold):
+            hold, reply = reply, reply.then
+            if not body.get("stream"):
+                hold.gate.wait(hold.timeout)
+                hold = None
+        stream = bool(body.get("stream")) and not self.fake.ignore_stream
+        if self._misbehave(reply, stream=stream):
+            return
+        n = self.fake._next_id()
+        response = _response(f"resp_fake_{n}", n, body.get("model") or self.fake.model, body, _message(reply))
+        if not self.fake.usage:
+            response["usage"] = None
+        if not stream:
+            self._send_json(200, response)
+            return
+        try:
+            self._send_events(_response_events(response), hold, cut)
+            with self.fake._lock:
+                self.fake.streams_finished += 1
+        except OSError:
+            with self.fake._lock:
+                self.fake.streams_broken += 1
+
+    def _send_events(self, pieces: list[bytes], hold: Hold | None, cut: Cut | None) -> None:
+        self.send_response(200)
+        self.send_header("Content-Type", "text/event-stream")
+        self.send_header("Cache-Control", "no-cache")
+        self.end_headers()
+        for i, piece in enumerate(pieces):
+            if cut is not None and i == cut.after + 1:
+                return  # the connection closes mid-stream
+            if hold is not None and i == hold.after + 1:
+                hold.gate.wait(hold.timeout)
+            elif i and self.fake.chunk_delay:
+                self.fake._sleep(self.fake.chunk_delay)
+            self.wfile.write(piece)
+            self.wfile.flush()
+
+    # --- legacy completions, uploads, speech ----------------------------------------------------
+
+    def _completions(self, body: dict[str, Any]) -> None:
+        reply = self.fake._next_chat_reply(body)
+        hold: Hold | None = None
+        if isinstance(reply, Hold):
+            hold, reply = reply, reply.then
+        if self._misbehave(reply, stream=bool(body.get("stream"))):
+            return
+        text = str(_message(reply).get("content") or "")
+        cid, model = f"cmpl-fake-{self.fake._next_id()}", body.get("model") or self.fake.model
+
+        def completion(piece: str, finish: str | None) -> dict[str, Any]:
+            choice = {"text": piece, "index": 0, "logprobs": None, "finish_reason": finish}
+            return {"id": cid, "object": "text_completion", "created": 0, "model": model, "choices": [choice]}
+
+        if not body.get("stream"):
+            self._send_json(200, completion(text, "stop"))
+            return
+        pieces = [f"data: {json.dumps(completion(p, None))}\n\n".encode() for p in re.findall(_PIECES, text)]
+        pieces += [f"data: {json.dumps(completion('', 'stop'))}\n\n".encode(), b"data: [DONE]\n\n"]
+        self._send_events(pieces, hold, None)
+
+    def _upload(self, path: str, raw: bytes) -> None:
+        if not path.endswith("/files"):
+            self._send_json(404, _error(f"no route for POST {self.path}", "not_found"))
+            return
+        file_id = f"file-fake-{self.fake._next_id()}"
+        with self.fake._lock:
+            self.fake.uploads[file_id] = raw
+        purpose = re.search(rb'name="purpose"\r\n\r\n([^\r]*)', raw)
+        self._send_json(200, _file(file_id, len(raw), purpose.group(1).decode() if purpose else None))
+
+    def _speech(self, body: dict[str, Any]) -> None:
+        """`input` as bytes, sent in pieces without a Content-Length (as a streamed audio file)."""
+        data = str(body.get("input") or "").encode("utf-8") * 64
+        self.send_response(200)
+        self.send_header("Content-Type", "audio/mpeg")
+        self.end_headers()
+        for start in range(0, len(data), 256):
+            if start and self.fake.chunk_delay:
+                self.fake._sleep(self.fake.chunk_delay)
+            self.wfile.write(data[start : start + 256])
+            self.wfile.flush()
+
     # --- embeddings ----------------------------------------------------------------------------
 
     def _embeddings(self, body: dict[str, Any]) -> None:
@@ -535,6 +687,163 @@ def _choice_chunks(chunk: Callable[..., bytes], message: dict[str, Any]) -> list
     return pieces
 
 
+def _file(file_id: str, size: int, purpose: str | None) -> dict[str, Any]:
+    return {
+        "id": file_id,
+        "object": "file",
+        "bytes": size,
+        "created_at": 0,
+        "filename": "upload",
+        "purpose": purpose,
+    }
+
+
+def _response(rid: str, n: int, model: str, body: dict[str, Any], message: dict[str, Any]) -> dict[str, Any]:
+    """A Responses API response whose output is `message` (its text, then its tool calls)."""
+    output: list[dict[str, Any]] = []
+    if message.get("content"):
+        part = {"type": "output_text", "text": message["content"], "annotations": []}
+        output.append(
+            {
+                "type": "message",
+                "id": f"msg_fake_{n}",
+                "status": "completed",
+                "role": "assistant",
+                "content": [part],
+            }
+        )
+    for call in message.get("tool_calls") or []:
+        function = call["function"]
+        output.append(
+            {
+                "type": "function_call",
+                "id": f"fc_fake_{n}_{len(output)}",
+                "call_id": call["id"],
+                "name": function["name"],
+                "arguments": function["arguments"],
+                "status": "completed",
+            }
+        )
+    words = len(_all_text(body).split())
+    out_words = len(str(message.get("content") or "").split())
+    return {
+        "id": rid,
+        "object": "response",
+        "created_at": int(time.time()),
+        "status": "completed",
+        "model": model,
+        "output": output,
+        "instructions": body.get("instructions"),
+        "previous_response_id": body.get("previous_response_id"),
+        "store": body.get("store", True),
+        "tools": body.get("tools") or [],
+        "tool_choice": body.get("tool_choice", "auto"),
+        "parallel_tool_calls": body.get("parallel_tool_calls", True),
+        "temperature": body.get("temperature", 1.0),
+        "top_p": body.get("top_p", 1.0),
+        "metadata": {},
+        "text": {"format": {"type": "text"}},
+        "error": None,
+        "incomplete_details": None,
+        "usage": {
+            "input_tokens": words,
+            "input_tokens_details": {"cached_tokens": 0},
+            "output_tokens": out_words,
+            "output_tokens_details": {"reasoning_tokens": 0},
+            "total_tokens": words + out_words,
+        },
+    }
+
+
+def _response_events(response: dict[str, Any]) -> list[bytes]:
+    """A response streamed as the Responses API's events (text in word pieces, arguments in halves)."""
+    events: list[bytes] = []
+
+    def event(kind: str, **data: Any) -> None:
+        payload = json.dumps({"type": kind, "sequence_number": len(events), **data})
+        events.append(f"event: {kind}\ndata: {payload}\n\n".encode())
+
+    event("response.created", response={**response, "status": "in_progress", "output": [], "usage": None})
+    event("response.in_progress", response={**response, "status": "in_progress", "output": [], "usage": None})
+    for index, item in enumerate(response["output"]):
+        if item["type"] == "message":
+            text = item["content"][0]["text"]
+            event(
+                "response.output_item.added",
+                output_index=index,
+                item={**item, "content": [], "status": "in_progress"},
+            )
+            empty = {"type": "output_text", "text": "", "annotations": []}
+            event(
+                "response.content_part.added",
+                item_id=item["id"],
+                output_index=index,
+                content_index=0,
+                part=empty,
+            )
+            for piece in re.findall(_PIECES, text):
+                event(
+                    "response.output_text.delta",
+                    item_id=item["id"],
+                    output_index=index,
+                    content_index=0,
+                    delta=piece,
+                    logprobs=[],
+                )
+            event(
+                "response.output_text.done",
+                item_id=item["id"],
+                output_index=index,
+                content_index=0,
+                text=text,
+                logprobs=[],
+            )
+            event(
+                "response.content_part.done",
+                item_id=item["id"],
+                output_index=index,
+                content_index=0,
+                part=item["content"][0],
+            )
+        else:
+            args = item["arguments"]
+            event(
+                "response.output_item.added",
+                output_index=index,
+                item={**item, "arguments": "", "status": "in_progress"},
+            )
+            for part in (args[: len(args) // 2], args[len(args) // 2 :]):
+                if part:
+                    event(
+                        "response.function_call_arguments.delta",
+                        item_id=item["id"],
+                        output_index=index,
+                        delta=part,
+                    )
+            event(
+                "response.function_call_arguments.done",
+                item_id=item["id"],
+                output_index=index,
+                arguments=args,
+            )
+        event("response.output_item.done", output_index=index, item=item)
+    event("response.completed", response=response)
+    return events
+
+
+def _messages(body: dict[str, Any]) -> list[dict[str, Any]]:
+    """The messages of a chat request, or a Responses request's `instructions` and `input` as messages."""
+    if "messages" in body:
+        return [m for m in body.get("messages") or [] if isinstance(m, dict)]
+    out = [{"role": "system", "content": body["instructions"]}] if body.get("instructions") else []
+    items = body.get("input")
+    if isinstance(items, str):
+        return [*out, {"role": "user", "content": items}]
+    if isinstance(body.get("prompt"), str):  # legacy completions
+        return [*out, {"role": "user", "content": body["prompt"]}]
+    return [*out, *(m for m in items or [] if isinstance(m, dict) and "role" in m)]
+
+
 def _n(body: dict[str, Any]) -> int:
     """How many choices a chat request asks for (`n`, default 1)."""
     n = body.get("n")
@@ -548,7 +857,7 @@ def _variant(message: dict[str, Any], k: int) -> dict[str, Any]:
 
 
 def _all_text(body: dict[str, Any]) -> str:
-    return "\n".join(_text(m.get("content")) for m in body.get("messages") or [] if isinstance(m, dict))
+    return "\n".join(_text(m.get("content")) for m in _messages(body))
 
 
 def _is_label(body: dict[str, Any]) -> bool:

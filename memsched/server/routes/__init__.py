@@ -18,6 +18,7 @@ from memsched.server.routes import (
     memories,
     meta,
     profile,
+    responses,
     traces,
     users,
 )
@@ -25,6 +26,7 @@ from memsched.server.routes import (
 ROUTERS: list[APIRouter] = [
     meta.router,
     chat.router,
+    responses.router,
     context.router,
     memories.router,
     users.router,

@@ -24,9 +24,13 @@ TOOL_EXCHANGE_ROLES = ("assistant", "tool", "function")
 
 
 def _trailing(messages: list[dict[str, Any]], last_user: int) -> list[dict[str, Any]]:
-    """The tool exchange after the last user message (assistant tool calls and tool results), if any."""
+    """What follows the last user message and goes upstream after the scheduled context: the tool
+    exchange (assistant tool calls and tool results), and a final assistant message — a prefill that
+    steers the reply's start — which stays last."""
     after = messages[last_user + 1 :]
-    return [m for m in after if m.get("role") in TOOL_EXCHANGE_ROLES] if _has_tools(after) else []
+    if _has_tools(after):
+        return [m for m in after if m.get("role") in TOOL_EXCHANGE_ROLES]
+    return after[-1:] if after and after[-1].get("role") == "assistant" else []
 
 
 def _history(messages: list[dict[str, Any]], last_user: int) -> list[tuple[str, str]]:
@@ -88,6 +92,7 @@ async def chat(body: ChatRequest, request: Request, svc: Service = Depends(get_s
     stream_options = body.stream_options or {}
     if body.stream and body.stream_options is not None:
         forward["stream_options"] = body.stream_options
+    trailing = _trailing(messages, last)
     turn = proxy.ProxyTurn(
         svc=svc,
         upstream=upstream,
@@ -99,7 +104,8 @@ async def chat(body: ChatRequest, request: Request, svc: Service = Depends(get_s
         timezone=meta.timezone if meta else None,
         forward=forward,
         user_message=messages[last],
-        trailing=_trailing(messages, last),
+        trailing=trailing,
+        prefill=proxy.prefill_of(trailing),
         history=_history(messages, last),
         stream=body.stream,
         include_usage=bool(stream_options.get("include_usage")),

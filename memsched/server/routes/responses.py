@@ -1,0 +1,119 @@
+"""POST /v1/responses: the OpenAI Responses API with memory (see `memsched.server.responses_api`)."""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+from fastapi import APIRouter, Depends, Request
+from starlette.responses import JSONResponse, Response
+
+from memsched.errors import ConfigError, InputError
+from memsched.server import proxy, responses_api
+from memsched.server.errors import UPSTREAM_ERRORS
+from memsched.server.identity import user_id
+from memsched.server.limits import check_message_tokens
+from memsched.server.routes.context import when
+from memsched.server.schemas import ResponseObject, ResponsesRequest
+from memsched.server.service import TRACE_HEADER, Service, get_service
+from memsched.server.validate import check_images, check_timezone
+
+router = APIRouter(tags=["chat"])
+
+
+def _pending(svc: Service, user: str, session_id: str) -> str | None:
+    """The text of the session's last user turn when it waits for its tools' results."""
+    last = svc.memory.store.session_turns(user, session_id, last=1)
+    if last and last[0].role == "user" and last[0].meta.get("awaiting_tools"):
+        return last[0].content
+    return None
+
+
+@router.post(
+    "/v1/responses",
+    response_model=ResponseObject,
+    responses={
+        **UPSTREAM_ERRORS,
+        200: {
+            "description": "The upstream's response, or with `stream: true` a text/event-stream of its events",
+            "content": {"text/event-stream": {"schema": {"type": "string"}}},
+        },
+    },
+    summary="OpenAI Responses API with memory",
+)
+async def create_response(
+    body: ResponsesRequest, request: Request, svc: Service = Depends(get_service)
+) -> Response:
+    meta = body.metadata
+    user = user_id(request, body.user or (meta.user if meta else None))
+    dumped = body.model_dump(exclude_unset=True)
+    parsed = responses_api.parse_input(dumped["input"], body.instructions)
+    check_message_tokens(svc.memory.counter, parsed.texts, svc.config.max_message_tokens)
+    now = when(meta.timestamp if meta else None, "metadata.timestamp")
+    check_timezone(meta.timezone if meta else None, "metadata.timezone")
+    check_images(parsed.chat_view, svc.config.max_image_bytes, field="input")
+    upstream = svc.upstream
+    if upstream is None:
+        raise ConfigError("no upstream LLM: set MEMSCHED_UPSTREAM_BASE_URL and MEMSCHED_UPSTREAM_MODEL")
+    session_id = str((meta.session_id if meta else None) or "default")
+    forward = {k: v for k, v in dumped.items() if k not in responses_api.OWNED}
+    key = (user, session_id)
+    await svc.order.acquire(key)
+    handed_off = False
+    turn: proxy.ProxyTurn | None = None
+
+    def release() -> None:
+        if turn is not None and turn.hold is not None:
+            svc.scheduler.release_session(turn.hold)
+        svc.order.release(key)
+
+    try:
+        message = parsed.message
+        if parsed.last_user is None:
+            # Tool results for a response chained by previous_response_id: they complete the turn
+            # that waits for them (its message is recorded again with the reply, as in chat).
+            pending = await asyncio.to_thread(_pending, svc, user, session_id)
+            if pending is None:
+                raise InputError(
+                    "input: must contain a user message (function_call_output items alone complete"
+                    " only a turn whose tool calls memsched returned in this session)"
+                )
+            message = pending
+        turn = proxy.ProxyTurn(
+            svc=svc,
+            upstream=upstream,
+            user=user,
+            session_id=session_id,
+            message=message,
+            persona=parsed.persona or None,
+            now=now,
+            timezone=meta.timezone if meta else None,
+            forward=forward,
+            user_message=parsed.items[parsed.last_user] if parsed.last_user is not None else {},
+            trailing=parsed.trailing,
+            prefill=proxy.prefill_of(parsed.trailing),
+            history=parsed.history,
+            stream=body.stream,
+            include_usage=False,
+            images=parsed.images,
+        )
+        messages = await turn.prepare()
+        assert turn.prepared is not None
+        scheduled = messages[: len(messages) - len(turn.trailing)]
+        instructions, items = responses_api.upstream_input(scheduled, turn.trailing)
+        upstream_body: dict[str, Any] = {**forward, "model": upstream.model, "input": items}
+        if instructions.strip():
+            upstream_body["instructions"] = instructions
+        if body.stream:
+            upstream_body["stream"] = True
+        call = responses_api.ResponsesCall(turn, upstream_body, scheduled)
+        headers = {TRACE_HEADER: turn.prepared.trace_id}
+        if body.stream:
+            response = await responses_api.start(call, headers, on_done=release)
+            handed_off = True  # the response releases the session once the reply is recorded
+            return response
+        data = await responses_api.run_blocking(call)
+        return JSONResponse(data, headers=headers)
+    finally:
+        if not handed_off:
+            release()
