@@ -62,7 +62,14 @@ def _seed(base: str) -> dict[str, str]:
     assert r.status_code == 200, r.text
     trace_id = r.headers["X-Memsched-Trace-Id"]
     turns = httpx.get(f"{base}/v1/users/bob/sessions/s1/turns", headers=_auth(ACME)).json()["turns"]
-    return {"user": "bob", "session_id": "s1", "trace_id": trace_id, "turn_id": str(turns[0]["id"])}
+    return {
+        "user": "bob",
+        "session_id": "s1",
+        "trace_id": trace_id,
+        "turn_id": str(turns[0]["id"]),
+        # The pass-through of other /v1 paths, on a path of memsched's own: refused, never relayed.
+        "path": "users/bob/secrets",
+    }
 
 
 def _routes(app: Any) -> list[tuple[str, str]]:

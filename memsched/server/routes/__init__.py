@@ -17,6 +17,7 @@ from memsched.server.routes import (
     jobs,
     memories,
     meta,
+    passthrough,
     profile,
     responses,
     traces,
@@ -35,4 +36,6 @@ ROUTERS: list[APIRouter] = [
     traces.router,
     jobs.router,
     forget.router,
+    # Last: every /v1 path no route above serves is relayed to the upstream.
+    passthrough.router,
 ]
