@@ -314,8 +314,17 @@ def fit(
     plain = topic.features
 
     def cached(
-        names: Any, messages: Any, texts: Any, segment: Any, segment_texts: Any, summary: Any = None
+        names: Any,
+        messages: Any,
+        texts: Any,
+        segment: Any,
+        segment_texts: Any,
+        summary: Any = None,
+        *,
+        lexical: bool = True,
     ) -> dict[str, float]:
+        # `lexical` (the judge's own call leaves out the jieba cuts it does not weigh) only drops
+        # features: the full row serves both.
         key = (tuple(sorted(names)), tuple(texts), tuple(segment_texts))
         if key not in memo:
             memo[key] = plain(names, messages, texts, segment, segment_texts, summary)

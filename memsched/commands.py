@@ -22,6 +22,7 @@ from memsched.errors import InputError
 from memsched.forget import COUNTS_RESET as COUNTS_RESET  # re-exported for the scheduler
 from memsched.forget import after_forget
 from memsched.jobs.tasks import TaskContext, task
+from memsched.model import utcnow
 from memsched.profile import PREFERRED_NAME, Profile
 
 if TYPE_CHECKING:
@@ -359,14 +360,28 @@ _NOT_TOPICS = frozenset(
     "it that this them 那 这 那些 这些 刚才 刚刚 之前 以前 上次 上一条 那句 这句 昨天 今天 前天 那天 我说 你说".split()  # noqa: SIM905 - a word list reads better as text
 )
 
-# A topic also matches its common variants (data, not fitted to any dataset: kinship words).
-TOPIC_VARIANTS: dict[str, tuple[str, ...]] = {
-    "前任": ("前任", "前男友", "前女友", "前夫", "前妻"),
-    "ex": ("ex", "ex-boyfriend", "ex-girlfriend", "ex-husband", "ex-wife", "ex boyfriend", "ex girlfriend"),
-}
-for _group_words in list(TOPIC_VARIANTS.values()):
-    for _w in _group_words:
-        TOPIC_VARIANTS.setdefault(_w, _group_words)
+# A topic also matches its common variants, in both languages (data, not fitted to any dataset:
+# kinship words and their plain translations). CC-CEDICT's senses are not used here: they are too
+# ambiguous to delete by (前任's first sense is "predecessor", 老板's a brand name, 三体's "trisomy").
+_VARIANT_GROUPS: tuple[tuple[str, ...], ...] = (
+    (
+        "前任",
+        "前男友",
+        "前女友",
+        "前夫",
+        "前妻",
+        "ex",
+        "ex-boyfriend",
+        "ex-girlfriend",
+        "ex-husband",
+        "ex-wife",
+        "ex boyfriend",
+        "ex girlfriend",
+        "ex husband",
+        "ex wife",
+    ),
+)
+TOPIC_VARIANTS: dict[str, tuple[str, ...]] = {w.lower(): g for g in _VARIANT_GROUPS for w in g}
 
 _ME = {"我", "我自己", "me", "myself"}
 
@@ -380,15 +395,17 @@ def _clean_topic(raw: str) -> str:
 
 def topic_terms(topic: str) -> list[str]:
     """The words whose mention puts a turn under `topic`: the topic and its known variants."""
-    return list(TOPIC_VARIANTS.get(topic.lower(), TOPIC_VARIANTS.get(topic, (topic,))))
+    return list(TOPIC_VARIANTS.get(topic.lower(), (topic,)))
 
 
-def topic_pattern(topic: str) -> re.Pattern[str]:
-    """A regex for any of the topic's words (Latin words whole, case-insensitive; CJK as substrings)."""
+def topic_pattern(topic: str, also: Sequence[str] = ()) -> re.Pattern[str]:
+    """A regex for any of the topic's words and of `also` (Latin words whole, case-insensitive; CJK
+    as substrings)."""
     parts = []
-    for term in sorted(topic_terms(topic), key=len, reverse=True):
+    for term in sorted(dict.fromkeys([*topic_terms(topic), *also]), key=len, reverse=True):
         esc = re.escape(term)
-        parts.append(esc if re.search(rf"[{_CJK}]", term) else rf"(?<![A-Za-z]){esc}(?![A-Za-z])")
+        # A Latin word whole, and not the first part of a hyphenated one ("ex" is not "ex-boss").
+        parts.append(esc if re.search(rf"[{_CJK}]", term) else rf"(?<![A-Za-z]){esc}(?![A-Za-z]|-[A-Za-z])")
     return re.compile("|".join(parts), re.I)
 
 
@@ -504,17 +521,61 @@ def apply_rename(
     return Applied(command=command, changed={PREFERRED_NAME: command.value}, note=note, fact_id=fact_id)
 
 
-def last_message_ids(store: Store, user_id: str, session_id: str, before_seq: int | None = None) -> list[int]:
-    """Ids of the session's last user message before `before_seq` (default: the end of the session)
-    and of the turns after it (the replies to it); [] when there is no earlier user message."""
+# Session state: the first seq after a forget command that is not stored ("forget everything about
+# my ex" leaves neither itself nor its reply). A "forget what I just said" whose previous user message
+# comes before it refers to that command, not to the stored message before it.
+FORGET_MARK = "forget_mark_seq"
+
+# Why a forget of the last message deleted nothing.
+NOTHING_BEFORE = "no earlier message"
+WAS_FORGET = "the previous message was itself a forget command"
+
+
+def last_message(
+    store: Store, user_id: str, session_id: str, before_seq: int | None = None
+) -> tuple[list[int], str]:
+    """(ids of the session's last user message before `before_seq` — default: the end of the
+    session — and of the turns after it, the replies to it; why there are none, "" when there are).
+
+    None when there is no earlier user message, or when the message just before the command was
+    itself a forget command (stored, or one that leaves nothing stored: `FORGET_MARK`): a forget
+    cannot be undone, and the message before it is not the one the user means."""
     if before_seq is None:
         tail = store.session_turns(user_id, session_id, last=50)
     else:
         tail = store.session_turns_between(user_id, session_id, max(0, before_seq - 50), before_seq - 1)
     last_user = next((t for t in reversed(tail) if t.role == "user"), None)
     if last_user is None or last_user.seq is None:
-        return []
-    return [t.id for t in tail if t.seq is not None and t.seq >= last_user.seq and t.id is not None]
+        return [], NOTHING_BEFORE
+    mark = store.session_state(user_id, session_id).get(FORGET_MARK)
+    if isinstance(mark, int) and last_user.seq < mark and (before_seq is None or mark <= before_seq):
+        return [], WAS_FORGET
+    if _detect_forget(last_user.content) is not None:
+        return [], WAS_FORGET
+    ids = [t.id for t in tail if t.seq is not None and t.seq >= last_user.seq and t.id is not None]
+    return ids, ""
+
+
+def last_message_ids(store: Store, user_id: str, session_id: str, before_seq: int | None = None) -> list[int]:
+    """The ids `last_message` names ([] when there is nothing to delete)."""
+    return last_message(store, user_id, session_id, before_seq)[0]
+
+
+def mark_forget_command(store: Store, user_id: str, session_id: str, after_seq: int) -> None:
+    """Remember that a forget command came just before seq `after_seq` of the session (it is not
+    stored, or is deleted with what it named), so that a "forget what I just said" right after it
+    deletes nothing older."""
+    if not any(s.id == session_id for s in store.sessions(user_id)):
+        return
+    with store.transaction() as tx:
+        store.session_state_update(
+            tx, user_id, session_id, {FORGET_MARK: int(after_seq)}, now=utcnow().timestamp()
+        )
+
+
+def next_seq(store: Store, user_id: str, session_id: str) -> int | None:
+    """The seq the session's next turn gets (None: no such session yet)."""
+    return next((s.turn_count for s in store.sessions(user_id) if s.id == session_id), None)
 
 
 def forget_turns(memory: Memory, user_id: str, session_id: str, turn_ids: Sequence[int]) -> list[int]:
@@ -533,7 +594,7 @@ def forget_turns(memory: Memory, user_id: str, session_id: str, turn_ids: Sequen
 def forget_last(memory: Memory, user_id: str, session_id: str, before_seq: int | None = None) -> list[int]:
     """Hard-delete the session's last user message (before `before_seq`) and the replies to it.
 
-    Returns the deleted turn ids ([] when there was no earlier user message).
+    Returns the deleted turn ids ([] when there was nothing to delete: see `last_message`).
     """
     return forget_turns(
         memory, user_id, session_id, last_message_ids(memory.store, user_id, session_id, before_seq)
@@ -544,33 +605,134 @@ def apply_forget(
     memory: Memory, user_id: str, session_id: str, command: Command, *, before_seq: int | None = None
 ) -> Applied:
     """`forget_last` for a command, with the note the reply's system prompt gets."""
-    deleted = forget_last(memory, user_id, session_id, before_seq)
-    note = (
-        "The user asked you to forget their previous message; it has been permanently deleted. "
-        "Confirm briefly and do not repeat or refer to its content."
-        if deleted
-        else "The user asked you to forget their previous message, but there was none to delete."
-    )
-    return Applied(command=command, changed={"deleted": len(deleted)}, note=note, deleted_turn_ids=deleted)
+    ids, why = last_message(memory.store, user_id, session_id, before_seq)
+    deleted = forget_turns(memory, user_id, session_id, ids) if ids else []
+    changed: dict[str, Any] = {"deleted": len(deleted)}
+    if deleted:
+        note = (
+            "The user asked you to forget their previous message; it has been permanently deleted. "
+            "Confirm briefly and do not repeat or refer to its content."
+        )
+    elif why == WAS_FORGET:
+        changed["nothing_because"] = WAS_FORGET
+        note = (
+            "The user asked you to forget their previous message, but that message was itself a request"
+            " to forget something, which has already been done; nothing else was deleted. Say so briefly."
+        )
+    else:
+        changed["nothing_because"] = why or NOTHING_BEFORE
+        note = "The user asked you to forget their previous message, but there was none to delete."
+    return Applied(command=command, changed=changed, note=note, deleted_turn_ids=deleted)
 
 
-def topic_turn_ids(store: Store, user_id: str, topic: str, *, exclude: Sequence[int] = ()) -> list[int]:
-    """Ids of the user's turns (every session) that mention the topic, and of the replies right after
-    a user turn that does (a reply to "my ex ..." is about the ex even when it does not say so)."""
-    pattern = topic_pattern(topic)
-    skip = set(exclude)
+# "my ex Marcus", "我前男友叫小凯": a name right after the topic word (or after "called", "叫") names
+# the one the topic is about, so the turns that use only the name are about it too.
+_EN_APPOSED = r"(?:\s*,\s*|\s+)(?:(?:is\s+)?(?:called|named)\s+)?(?P<name>[A-Z][a-z]{1,20})\b"
+_EN_NOT_APPOSED = frozenset(
+    "I Im Ive Id The A An And But So Then Just Still Today Yesterday Tomorrow Last This That It".split()  # noqa: SIM905 - a word list reads better as text
+)
+_ZH_NAME_TAGS = frozenset({"nr", "nrfg", "nrt"})
+
+
+def apposed_names(text: str, terms: Sequence[str]) -> list[str]:
+    """Names `text` gives right after one of `terms`: "my ex Marcus" -> Marcus, "前男友小凯" -> 小凯
+    (jieba's person-name tag), "我前男友叫小凯" -> 小凯."""
+    found: list[str] = []
+    for term in terms:
+        if re.search(rf"[{_CJK}]", term):
+            if term not in text:
+                continue
+            from memsched.text.segment import _jieba
+
+            _jieba()
+            import jieba.posseg
+
+            cut = jieba.posseg.lcut(text)
+            for i, w in enumerate(cut):
+                if w.word != term and not w.word.endswith(term):
+                    continue
+                rest = cut[i + 1 : i + 3]
+                if rest and rest[0].word in ("叫", "名叫", "叫做") and len(rest) > 1:
+                    rest = rest[1:]
+                if rest and rest[0].flag in _ZH_NAME_TAGS and len(rest[0].word) >= 2:
+                    found.append(rest[0].word)
+        else:
+            for m in re.finditer(rf"(?<![A-Za-z]){re.escape(term)}{_EN_APPOSED}", text, re.I):
+                name = m.group("name")
+                if name[:1].isupper() and name.replace("'", "") not in _EN_NOT_APPOSED:
+                    found.append(name)
+    return list(dict.fromkeys(found))
+
+
+def _norm_name(name: str) -> str:
+    name = name.strip().strip("《》〈〉「」“”\"'").strip()
+    return re.sub(r"^(?:the|a|an)\s+", "", name, flags=re.I).lower()
+
+
+def alias_names(store: Store, user_id: str, terms: Sequence[str]) -> list[str]:
+    """Other names the user's bookmarks give the same thing as one of `terms`: a bookmark keyword
+    that is one of them brings its aliases, an alias brings its keyword and the other aliases (the
+    bookmark LLM is asked for translations too: 三体 <-> "The Three-Body Problem"). Only that one
+    keyword's names: the bookmark's other keywords are other things."""
+    wanted = {_norm_name(t) for t in terms}
+    out: list[str] = []
+    for b in store.iter_bookmarks(user_id):
+        groups = {k: [k, *b.aliases.get(k, [])] for k in b.keywords}
+        for k, names in b.aliases.items():
+            groups.setdefault(k, [k, *names])
+        for names in groups.values():
+            if any(_norm_name(n) in wanted for n in names):
+                out.extend(n.strip().strip("《》〈〉「」“”\"'").strip() for n in names)
+    return [n for n in dict.fromkeys(out) if len(n) >= 2 and _norm_name(n) not in wanted]
+
+
+@dataclass(slots=True)
+class TopicMatch:
+    """What a topic forget deletes: the words searched for (the topic, its variants, the names the
+    user's bookmarks and own words give it) and the matching turn ids."""
+
+    topic: str
+    terms: list[str]
+    turn_ids: list[int]
+    via: dict[str, str] = field(default_factory=dict)  # a widening term -> why it was searched for
+
+
+def match_topic(store: Store, user_id: str, topic: str, *, exclude: Sequence[int] = ()) -> TopicMatch:
+    """The user's turns (every session) about `topic`, with the words that found them: the topic and
+    its variants, the other names bookmarks give it (`alias_names`) and names the user put right
+    after it (`apposed_names`: "my ex Marcus"). Replies right after a matching user turn count too
+    (a reply to "my ex ..." is about the ex even when it does not say so)."""
+    base = topic_terms(topic)
+    turns = [t for t in store.iter_turns(user_id) if t.id is not None and t.id not in set(exclude)]
+    via: dict[str, str] = {}
+    for name in alias_names(store, user_id, base):
+        via.setdefault(name, "bookmark alias")
+    # Names are looked for after a common noun of the topic ("my ex Marcus", "我老板李娜"), not after
+    # a name or title ("The Three-Body Problem": "Problem" is no name).
+    nouns = [w for w in base if not w[:1].isupper()]
+    first = topic_pattern(topic)
+    for t in turns if nouns else ():
+        if t.role == "user" and first.search(t.content):
+            for name in apposed_names(t.content, nouns):
+                if _norm_name(name) not in {_norm_name(x) for x in base}:
+                    via.setdefault(name, f"named after it in turn {t.id}")
+    pattern = topic_pattern(topic, list(via))
     hits: set[int] = set()
     follow: set[tuple[str, int]] = set()
-    for t in store.iter_turns(user_id):
-        if t.id is None or t.id in skip:
-            continue
+    for t in turns:
+        assert t.id is not None
         if (t.session_id, t.seq or 0) in follow and t.role == "assistant":
             hits.add(t.id)
         if pattern.search(t.content):
             hits.add(t.id)
             if t.role == "user" and t.seq is not None:
                 follow.add((t.session_id, t.seq + 1))
-    return sorted(hits)
+    return TopicMatch(topic=topic, terms=[*base, *via], turn_ids=sorted(hits), via=via)
+
+
+def topic_turn_ids(store: Store, user_id: str, topic: str, *, exclude: Sequence[int] = ()) -> list[int]:
+    """Ids of the user's turns about the topic (`match_topic`)."""
+    return match_topic(store, user_id, topic, exclude=exclude).turn_ids
 
 
 def apply_forget_topic(
@@ -578,7 +740,8 @@ def apply_forget_topic(
 ) -> Applied:
     """Hard-delete every turn about the command's topic (and what was made from them)."""
     assert command.kind == "forget_topic" and command.value
-    ids = topic_turn_ids(memory.store, user_id, command.value, exclude=exclude)
+    match = match_topic(memory.store, user_id, command.value, exclude=exclude)
+    ids = match.turn_ids
     deleted: list[int] = []
     if ids:
         out = memory.store.forget_turns(user_id, ids)
@@ -591,7 +754,9 @@ def apply_forget_topic(
         else "The user asked you to forget everything about a topic; nothing stored mentioned it."
         " Confirm briefly and do not bring it up."
     )
-    return Applied(command=command, changed={"deleted": len(deleted)}, note=note, deleted_turn_ids=deleted)
+    # How many words were searched for, not which: the exchange that names the topic is not stored.
+    changed = {"deleted": len(deleted), "terms": len(match.terms)}
+    return Applied(command=command, changed=changed, note=note, deleted_turn_ids=deleted)
 
 
 def apply_forget_all(memory: Memory, user_id: str, command: Command) -> Applied:
@@ -667,6 +832,8 @@ def forget_topic_task(ctx: TaskContext, job: Job) -> None:
         ids += topic_turn_ids(ctx.memory.store, job.user_id, command.value, exclude=[turn_id])
     out = ctx.memory.store.forget_turns(job.user_id, ids)
     after_forget(ctx.memory, out)
+    if found[0].seq is not None:
+        mark_forget_command(ctx.memory.store, job.user_id, found[0].session_id, found[0].seq + 1)
 
 
 @task("forget_all")

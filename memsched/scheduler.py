@@ -58,6 +58,8 @@ from memsched.commands import (
     detect,
     keeps_turn,
     last_message_ids,
+    mark_forget_command,
+    next_seq,
 )
 from memsched.companion import Before, Companion, Plan
 from memsched.embed.batch import after_reply
@@ -943,6 +945,10 @@ class Scheduler:
                     done = apply_rename(self.profile, t.user_id, cmd, at=t.at)
                 elif cmd.kind == "forget_topic":
                     done = apply_forget_topic(self.memory, t.user_id, cmd)
+                    # Not stored: the session's next turn gets the seq this message would have had.
+                    seq = next_seq(self.store, t.user_id, t.session_id)
+                    if seq is not None:
+                        mark_forget_command(self.store, t.user_id, t.session_id, seq)
                 elif cmd.kind == "forget_all":
                     done = apply_forget_all(self.memory, t.user_id, cmd)
                 else:

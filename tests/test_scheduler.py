@@ -19,6 +19,7 @@ from conftest import raw_sql
 from memsched import Config, LLMError, Memory
 from memsched.embed.hashing import HashEmbedder
 from memsched.errors import InputError
+from memsched.jobs.queue import Priority
 from memsched.jobs.worker import Worker
 from memsched.llm.client import OpenAIChatClient, llm_calls
 from memsched.model import content_hash
@@ -359,6 +360,25 @@ def test_forget_via_record_is_a_p1_job_the_next_turn_waits_for(make: Factory, fa
     assert "mango777" not in all_text(fake.chat_requests[-1])
     assert not any("mango777" in t.content for t in memory.store.session_turns("u", "s"))
     assert memory.store.search_bm25("u", "mango777") == []
+
+
+def test_forget_last_via_record_after_a_topic_forget_deletes_nothing_older(make: Factory) -> None:
+    """Through `record()` the topic command is stored and deleted with its topic by a P1 job; a
+    "scratch what I just said" recorded after that job ran refers to the command, not to the message
+    before it."""
+    memory, sched = make()
+    for text in (
+        "My ex Marcus texted me again",
+        "Anyway, pizza tonight.",
+        "please forget everything about Marcus",
+    ):
+        sched.record("u", "s", "user", text)
+        sched.record("u", "s", "assistant", "ok")
+    assert sched.queue.wait_for("u", "s", Priority.P1, timeout=30)
+    rec = sched.record("u", "s", "user", "Actually, scratch what I just said.")
+    assert rec.jobs == [] or sched.queue.wait_for("u", "s", Priority.P1, timeout=30)
+    contents = [t.content for t in memory.store.session_turns("u", "s")]
+    assert "Anyway, pizza tonight." in contents and not any("Marcus" in c for c in contents)
 
 
 # -- traces, metrics, failures ---------------------------------------------------------------------------------

@@ -143,3 +143,60 @@ def test_forget_the_message_named_before_the_verb(server: str, fake: FakeOpenAI)
     assert not any("糊涂蛋" in t["content"] for t in turns)
     assert _chat(server, "今天吃什么").status_code == 200
     assert "糊涂蛋" not in json.dumps(fake.chat_requests[-1]["messages"], ensure_ascii=False)
+
+
+@pytest.mark.parametrize(
+    ("topic_line", "other", "forget_topic", "scratch"),
+    [
+        (
+            "My ex Marcus texted me again, ugh.",
+            "Anyway, pizza tonight.",
+            "please forget everything about Marcus",
+            "Actually, scratch what I just said.",
+        ),
+        ("前男友小凯又给我发消息了", "算了，今晚吃火锅", "把关于小凯的事都忘了", "忘掉刚才那句话"),
+    ],
+)
+def test_forget_last_right_after_a_topic_forget_deletes_nothing_older(
+    server: str, fake: FakeOpenAI, topic_line: str, other: str, forget_topic: str, scratch: str
+) -> None:
+    """ "Scratch what I just said" right after "forget everything about Marcus" (which leaves neither
+    itself nor its reply stored) refers to that command: the unrelated message before it stays, and
+    the trace and the reply's prompt say why nothing was deleted (walka finding 13)."""
+    for text in (topic_line, other, forget_topic):
+        assert _chat(server, text).status_code == 200
+    r = _chat(server, scratch)
+    assert r.status_code == 200, r.text
+    trace = httpx.get(f"{server}/v1/traces/{r.headers[TRACE_HEADER]}").json()
+    [block] = [b for b in trace["blocking"] if b["kind"] == "consistency"]
+    assert block["command"] == "forget_last" and block["deleted_turn_ids"] == []
+    assert block["changed"]["nothing_because"] == "the previous message was itself a forget command"
+    system = str(fake.chat_requests[-1]["messages"][0]["content"])
+    assert "was itself a request to forget something" in system
+    turns = httpx.get(f"{server}/v1/users/alice/sessions/s1/turns").json()["turns"]
+    contents = [t["content"] for t in turns]
+    assert other in contents and topic_line not in contents
+    # A message said after the topic forget is again what "scratch that" deletes.
+    assert _chat(server, "I might get a dog" if other.isascii() else "我可能要养狗了").status_code == 200
+    r = _chat(server, scratch)
+    trace = httpx.get(f"{server}/v1/traces/{r.headers[TRACE_HEADER]}").json()
+    [block] = [b for b in trace["blocking"] if b["kind"] == "consistency"]
+    assert len(block["deleted_turn_ids"]) >= 1
+    contents = [t["content"] for t in httpx.get(f"{server}/v1/users/alice/sessions/s1/turns").json()["turns"]]
+    assert other in contents and not any("dog" in c or "养狗" in c for c in contents)
+
+
+def test_forget_last_twice_does_not_reach_past_the_first_command(server: str, fake: FakeOpenAI) -> None:
+    """A second "forget what I just said" names the first one, a forget itself: nothing older goes."""
+    for text in (
+        "I'm thinking of quitting my job",
+        "my sister is visiting next week",
+        "forget what I just said",
+    ):
+        assert _chat(server, text).status_code == 200
+    r = _chat(server, "forget what I just said")
+    trace = httpx.get(f"{server}/v1/traces/{r.headers[TRACE_HEADER]}").json()
+    [block] = [b for b in trace["blocking"] if b["kind"] == "consistency"]
+    assert block["deleted_turn_ids"] == [] and block["changed"]["nothing_because"]
+    contents = [t["content"] for t in httpx.get(f"{server}/v1/users/alice/sessions/s1/turns").json()["turns"]]
+    assert "I'm thinking of quitting my job" in contents and "my sister is visiting next week" not in contents

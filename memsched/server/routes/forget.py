@@ -12,7 +12,8 @@ from typing import Any
 from fastapi import APIRouter, Depends, Request
 from pydantic import BaseModel, Field
 
-from memsched.errors import UnknownUserError
+from memsched.commands import TopicMatch, match_topic
+from memsched.errors import InputError, UnknownUserError
 from memsched.forget import forget
 from memsched.model import Forgotten
 from memsched.server.errors import ERRORS, ApiError
@@ -97,3 +98,71 @@ async def delete_turn(
     if not found:
         raise ApiError(404, f"user {user!r} has no turn {turn_id}", "not_found_error", "no_turn")
     return _out(user, await _forget(svc, uid, turn_ids=[turn_id], hold=found[0].session_id))
+
+
+class TopicTurn(BaseModel):
+    id: int
+    session_id: str
+    seq: int | None
+    role: str
+    content: str
+
+
+class TopicPreview(BaseModel):
+    """What forgetting a topic would delete, and why each word was searched for."""
+
+    user: str
+    topic: str
+    terms: list[str] = Field(description="The words searched for: the topic, its variants, other names")
+    via: dict[str, str] = Field(description="Each word beyond the topic's variants, and where it came from")
+    turns: list[TopicTurn]
+
+
+def _match(svc: Service, uid: str, topic: str) -> TopicMatch:
+    topic = topic.strip()
+    if not topic:
+        raise InputError("name the topic to forget")
+    return match_topic(svc.memory.store, uid, topic)
+
+
+@router.get(
+    "/v1/users/{user}/topics/{topic}/turns",
+    response_model=TopicPreview,
+    responses=ERRORS,
+    summary="The turns forgetting a topic would delete (a preview: nothing is deleted)",
+)
+async def preview_topic(
+    request: Request, user: str, topic: str, svc: Service = Depends(get_service)
+) -> TopicPreview:
+    uid = user_id(request, user)
+    svc.memory.require_user(uid)
+    match = await asyncio.to_thread(_match, svc, uid, topic)
+    turns = svc.memory.store.get_turns(uid, match.turn_ids)
+    return TopicPreview(
+        user=user,
+        topic=match.topic,
+        terms=match.terms,
+        via=match.via,
+        turns=[
+            TopicTurn(id=t.id, session_id=t.session_id, seq=t.seq, role=t.role, content=t.content)
+            for t in turns
+            if t.id is not None
+        ],
+    )
+
+
+@router.delete(
+    "/v1/users/{user}/topics/{topic}",
+    response_model=ForgetResponse,
+    responses=ERRORS,
+    summary="Delete every turn about a topic (what the preview lists) and everything made from them",
+)
+async def delete_topic(
+    request: Request, user: str, topic: str, svc: Service = Depends(get_service)
+) -> ForgetResponse:
+    uid = user_id(request, user)
+    svc.memory.require_user(uid)
+    match = await asyncio.to_thread(_match, svc, uid, topic)
+    if not match.turn_ids:
+        raise ApiError(404, f"no turn of user {user!r} is about {topic!r}", "not_found_error", "no_turn")
+    return _out(user, await _forget(svc, uid, turn_ids=match.turn_ids))
