@@ -155,6 +155,168 @@ def report(
             )
 
 
+# Session 20's second Chinese walk (tests/test_topic_switch.py TIMED["zh2"]): time words inside a
+# renovation topic, then news about a sister without one (the shift is at index 10).
+RENO = [
+    "上周开始装修新房了，每天都在跑建材市场",
+    "瓷砖最后选了浅灰色的，看着干净",
+    "昨天工人把厨房那面墙砸了，灰大得不行",
+    "吊顶到底要不要做啊，层高只有两米七",
+    "明天要去看橱柜，预算已经超了",
+    "卫生间的防水一定得做好",
+    "今天下午电工来布线，插座我让他多留了几个",
+    "客厅想铺实木地板，又怕南方太潮",
+    "周末打算去宜家挑沙发",
+    "全部弄完估计还要两个月",
+    "我妹妹考上研究生了！",
+    "她报的是北京一所学校的新闻专业",
+]
+TIMED_SANTI = [
+    "昨天终于把《三体》第三部看完了",
+    "黑暗森林那个设定我到现在还在想",
+    "明天想去书店买一套精装版收藏",
+    "智子锁死地球科技这个设定很有意思",
+    "昨晚梦见水滴撞过来，直接吓醒了",
+    "程心是不是太圣母了",
+    "今天跟同事争了半天云天明算不算好人",
+    "二向箔降维打击太可怕了",
+    "周末打算把电视剧版也补一下",
+    "你觉得三体人真的会来吗",
+    "番茄炒蛋你会做吗",
+    "番茄炒蛋要先炒蛋还是先炒番茄？",
+]
+WALKS = {
+    "timed 三体 (shift at 10)": TIMED_SANTI,
+    "renovation (shift at 10)": RENO,
+    "issue (shift at 20)": SANTI * 2 + COOK,
+}
+
+
+def _time_gated(plain: Any) -> Any:
+    """`topic.features` with the time cue off when a turn of the window other than its first opens
+    with a time word: the user places things in time inside this topic, so a time word says little."""
+    from memsched.topic import cue_features
+
+    def feats(
+        names: Any,
+        messages: Any,
+        texts: Any,
+        segment: Any,
+        segment_texts: Any,
+        summary: Any = None,
+        *,
+        lexical: bool = True,
+    ) -> dict[str, float]:
+        out: dict[str, float] = plain(
+            names, messages, texts, segment, segment_texts, summary, lexical=lexical
+        )
+        if any(cue_features(t)["time_opener"] for t in list(segment_texts)[1:]):
+            out["time_opener"] = 0.0
+        return out
+
+    return feats
+
+
+def run_either(
+    messages: list[str],
+    vecs: dict[str, dict[str, np.ndarray]],
+    first: TopicParams,
+    second: TopicParams,
+    router: Router,
+) -> set[int]:
+    """`run` with two judges side by side (each with its own pending candidate, one segment): a shift
+    either confirms cuts the segment."""
+    from memsched.topic import advance, contentful, judge
+
+    starts: set[int] = set()
+    seg_start, pend = 0, {0: -1, 1: -1}
+    for i, m in enumerate(messages):
+        turns = [j for j in range(seg_start, i) if contentful(messages[j], first)]
+        verdicts = []
+        for k, params in enumerate((first, second)):
+            old = [j for j in turns if pend[k] < 0 or j < pend[k]]
+            pp = [j for j in turns if pend[k] >= 0 and j >= pend[k]]
+            verdicts.append(
+                judge(
+                    m,
+                    vecs[m],
+                    [vecs[messages[j]] for j in old[-first.window :]],
+                    [vecs[messages[j]] for j in pp],
+                    params=params,
+                    segment_texts=[messages[j] for j in old[-first.window :]],
+                    pending_texts=[messages[j] for j in pp],
+                )
+            )
+        if m not in _CUE_SHIFT:
+            _CUE_SHIFT[m] = bool(
+                router.route(m, segment_turns=99, min_segment_turns=2).signals["topic_shift"]
+            )
+        cue = _CUE_SHIFT[m] and len(turns) >= 2
+        k = 1 if verdicts[1].shift and not verdicts[0].shift else 0
+        shift = verdicts[0].shift or verdicts[1].shift or cue
+        start, _ = advance(verdicts[k], shift=shift, index=i, pending=pend[k])
+        if start is not None:
+            starts.add(start)
+            seg_start, pend = start, {0: -1, 1: -1}
+        else:
+            pend = {j: advance(verdicts[j], shift=False, index=i, pending=pend[j])[1] for j in (0, 1)}
+    return starts
+
+
+def session20(
+    convs: list[dict[str, Any]], vecs: dict[str, dict[str, np.ndarray]], halves: tuple[str, ...]
+) -> None:
+    """Session 20's Chinese variants against the time-word cuts: the shipped judge; its time cue gated
+    (`_time_gated`); the gated judge or session 18's margin judge (either confirms); the margin judge
+    alone. Per half, and the walks' predicted segment starts."""
+    import memsched.topic as topic
+    from memsched.topic import DEFAULT_PARAMS
+
+    router = Router()
+    margin = replace(
+        DEFAULT_PARAMS, cjk=replace(DEFAULT_PARAMS.cjk, learned=None, confirm_pair=0.025, closer=0.05)
+    )
+    plain = topic.features
+    variants = ("shipped", "time cue gated", "gated or margin", "margin alone")
+    print(
+        "| Chinese judge | "
+        + " | ".join(f"{h} F1 (P / R)" for h in halves)
+        + " | "
+        + " | ".join(WALKS)
+        + " |"
+    )
+    print("|---|" + "---:|" * len(halves) + "---|" * len(WALKS))
+    for name in variants:
+        topic.features = _time_gated(plain) if "gated" in name else plain  # type: ignore[assignment]
+        try:
+            cells = []
+            for half in halves:
+                part = [c for c in convs if c["lang"] == "zh" and c["split"] == half]
+                tp = fp = fn = 0
+                for c in part:
+                    messages, truth = labelled(c)
+                    if name == "gated or margin":
+                        pred = run_either(messages, vecs, DEFAULT_PARAMS, margin, router)
+                    else:
+                        pred = run(
+                            messages, vecs, margin if name == "margin alone" else DEFAULT_PARAMS, router
+                        )
+                    tp, fp, fn = tp + len(truth & pred), fp + len(pred - truth), fn + len(truth - pred)
+                p, r = tp / max(1, tp + fp), tp / max(1, tp + fn)
+                f = 2 * p * r / (p + r) if p + r else 0.0
+                cells.append(f"{f:.3f} ({p:.2f} / {r:.2f})")
+            walks = []
+            for msgs in WALKS.values():
+                if name == "gated or margin":
+                    pred = run_either(msgs, vecs, DEFAULT_PARAMS, margin, router)
+                else:
+                    pred = run(msgs, vecs, margin if name == "margin alone" else DEFAULT_PARAMS, router)
+                walks.append(str(sorted(pred)))
+        finally:
+            topic.features = plain  # type: ignore[assignment]
+        print(f"| {name} | " + " | ".join(cells) + " | " + " | ".join(walks) + " |")
+
+
 def tune(convs: list[dict[str, Any]], vecs: dict[str, dict[str, np.ndarray]]) -> None:
     """Grid search per script on the tuning half only; prints the best settings by F1 (ties: fewer
     false shifts, then the tuned default's neighbourhood order)."""
@@ -686,6 +848,16 @@ def main() -> int:
         help="judge on the vectors of each message without its time expressions (topic.without_time)",
     )
     ap.add_argument("--gloss-wait", action="store_true", help="what routing now waits for on Chinese")
+    ap.add_argument(
+        "--session20",
+        action="store_true",
+        help="session 20's Chinese variants against the time-word cuts (--half: which halves) and the walks",
+    )
+    ap.add_argument(
+        "--time-gated",
+        action="store_true",
+        help="--fit: the time cue off when the window's turns after its first open with a time word",
+    )
     args = ap.parse_args()
     if args.gloss_wait:
         return gloss_wait()
@@ -697,7 +869,10 @@ def main() -> int:
         return through_scheduler([c for c in convs if c["split"] in halves])
     memory = Memory(Config.load(home=tempfile.mkdtemp()))
     try:
-        texts = sorted({m for c in convs for s in c["segments"] for m in s["messages"]})
+        texts = sorted(
+            {m for c in convs for s in c["segments"] for m in s["messages"]}
+            | {m for w in WALKS.values() for m in w}
+        )
         if args.masked:
             from memsched.topic import without_time
 
@@ -715,7 +890,13 @@ def main() -> int:
             tune_loco(convs, vecs, lang)
     elif args.tune:
         tune(convs, vecs)
+    elif args.session20:
+        session20(convs, vecs, ("tune", "report") if args.half == "both" else (args.half,))
     elif args.fit:
+        if args.time_gated:
+            import memsched.topic as topic
+
+            topic.features = _time_gated(topic.features)  # type: ignore[assignment]
         fit(
             convs,
             vecs,

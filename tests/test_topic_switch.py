@@ -177,9 +177,40 @@ TIMED = {
 }
 
 
+# Session 20's second Chinese walk, written apart from the first (other topics, other wording): a
+# flat being renovated, with time words inside the topic (上周/昨天/明天/今天下午/周末), then news about a
+# sister, opened without a time word and continued with a pronoun.
+TIMED["zh2"] = (
+    [
+        "上周开始装修新房了，每天都在跑建材市场",
+        "瓷砖最后选了浅灰色的，看着干净",
+        "昨天工人把厨房那面墙砸了，灰大得不行",
+        "吊顶到底要不要做啊，层高只有两米七",
+        "明天要去看橱柜，预算已经超了",
+        "卫生间的防水一定得做好",
+        "今天下午电工来布线，插座我让他多留了几个",
+        "客厅想铺实木地板，又怕南方太潮",
+        "周末打算去宜家挑沙发",
+        "全部弄完估计还要两个月",
+    ],
+    "我妹妹考上研究生了！",
+    "她报的是北京一所学校的新闻专业",
+    "装修的时候吊顶最后做了没有？",
+)
+
+
 @pytest.mark.parametrize(
     "lang",
     [
+        pytest.param(
+            "zh2",
+            marks=pytest.mark.xfail(
+                strict=True,
+                reason="known (BENCHMARKS.md, Topic shifts, session 20): the shipped Chinese judge cuts the"
+                " renovation talk at '明天要去看橱柜…' and '周末打算去宜家挑沙发' (each a time-word candidate"
+                " confirmed by the next line) and misses the time-less shift to '我妹妹考上研究生了！'",
+            ),
+        ),
         pytest.param(
             "zh",
             marks=pytest.mark.xfail(
