@@ -16,9 +16,9 @@ still recalled by search); a false one would be shown on every turn.
 | preferred_name | 叫我X, 别叫我X了(，…，还是叫我Y) (a P1 command in `commands.py`) | call me X, stop calling me X(, I prefer Y) |
 | birthday | 我的生日是X, 我是X出生的 | my birthday is / 's on X, I was born on X |
 | location | 我住在X, 我(们)(上个月/刚)搬到了X, 我在X生活 | I/we live in X, I/we (just) moved to X, I'm based in X |
-| occupation | 我是一名X, 我的工作是X, 我是做X的 | I work as a X, my job is X, I'm a X by profession |
+| occupation | 我是一名X, 我的工作是X, 我是做X的, 我在一家游戏公司做策划 | I work as a X, my job is X, I'm a X by profession, I'm a nurse (at …) |
 | partner_name | 我男朋友/老婆/对象…叫X | my boyfriend/wife/partner… is called X, my girlfriend Emma, I'm married to X |
-| pets | 我(家)的猫叫X, 我养了一只狗 | my dog is called X, our cat Miso, I have a cat (called X) |
+| pets | 我(家)的猫叫X, 我养了一只狗, 我养了一只柯基叫豆包 | my dog is called X, our cat Miso, I have a cat (called X) |
 | likes | 我(很/最…)喜欢X, 我爱吃X | I love/like/enjoy/adore X |
 | dislikes | 我讨厌X, 我不喜欢X, 我受不了X | I hate/dislike X, I can't stand X, I don't like X |
 | allergies | 我(也)对X过敏, 我X过敏 | I'm (also) allergic to X, I have a X allergy |
@@ -144,7 +144,7 @@ _EN_NOT_GREETING_NAMES = frozenset(
     scottish welsh mexican russian brazilian dutch swedish vietnamese thai filipino muslim christian
     catholic jewish buddhist hindu vegan vegetarian single married""".split()  # noqa: SIM905 - a word list reads better as text
 )
-_PET_KINDS_ZH = "猫咪|小猫|猫|狗狗|小狗|狗|兔子|仓鼠|鹦鹉|乌龟|金鱼|龙猫"
+_PET_KINDS_ZH = "猫咪|小猫|猫|狗狗|小狗|狗|犬|兔子|仓鼠|鹦鹉|乌龟|金鱼|龙猫"
 _PET_KINDS_EN = "cat|kitten|dog|puppy|rabbit|bunny|hamster|parrot|turtle|goldfish|guinea pig"
 _ZH_PARTNER = "男朋友|女朋友|男友|女友|老公|老婆|丈夫|妻子|太太|先生|对象|爱人|未婚夫|未婚妻"
 _EN_PARTNER = "boyfriend|girlfriend|husband|wife|partner|fiancée|fiancee|fiance|fiancé|spouse"
@@ -198,7 +198,7 @@ _RULES: list[tuple[str, str, re.Pattern[str], bool]] = [
         "zh_work_as",
         OCCUPATION,
         re.compile(
-            rf"{_ZH_HEAD}我?(?:现在|目前)?(?:在[{_CJK}]{{2,6}}?)?(?:做|当)了?(?:一名|一个|一位)?"
+            rf"{_ZH_HEAD}我?(?:现在|目前)?(?:在(?P<place>[{_CJK}]{{2,8}}?))?(?:做|当)了?(?:一名|一个|一位)?"
             rf"(?P<v>[{_CJK}]{{2,8}}?)(?=$|[{_STOP}\s]|了|呢|啊|的|已经)"
         ),
         False,
@@ -233,9 +233,28 @@ _RULES: list[tuple[str, str, re.Pattern[str], bool]] = [
         False,
     ),
     (
+        # "我养了一只柯基叫豆包": 养了 with an animal's measure word (只, 条, 头) names an animal, whatever
+        # its kind (a breed: 柯基, 哈士奇), when a name follows.
+        "zh_pet_measure_named",
+        PETS,
+        re.compile(
+            rf"我(?:家)?养了(?:一|两|三|几)?(?:只|条|头)(?P<kind>[{_CJK}]{{1,4}}?)"
+            rf"[，,]?(?:它|他|她)?(?:的名字)?叫{_ZH_NAME}"
+        ),
+        False,
+    ),
+    (
         "zh_pet_have",
         PETS,
         re.compile(rf"我(?:家)?养了(?:一只|一条|两只|三只|只|条)?(?P<v>[{_CJK}]{{0,2}}?(?:{_PET_KINDS_ZH}))"),
+        False,
+    ),
+    (
+        "zh_pet_measure",
+        PETS,
+        re.compile(
+            rf"我(?:家)?养了(?:一|两|三|几)?(?:只|条|头)(?P<v>[{_CJK}]{{1,4}}?)(?=$|[{_STOP}\s]|了|呢|啊|呀|哦)"
+        ),
         False,
     ),
     ("zh_allergic_to", ALLERGIES, re.compile(rf"我{_ZH_WHEN}对{_ZH_W}过敏"), False),
@@ -295,6 +314,19 @@ _RULES: list[tuple[str, str, re.Pattern[str], bool]] = [
         "en_by_profession",
         OCCUPATION,
         re.compile(r"\bI(?:'m| am) an? (?P<v>[a-z][a-z ]{1,40}?) by (?:profession|trade)", re.I),
+        True,
+    ),
+    (
+        # "I'm a nurse at the city hospital", "I'm a software engineer": only when the value's last word
+        # is an occupation (`_EN_OCCUPATIONS`), so "I'm a bit tired", "I'm a mess", "I'm a big fan of
+        # jazz" state nothing.
+        "en_im_a",
+        OCCUPATION,
+        re.compile(
+            r"\bI(?:'m| am) (?:now |currently |actually |also |just )?an? (?P<v>[a-z][a-z\- ]{1,40}?)"
+            r"(?=$|[.,!?;:\n]|\s+(?:at|in|for|with|from|on|of|and|but|so|who|which|by)\b)",
+            re.I,
+        ),
         True,
     ),
     (
@@ -467,7 +499,9 @@ def extract(text: str) -> list[Observation]:
                 value = _clean(m.group("v"), english=english)
             if value is None:
                 continue
-            if key == OCCUPATION and not english and not _looks_like_occupation(value):
+            if key == OCCUPATION and not english and not _looks_like_occupation(value, m):
+                continue
+            if rule == "en_im_a" and value.split()[-1].lower() not in _EN_OCCUPATIONS:
                 continue
             if key == NAME and value.split()[0].lower() in _EN_NOT_GREETING_NAMES:
                 continue
@@ -538,8 +572,43 @@ _ZH_OCCUPATION_END = re.compile(
 )
 
 
-def _looks_like_occupation(value: str) -> bool:
-    return bool(_ZH_OCCUPATION_END.search(value)) and "的" not in value
+# A job named by its function ("做策划", "做销售") is an occupation when a workplace is named with it
+# ("我在一家游戏公司做策划"): "我做测试" alone may be a task.
+_ZH_JOB_FUNCTIONS = frozenset(
+    "策划 销售 客服 翻译 文案 美工 测试 运维 前端 后端 行政 人事 财务 法务 市场 公关 采购 物流 外贸 "
+    "保安 保洁 保姆 收银 咨询 审计 风控 投行 猎头 教研 剪辑 后期 配音 摄影 导游".split()  # noqa: SIM905 - a word list reads better as text
+)
+_ZH_WORKPLACE = re.compile(
+    r"(?:公司|单位|医院|诊所|学校|大学|中学|小学|幼儿园|银行|工厂|厂|店|餐厅|饭店|酒店|事务所|研究所|研究院|"
+    r"工作室|机构|集团|企业|报社|杂志社|出版社|电视台|政府|部门|大厂|外企|国企|银行|超市|商场)$"
+)
+
+
+def _looks_like_occupation(value: str, m: re.Match[str] | None = None) -> bool:
+    if "的" in value:
+        return False
+    if _ZH_OCCUPATION_END.search(value):
+        return True
+    place = m.groupdict().get("place") if m is not None else None
+    return value in _ZH_JOB_FUNCTIONS and bool(place and _ZH_WORKPLACE.search(place))
+
+
+# The last word of "I'm a X": a generic list of occupations (not fitted to any data set).
+_EN_OCCUPATIONS = frozenset(
+    """nurse doctor physician surgeon dentist pharmacist paramedic therapist psychologist psychiatrist
+    teacher professor lecturer tutor student researcher scientist engineer developer programmer coder
+    designer architect lawyer attorney solicitor paralegal judge accountant auditor banker analyst
+    consultant manager director executive clerk secretary receptionist assistant cashier salesperson
+    chef cook baker waiter waitress bartender barista butcher farmer gardener carpenter plumber
+    electrician mechanic technician builder painter artist illustrator photographer musician singer
+    actor actress dancer writer author journalist reporter editor translator interpreter librarian
+    pilot driver firefighter policeman policewoman officer soldier veterinarian vet pharmacist
+    entrepreneur freelancer contractor administrator marketer recruiter caregiver nanny housekeeper
+    cleaner janitor miner fisherman tailor hairdresser barber beautician coach trainer athlete
+    streamer vlogger blogger influencer investor broker realtor agent inspector surveyor economist
+    statistician mathematician physicist chemist biologist midwife optometrist radiologist
+    intern apprentice professor postdoc""".split()  # noqa: SIM905 - a word list reads better as text
+)
 
 
 # -- applying --------------------------------------------------------------------------------------

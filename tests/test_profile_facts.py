@@ -89,6 +89,16 @@ CLAUSE_CASES = [
     ("我讨厌下雨天还有堵车", "dislikes", "下雨天"),
     ("我养了一只橘猫叫胖虎", "pets", "橘猫 胖虎"),  # a word before the kind, then its name
     ("我养了一只布偶猫", "pets", "布偶猫"),
+    # A breed: 养了 with an animal's measure word names an animal, whatever its kind.
+    ("我养了一只柯基叫豆包", "pets", "柯基 豆包"),
+    ("我养了一只柯基，超可爱", "pets", "柯基"),
+    # A job named by its function is one when a workplace comes with it.
+    ("我在一家游戏公司做策划", "occupation", "策划"),
+    ("我在公司做测试", "occupation", "测试"),
+    # "I'm a X": only when X ends in an occupation.
+    ("I'm a nurse at the city hospital", "occupation", "nurse"),
+    ("I'm a software engineer at Google.", "occupation", "software engineer"),
+    ("I'm a teacher", "occupation", "teacher"),
     ("在上海做设计师。", "occupation", "设计师"),
     ("我在腾讯当产品经理", "occupation", "产品经理"),
     # Discourse fillers are not part of the value (a walk-through stored "mushrooms by the way").
@@ -169,6 +179,15 @@ def test_a_rename_is_cut_at_the_clause_boundary(text: str, value: str) -> None:
         "今天在公司做了一天报表",
         "Hello! I'm Chinese, by the way",
         "Hey, I'm Back",
+        "I'm a bit tired",
+        "I'm a mess",
+        "I'm a big fan of jazz",
+        "I'm a bit of a designer at heart",
+        "I'm a beginner at chess",
+        "I'm a night owl",
+        "我在公司做项目",
+        "我做测试",
+        "我养了一盆花",
     ],
 )
 def test_questions_pronouns_and_chit_chat_state_no_fact(text: str) -> None:
@@ -500,3 +519,24 @@ def test_http_an_allergy_taken_back_leaves_the_prompt(
     assert "- allergies" not in system
     facts = httpx.get(f"{server}/v1/users/li/profile", params={"key": "allergies"}).json()["facts"]
     assert [(f["value"], f["current"]) for f in facts] == [(allergen, False)]
+
+
+@pytest.mark.parametrize(
+    ("job", "pet", "occupation", "pets"),
+    [
+        ("我在一家游戏公司做策划", "我养了一只柯基叫豆包", "策划", "柯基 豆包"),
+        ("I'm a nurse at the city hospital.", "We adopted a puppy. My puppy is called Biscuit.", "nurse", "puppy Biscuit"),
+    ],
+)
+def test_http_a_job_by_its_function_a_breed_and_im_a_nurse_reach_the_prompt(
+    server: str, fake: FakeOpenAI, job: str, pet: str, occupation: str, pets: str
+) -> None:
+    """A walk-through's misses: 策划 does not end like an occupation, 柯基 is no pet kind in the list,
+    and "I'm a nurse at …" had no rule; none of them reached the profile."""
+    _chat(server, job, "2024-10-01T10:00:00+00:00")
+    _chat(server, pet, "2024-10-01T10:01:00+00:00")
+    fake.clear()
+    _chat(server, "晚饭吃什么好？", "2024-10-02T18:00:00+00:00", session="s2")
+    system = fake.chat_requests[-1]["messages"][0]["content"]
+    assert f"- occupation: {occupation}" in system
+    assert f"- pets: {pets}" in system
