@@ -575,8 +575,8 @@ _ZH_OCCUPATION_END = re.compile(
 # A job named by its function ("做策划", "做销售") is an occupation when a workplace is named with it
 # ("我在一家游戏公司做策划"): "我做测试" alone may be a task.
 _ZH_JOB_FUNCTIONS = frozenset(
-    "策划 销售 客服 翻译 文案 美工 测试 运维 前端 后端 行政 人事 财务 法务 市场 公关 采购 物流 外贸 "
-    "保安 保洁 保姆 收银 咨询 审计 风控 投行 猎头 教研 剪辑 后期 配音 摄影 导游".split()  # noqa: SIM905 - a word list reads better as text
+    """策划 销售 客服 翻译 文案 美工 测试 运维 前端 后端 行政 人事 财务 法务 市场 公关 采购 物流 外贸
+    保安 保洁 保姆 收银 咨询 审计 风控 投行 猎头 教研 剪辑 后期 配音 摄影 导游""".split()  # noqa: SIM905 - a word list reads better as text
 )
 _ZH_WORKPLACE = re.compile(
     r"(?:公司|单位|医院|诊所|学校|大学|中学|小学|幼儿园|银行|工厂|厂|店|餐厅|饭店|酒店|事务所|研究所|研究院|"

@@ -525,7 +525,12 @@ def test_http_an_allergy_taken_back_leaves_the_prompt(
     ("job", "pet", "occupation", "pets"),
     [
         ("我在一家游戏公司做策划", "我养了一只柯基叫豆包", "策划", "柯基 豆包"),
-        ("I'm a nurse at the city hospital.", "We adopted a puppy. My puppy is called Biscuit.", "nurse", "puppy Biscuit"),
+        (
+            "I'm a nurse at the city hospital.",
+            "We adopted a puppy. My puppy is called Biscuit.",
+            "nurse",
+            "puppy Biscuit",
+        ),
     ],
 )
 def test_http_a_job_by_its_function_a_breed_and_im_a_nurse_reach_the_prompt(
