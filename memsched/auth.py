@@ -99,6 +99,11 @@ class Keyring:
         """Whether any key exists: without one, the service serves loopback only and asks for none."""
         return bool(self._env) or self.store.keys_active() > 0
 
+    def tenants(self) -> set[str]:
+        """The tenants that have a key (the environment's, and the store's not revoked)."""
+        stored = {str(r["tenant"]) for r in self.store.keys_list() if r.get("revoked_at") is None}
+        return {t for t, _ in self._env} | stored
+
     def verify(self, presented: str) -> Principal | None:
         """The principal of a valid key, or None (unknown, revoked or malformed: the caller says 401)."""
         if not presented:

@@ -46,7 +46,7 @@ class LLMError(MemschedError):
 class UpstreamStatusError(LLMError):
     """The upstream LLM answered with an HTTP error: its `status`, and its `Retry-After` header as
     sent (seconds or an HTTP date; None when it sent none). The proxy answers a 429 as a 429 with
-    that header, and a 400/413/422 (a request the upstream rejected, e.g. a parameter out of range)
+    that header, and a 400/404/413/422 (a request the upstream rejected, e.g. a parameter out of range)
     with the same status, so an OpenAI SDK neither retries a bad request nor loses a rate limit's wait."""
 
     def __init__(self, message: str, status: int, retry_after: str | None = None) -> None:

@@ -143,3 +143,29 @@ def test_an_upstream_that_cannot_be_reached_is_a_502(tmp_path: Path) -> None:
     with LiveServer(create_app(cfg)) as base:
         r = httpx.get(f"{base}/v1/files", timeout=10)
     assert r.status_code == 502 and "connection failed" in r.json()["error"]["message"]
+
+
+def test_with_several_tenants_only_stateless_paths_are_relayed(tmp_path: Path) -> None:
+    """Files, batches and stored responses upstream belong to memsched's one upstream key: with keys of
+    two tenants, one tenant must not list what the other uploaded, so those paths are refused."""
+    acme, globex = "acme-key-0123456789abcdef", "globex-key-0123456789abcdef"
+    with FakeOpenAI() as fake:
+        for keys, files_status in ((f"acme:{acme}", 200), (f"acme:{acme},globex:{globex}", 403)):
+            cfg = Config.load(
+                home=tmp_path / str(files_status),
+                embedders="hash",
+                upstream_base_url=fake.base_url,
+                upstream_model="m",
+                api_keys=keys,
+            )
+            with LiveServer(create_app(cfg)) as base:
+                auth = {"Authorization": f"Bearer {acme}"}
+                before = len(fake.requests)
+                r = httpx.get(f"{base}/v1/files", headers=auth, timeout=10)
+                assert r.status_code == files_status, r.text
+                if files_status == 403:
+                    assert r.json()["error"]["code"] == "shared_upstream_state"
+                    assert len(fake.requests) == before  # not relayed
+                r = httpx.post(f"{base}/v1/moderations", json={"input": "hi"}, headers=auth, timeout=10)
+                assert r.status_code == 200 and r.json()["results"][0]["flagged"] is False
+                assert httpx.get(f"{base}/v1/files", timeout=10).status_code == 401  # no key

@@ -6,12 +6,14 @@ memsched's upstream key (as for `/v1/embeddings`); the answer comes back with it
 content type and the headers a client reads (Retry-After, rate limits, request id), its body
 streamed as it arrives (server-sent events, audio). Nothing is retried here: the client's SDK
 retries what it may. memsched's own resources (`/v1/users/...`, `/v1/traces/...`, ...) are never
-relayed: a wrong method or path there is memsched's 405 or 404. Mounted last, so every route of
-memsched's comes first.
+relayed: a wrong method or path there is memsched's 405 or 404. With keys of more than one tenant,
+only the stateless paths are relayed (the upstream's stored objects would be shared between tenants
+through memsched's one upstream key). Mounted last, so every route of memsched's comes first.
 """
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from collections.abc import AsyncIterator
 from typing import Any
@@ -23,6 +25,7 @@ from starlette.routing import BaseRoute, Match
 
 from memsched.errors import ConfigError, LLMError
 from memsched.server.errors import ApiError
+from memsched.server.identity import identity
 from memsched.server.service import Service, get_service
 
 log = logging.getLogger("memsched.server.passthrough")
@@ -44,6 +47,9 @@ RESPONSE_HEADERS = (
     "openai-processing-ms",
     "openai-version",
 )
+# Paths whose answers the upstream keeps nothing of. The others (files, batches, stored responses,
+# vector stores, ...) are objects of memsched's one upstream key: shared by every tenant.
+STATELESS = frozenset({"completions", "moderations", "audio", "images"})
 HEADER = "X-Memsched-Memory"  # "none" on every relayed answer: memsched added and kept nothing
 
 
@@ -81,6 +87,16 @@ async def passthrough(path: str, request: Request, svc: Service = Depends(get_se
     upstream = svc.upstream
     if upstream is None:
         raise ConfigError("no upstream: set MEMSCHED_UPSTREAM_BASE_URL and MEMSCHED_UPSTREAM_MODEL")
+    stateful = path.split("/", 1)[0] not in STATELESS and identity(request).tenant is not None
+    if stateful and len(await asyncio.to_thread(svc.keyring.tenants)) > 1:
+        raise ApiError(
+            403,
+            f"/v1/{path} is not relayed to the upstream on a service with several tenants: what the"
+            " upstream stores there (files, batches, stored responses) would be shared between them"
+            f" through memsched's one upstream key; relayed: /v1/{{{','.join(sorted(STATELESS))}}}",
+            "invalid_request_error",
+            "shared_upstream_state",
+        )
     headers = {k: v for k, v in request.headers.items() if k.lower() in REQUEST_HEADERS}
     headers.setdefault("accept-encoding", "identity")  # the body is relayed as it comes, not decoded
     data = await request.body()
