@@ -1,6 +1,8 @@
 from __future__ import annotations
 
+import itertools
 import socket
+from dataclasses import replace
 from typing import Any
 
 import numpy as np
@@ -177,8 +179,87 @@ def test_minilm_background_work_pauses_before_each_short_call(no_network: None) 
         background = model.embed(words)
     foreground = model.embed(words)
     assert np.allclose(background, foreground, atol=1e-5)  # same vectors, cut differently
-    # 36 words of 3-5 tokens: a handful of calls within the budget (two words a call would be 18).
-    assert BACKGROUND_TOKENS == 64 and 2 <= len(pauses) <= 6
+    # 36 words of 3-5 tokens: a handful of calls within the budget (two words a call would be 18),
+    # each run as the model's 13 pieces with a pause before each.
+    assert BACKGROUND_TOKENS == 64 and len(pauses) % 13 == 0 and 2 <= len(pauses) // 13 <= 6
+
+
+def test_background_minilm_calls_run_in_small_pieces_with_a_pause_before_each(no_network: None) -> None:
+    """What bounds the wait of a turn behind background work: a background call is at most
+    BACKGROUND_TOKENS padded tokens, run as the model's pieces (the embeddings, then half a layer
+    at a time) with a pause before each piece, so no piece is a whole model call; and the pieces give
+    the foreground's vectors bit for bit (stored vectors do not depend on who computed them)."""
+    from memsched.embed import minilm_onnx
+    from memsched.embed.minilm import BACKGROUND_TOKENS, shared_minilm
+
+    model = shared_minilm(Config.load())
+    if model.backend != "onnx":
+        pytest.skip("the pieces are the ONNX backend's")
+    onnx = model._load()
+    stages = onnx._background_stages()
+    assert len(stages) == 13  # embeddings + 6 layers x (attention, feed-forward)
+    texts = [
+        "ok",
+        "Where did we go on our first date?",
+        "我的猫叫芝麻，是只英短。我们第一次约会那家店叫什么来着？",
+        *(f"turn {i}: we talked about cats, the lake, pottery and 芝麻 " * (1 + i % 3) for i in range(20)),
+        "Melanie painted a sunrise over the lake; Caroline went to a pottery class. " * 30,  # truncated
+    ]
+    expected = model.embed(texts)
+    runs: list[tuple[int, int]] = []  # (piece, padded tokens) of each model run, in order
+    events: list[str] = []
+
+    class Recording:
+        def __init__(self, k: int, inner: Any) -> None:
+            self.k, self.inner = k, inner
+
+        def run(self, names: Any, feeds: Any, options: Any = None) -> Any:
+            shape = next(iter(feeds.values())).shape
+            runs.append((self.k, int(shape[0]) * int(shape[-1]) if len(shape) >= 2 else 0))
+            events.append("run")
+            return self.inner.run(names, feeds, options)
+
+    real = list(stages)
+    stages[:] = [replace(st, session=Recording(k, st.session)) for k, st in enumerate(real)]
+    try:
+        with base.background(lambda: events.append("pause") or True):
+            out = model.embed(texts)
+    finally:
+        stages[:] = real
+    assert np.array_equal(out, expected)
+    assert events[0] == "pause" and all(a == "pause" for a, b in itertools.pairwise(events) if b == "run")
+    firsts = [i for i, (k, _) in enumerate(runs) if k == 0]
+    assert len(firsts) >= 3  # several calls, each run as all 13 pieces in order
+    for start, end in zip(firsts, [*firsts[1:], len(runs)], strict=True):
+        assert [k for k, _ in runs[start:end]] == list(range(13))
+    # Every call within the token budget, but a single text longer than it (the truncated one).
+    widths = sorted({tokens for k, tokens in runs if k == 0})
+    assert widths[-1] == onnx.max_length and all(w <= BACKGROUND_TOKENS for w in widths[:-1])
+    assert minilm_onnx.MAX_PREEMPTS >= 1
+
+
+@pytest.mark.slow
+def test_background_minilm_pieces_that_do_not_match_the_whole_model_are_not_used(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Any, caplog: pytest.LogCaptureFixture
+) -> None:
+    """The pieces are checked against the whole model on the probe texts when first loaded; pieces
+    that give other bits (here: the residual-add fusion the whole graph does not make) are not used,
+    and background calls run the whole model, as they did before pieces."""
+    import shutil
+
+    from memsched.embed import minilm_onnx
+
+    onnx_file = tmp_path / "model.onnx"
+    shutil.copy(minilm_onnx.ensure_exported(), onnx_file)
+    monkeypatch.setattr(minilm_onnx, "PARTS_DISABLED_OPTIMIZERS", [])
+    model = minilm_onnx.OnnxMiniLM(onnx_file, minilm_onnx.model_dir())
+    with caplog.at_level("WARNING", logger=minilm_onnx.__name__):
+        stages = model._background_stages()
+    assert len(stages) == 1 and stages[0].session is model._session
+    assert "whole model in one piece" in caplog.text and "bit for bit" in caplog.text
+    assert (tmp_path / f"parts-v{minilm_onnx.PARTS_VERSION}" / "parts.json").exists()
+    texts = ["one background text", "and another, a little longer than the first one"]
+    assert np.array_equal(model.embed(texts, pause=lambda: True, max_tokens=64), model.embed(texts))
 
 
 def test_a_turn_cuts_short_background_minilm_calls_which_run_again(no_network: None) -> None:
@@ -198,7 +279,6 @@ def test_a_turn_cuts_short_background_minilm_calls_which_run_again(no_network: N
     expected = model.embed(texts)
     gate = ForegroundGate(max_wait=30.0)
     started, turn_done = threading.Event(), threading.Event()
-    real_run = onnx._session.run
     seen: list[bool] = []
 
     class Session:
@@ -216,8 +296,11 @@ def test_a_turn_cuts_short_background_minilm_calls_which_run_again(no_network: N
         with gate.turn():
             turn_done.set()
 
-    real_session, before = onnx._session, onnx.preempted
-    onnx._session = Session()
+    stages = onnx._background_stages()
+    first = stages[0]
+    real_run = first.session.run
+    before = onnx.preempted
+    stages[0] = replace(first, session=Session())
     try:
         t = threading.Thread(target=turn)
         t.start()
@@ -225,14 +308,17 @@ def test_a_turn_cuts_short_background_minilm_calls_which_run_again(no_network: N
             out = model.embed(texts)
         t.join(10)
     finally:
-        onnx._session = real_session
-    assert np.allclose(out, expected, atol=1e-6)
+        stages[0] = first
+    assert np.array_equal(out, expected)  # the piece ran again: the same vectors, bit for bit
     assert onnx.preempted == before + 1 and seen[0] and seen[1]
 
 
 def test_a_background_minilm_call_is_cut_short_a_bounded_number_of_times() -> None:
-    """However often turns start, one background call is run again at most MAX_PREEMPTS times, then
-    to its end; and a call made after the pause gave up waiting (a busy foreground) is not cut."""
+    """However often turns start, one piece of a background call is run again at most MAX_PREEMPTS
+    times, then to its end; and a piece run after the pause gave up waiting (a busy foreground) is
+    not cut."""
+    import threading
+
     from memsched.embed import minilm_onnx
 
     class Session:
@@ -245,12 +331,14 @@ def test_a_background_minilm_call_is_cut_short_a_bounded_number_of_times() -> No
                 assert base.preempt_background() == 1
                 raise RuntimeError("Exiting due to terminate flag being set to true.")
             n, width = feeds["input_ids"].shape
-            return [np.ones((n, width, minilm_onnx.DIM), dtype=np.float32)]
+            return [np.ones((n, width, minilm_onnx.DIM), dtype=np.float32)]  # the whole model, one piece
 
     model = minilm_onnx.OnnxMiniLM.__new__(minilm_onnx.OnnxMiniLM)
     model._tokenizer, model.max_length = minilm_onnx._tokenizer(minilm_onnx.model_dir())
     model.group, model.preempted = 16, 0
     session = model._session = Session()  # type: ignore[assignment]
+    model._stages_lock = threading.Lock()
+    model._stages = [minilm_onnx.Stage(session, minilm_onnx._INPUTS, (minilm_onnx.OUTPUT,))]
     out = model.embed(["one short text"], pause=lambda: True)
     assert out.shape == (1, minilm_onnx.DIM) and np.allclose(np.linalg.norm(out, axis=1), 1.0)
     assert session.calls == [True] * minilm_onnx.MAX_PREEMPTS + [False]

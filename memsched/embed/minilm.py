@@ -101,6 +101,14 @@ class MiniLMEmbedder:
                 self._model = model
             return self._model
 
+    def warm_up_background(self) -> None:
+        """Load what background (P2) embedding runs now, not in the first background job: with ONNX,
+        the model's pieces (`OnnxMiniLM._background_stages`; split and written once per export,
+        ~2-4 s, then ~0.5 s a start). For processes whose workers run beside turns."""
+        model = self._load()
+        if self.backend == "onnx":
+            model._background_stages()
+
     def embed(self, texts: Sequence[str]) -> np.ndarray:
         if not texts:
             return np.zeros((0, self.dim), dtype=np.float32)

@@ -16,7 +16,9 @@ import json
 import logging
 import os
 import tempfile
+import threading
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from importlib import metadata
 from pathlib import Path
 from typing import Any
@@ -38,9 +40,18 @@ GROUP = 16
 # a part per (padded) token, the fixed part as much as ~20 tokens (1x8 tokens 5.3 ms, 1x32 9.1 ms,
 # 1x64 15.1 ms, 16x16 47 ms of CPU on the same machine; benchmarks: BENCHMARKS.md "Proxy throughput").
 CALL_TOKENS = 20
-# How many times one background model call may be cut short by turns before it runs to its end
-# whatever comes (each cut wastes what the call had done; see `OnnxMiniLM.embed`).
+# How many times one piece of a background model call may be cut short by turns before it runs to
+# its end whatever comes (each cut wastes what the piece had done; see `OnnxMiniLM.embed`).
 MAX_PREEMPTS = 3
+# Background calls run the model in pieces (`split_model`): the embeddings, then each half of each of
+# the six layers (attention; feed-forward), cut where the hidden state leaves a LayerNormalization.
+# A piece of a 64-token call is ~0.1-1.5 ms of CPU, of a 256-token text ~2-5 ms, where the whole call
+# is 13 and 50 ms: a turn that arrives waits behind one piece at most. Changing the cut changes this.
+PARTS_VERSION = 1
+# The pieces are run with this fusion off: the whole model's graph does not fuse its residual adds into
+# its LayerNormalizations, and a piece fused where the whole is not gives other bits (~1e-5).
+PARTS_DISABLED_OPTIMIZERS = ["SkipLayerNormFusion"]
+OUTPUT = "last_hidden_state"
 # Largest tolerated difference between the ONNX and the PyTorch vectors on the probe texts.
 TOLERANCE = 1e-4
 PROBES = (
@@ -96,6 +107,7 @@ def ensure_exported(cache: Path | None = None) -> Path:
             return target
         diff = _export(model_dir(), target)
         log.info("exported MiniLM to %s (max difference to PyTorch %.1e)", target, diff)
+    ensure_parts(target)  # background calls' pieces, made with the export rather than in a worker
     return target
 
 
@@ -244,6 +256,90 @@ def _pool(hidden: np.ndarray, mask: np.ndarray) -> np.ndarray:
     return (vectors / norms).astype(np.float32)
 
 
+@dataclass(frozen=True, slots=True)
+class Stage:
+    """One piece of the model: an ONNX Runtime session and the tensors it reads and writes."""
+
+    session: Any
+    inputs: tuple[str, ...]
+    outputs: tuple[str, ...]
+
+
+def split_model(onnx_file: Path) -> list[tuple[bytes, list[str], list[str]]]:
+    """The exported model cut into pieces that run one after the other: (serialised piece, the tensors
+    it reads, the tensors it writes that later pieces or the caller read).
+
+    The cuts are the outputs of the graph's LayerNormalizations (after the embeddings and after each
+    layer's attention and feed-forward halves; the last is the model's output). Every node goes to the
+    first piece where all its inputs exist, so the attention mask and the shapes computed once at the
+    start are handed on instead of computed again; constants are copied into the pieces that use them.
+    """
+    import onnx
+    from onnx.utils import Extractor
+
+    model = onnx.shape_inference.infer_shapes(onnx.load(str(onnx_file)))
+    graph = model.graph
+    cuts = [node.output[0] for node in graph.node if node.op_type == "LayerNormalization"]
+    if not cuts or cuts[-1] != OUTPUT:
+        raise EmbedderError(f"{onnx_file} does not end in a LayerNormalization named {OUTPUT!r}")
+    free = {i.name for i in graph.initializer}
+    piece_of: dict[str, int] = {i.name: 0 for i in graph.input}
+    after_cut = {name: k + 1 for k, name in enumerate(cuts)}
+    nodes: list[tuple[int, Any]] = []
+    for node in graph.node:  # topologically sorted, as ONNX requires
+        if node.op_type == "Constant":
+            free.update(node.output)
+            continue
+        k = max((piece_of[i] for i in node.input if i and i not in free), default=0)
+        nodes.append((k, node))
+        for out in node.output:
+            piece_of[out] = after_cut.get(out, k)
+    pieces = len(cuts)
+    reads: list[set[str]] = [set() for _ in range(pieces)]
+    writes: list[set[str]] = [set() for _ in range(pieces)]
+    for k, node in nodes:
+        if k >= pieces:
+            raise EmbedderError(f"{onnx_file}: a node after the model's output ({node.name})")
+        reads[k].update(i for i in node.input if i and i not in free)
+        writes[k].update(node.output)
+    extractor = Extractor(model)
+    out: list[tuple[bytes, list[str], list[str]]] = []
+    for k in range(pieces):
+        inputs = sorted(reads[k] - writes[k])
+        later = set().union(*reads[k + 1 :]) | {OUTPUT}
+        outputs = sorted(writes[k] & later)
+        piece = extractor.extract_model(inputs, outputs)
+        out.append((piece.SerializeToString(), inputs, outputs))
+    return out
+
+
+def ensure_parts(onnx_file: Path) -> Path:
+    """The folder of the model's pieces (`split_model`), written next to it now if not there yet
+    (~2 s, once per export; under the export's file lock, renamed into place when complete)."""
+    target = onnx_file.parent / f"parts-v{PARTS_VERSION}"
+    if (target / "parts.json").exists():
+        return target
+    with open(onnx_file.parent / ".lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if (target / "parts.json").exists():
+            return target
+        tmp = Path(tempfile.mkdtemp(dir=onnx_file.parent, prefix=".parts-"))
+        try:
+            manifest = []
+            for k, (data, inputs, outputs) in enumerate(split_model(onnx_file)):
+                name = f"part-{k:02d}.onnx"
+                (tmp / name).write_bytes(data)
+                manifest.append({"file": name, "inputs": inputs, "outputs": outputs})
+            (tmp / "parts.json").write_text(json.dumps(manifest), encoding="utf-8")
+            os.replace(tmp, target)
+        finally:
+            if tmp.exists():
+                import shutil
+
+                shutil.rmtree(tmp, ignore_errors=True)
+    return target
+
+
 class OnnxMiniLM:
     """Tokenizer (`tokenizers`, from the package's tokenizer.json) + ONNX Runtime session + mean pooling.
 
@@ -264,7 +360,10 @@ class OnnxMiniLM:
             options.inter_op_num_threads = 1
         options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
         self._session = ort.InferenceSession(str(onnx_file), options, providers=["CPUExecutionProvider"])
-        self.preempted = 0  # background calls cut short by a turn (and run again)
+        self._onnx_file, self._options = onnx_file, options
+        self._stages: list[Stage] | None = None  # the pieces background calls run (`_background_stages`)
+        self._stages_lock = threading.Lock()
+        self.preempted = 0  # pieces of background calls cut short by a turn (and run again)
 
     def embed(
         self,
@@ -278,11 +377,13 @@ class OnnxMiniLM:
         wide call pads every text to the longest (64 mixed chat turns: 4.9 ms of CPU per text in one
         call, 2.4 in sorted groups of 16; BENCHMARKS.md), while each call has a fixed cost too.
 
-        Background work passes `pause` (called before each model call) and `max_tokens` (the most
-        padded tokens in one call), so a turn that arrives waits for one short call at most; a call
-        started while the foreground was idle (`pause()` returned True) is cut short when a turn
-        starts (`embed.base.preempt_background`) and run again after it, at most `MAX_PREEMPTS`
-        times, so background work is slowed by turns but never starved by them."""
+        Background work passes `pause` and `max_tokens` (the most padded tokens in one call). Each
+        of its calls runs the model in pieces (`split_model`: the embeddings, then half a layer at a
+        time; the same vectors bit for bit), with `pause()` before each piece, so a turn that
+        arrives waits behind one piece at most (~0.1-1.5 ms of CPU in a 64-token call) and a pause
+        loses nothing done. A piece started while the foreground was idle (`pause()` returned True)
+        is cut short when a turn starts (`embed.base.preempt_background`) and run again after it,
+        at most `MAX_PREEMPTS` times, so background work is slowed by turns but never starved."""
         out = np.zeros((len(texts), DIM), dtype=np.float32)
         if not texts:
             return out
@@ -297,21 +398,85 @@ class OnnxMiniLM:
             out[rows] = _pool(hidden, enc["attention_mask"])
         return out
 
+    def _background_stages(self) -> list[Stage]:
+        """The pieces background calls run: loaded on the first background call (a process that only
+        serves turns never loads them), split and written next to the model once (`ensure_parts`),
+        and checked on the probe texts against the whole model: the same bits, or background calls
+        run the whole model in one piece, as they did before pieces (a warning says so)."""
+        with self._stages_lock:
+            if self._stages is None:
+                self._stages = self._load_stages()
+            return self._stages
+
+    def _load_stages(self) -> list[Stage]:
+        import onnxruntime as ort
+
+        whole = [Stage(self._session, tuple(_INPUTS), (OUTPUT,))]
+        try:
+            folder = ensure_parts(self._onnx_file)
+            manifest = json.loads((folder / "parts.json").read_text(encoding="utf-8"))
+            stages = [
+                Stage(
+                    ort.InferenceSession(
+                        str(folder / part["file"]),
+                        self._options,
+                        providers=["CPUExecutionProvider"],
+                        disabled_optimizers=PARTS_DISABLED_OPTIMIZERS,
+                    ),
+                    tuple(part["inputs"]),
+                    tuple(part["outputs"]),
+                )
+                for part in manifest
+            ]
+            probes = _encode(self._tokenizer, list(PROBES))
+            if not np.array_equal(_run_stages(stages, probes), self._session.run([OUTPUT], probes)[0]):
+                raise EmbedderError("the pieces do not give the whole model's vectors bit for bit")
+        except Exception as exc:
+            log.warning("background MiniLM calls run the whole model in one piece: %s", exc)
+            return whole
+        return stages
+
     def _run(self, enc: dict[str, np.ndarray], pause: Callable[[], object]) -> np.ndarray:
-        """One background model call: after `pause()`, and again if a turn cut it short."""
+        """One background model call, piece by piece, with `pause()` before each piece."""
+        return _run_stages(
+            self._background_stages(), enc, lambda stage, feeds: self._run_piece(stage, feeds, pause)
+        )
+
+    def _run_piece(
+        self, stage: Stage, feeds: dict[str, np.ndarray], pause: Callable[[], object]
+    ) -> list[Any]:
+        """One piece: after `pause()`, and again if a turn cut it short."""
         import onnxruntime as ort
 
         from memsched.embed.base import preemptible
 
+        names = list(stage.outputs)
         for attempt in range(MAX_PREEMPTS + 1):
             if pause() is not True or attempt == MAX_PREEMPTS:
-                return self._session.run(None, enc)[0]  # the foreground is busy: run to the end
+                return list(stage.session.run(names, feeds))  # the foreground is busy: run to the end
             options = ort.RunOptions()
             try:
                 with preemptible(options):
-                    return self._session.run(None, enc, options)[0]
+                    return list(stage.session.run(names, feeds, options))
             except Exception:
                 if not options.terminate:
                     raise
                 self.preempted += 1
         raise AssertionError("unreachable")
+
+
+_INPUTS = ("input_ids", "attention_mask", "token_type_ids")
+
+
+def _run_stages(
+    stages: Sequence[Stage],
+    enc: dict[str, np.ndarray],
+    run: Callable[[Stage, dict[str, np.ndarray]], list[Any]] | None = None,
+) -> np.ndarray:
+    """The model's output for `enc`, the stages run in turn, each fed what earlier ones wrote."""
+    tensors: dict[str, Any] = dict(enc)
+    for stage in stages:
+        feeds = {name: tensors[name] for name in stage.inputs}
+        got = run(stage, feeds) if run is not None else stage.session.run(list(stage.outputs), feeds)
+        tensors.update(zip(stage.outputs, got, strict=True))
+    return np.asarray(tensors[OUTPUT])
