@@ -119,3 +119,26 @@ def test_a_chinese_query_is_embedded_with_minilm_but_searches_the_gloss_and_word
         assert mem.store.vector_count("u", "hash-64") == 3
     finally:
         mem.close()
+
+
+def test_background_glossing_pauses_before_each_text() -> None:
+    """Glossing is Python holding the GIL (jieba's tagger): in background work a chunk of Chinese
+    turns is glossed one text at a time with a pause before each, so a turn that arrives waits for
+    one text's gloss, not a chunk's; the vectors are the same."""
+    from memsched.embed.base import background
+
+    texts = ["我的猫叫芝麻", "no han here", "我男朋友叫陈浩", "我们第一次约会那家店叫什么来着？"]
+    events: list[str] = []
+
+    class Recording(HashEmbedder):
+        def embed(self, texts: list[str]) -> np.ndarray:  # type: ignore[override]
+            events.append(f"embed {len(texts)}")
+            return super().embed(texts)
+
+    embedder = GlossEmbedder(Recording())
+    foreground = embedder.embed(texts)
+    events.clear()
+    with background(lambda: events.append("pause")):
+        out = embedder.embed(texts)
+    assert np.array_equal(out, foreground)
+    assert events == ["pause", "pause", "pause", "embed 3"]  # one pause per Chinese text

@@ -437,22 +437,27 @@ class OnnxMiniLM:
         return stages
 
     def _run(self, enc: dict[str, np.ndarray], pause: Callable[[], object]) -> np.ndarray:
-        """One background model call, piece by piece, with `pause()` before each piece."""
+        """One background model call, piece by piece, with `pause()` before each piece. Turns may
+        cut its pieces short `MAX_PREEMPTS` times in all (the call's budget, not each piece's:
+        under back-to-back turns each cut piece waits for the next gap between turns, so a budget
+        per piece would make a call wait 4 turns a piece); after that, pieces still wait for the
+        foreground before they start but run to their end."""
+        cuts = [MAX_PREEMPTS]
         return _run_stages(
-            self._background_stages(), enc, lambda stage, feeds: self._run_piece(stage, feeds, pause)
+            self._background_stages(), enc, lambda stage, feeds: self._run_piece(stage, feeds, pause, cuts)
         )
 
     def _run_piece(
-        self, stage: Stage, feeds: dict[str, np.ndarray], pause: Callable[[], object]
+        self, stage: Stage, feeds: dict[str, np.ndarray], pause: Callable[[], object], cuts: list[int]
     ) -> list[Any]:
-        """One piece: after `pause()`, and again if a turn cut it short."""
+        """One piece: after `pause()`, and again if a turn cut it short (`cuts[0]` more cuts allowed)."""
         import onnxruntime as ort
 
         from memsched.embed.base import preemptible
 
         names = list(stage.outputs)
-        for attempt in range(MAX_PREEMPTS + 1):
-            if pause() is not True or attempt == MAX_PREEMPTS:
+        while True:
+            if pause() is not True or cuts[0] <= 0:
                 return list(stage.session.run(names, feeds))  # the foreground is busy: run to the end
             options = ort.RunOptions()
             try:
@@ -462,7 +467,7 @@ class OnnxMiniLM:
                 if not options.terminate:
                     raise
                 self.preempted += 1
-        raise AssertionError("unreachable")
+                cuts[0] -= 1
 
 
 _INPUTS = ("input_ids", "attention_mask", "token_type_ids")
