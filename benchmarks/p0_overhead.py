@@ -234,13 +234,16 @@ def main() -> None:
         paired: dict[str, list[float]] = {"worker": [], "held": []}
         paired_cpu: dict[str, list[float]] = {"worker": [], "held": []}
         held = False
+        waits: tuple[float, Any] = (sched.gate.max_wait, None)
         for i in range(args.turns):
             if args.paired and not args.worker_process and worker is not None:
                 hold = (i // args.paired) % 2 == 1
                 if hold and not held:
-                    sched.gate.max_wait = 60.0  # the worker waits out the whole block
+                    waits = sched.gate.max_wait, getattr(sched.gate, "step", None)
+                    sched.gate.max_wait = sched.gate.step = 60.0  # the worker waits out the whole block
                     sched.gate.enter()
                 elif held and not hold:
+                    sched.gate.max_wait, sched.gate.step = waits
                     sched.gate.leave()
                 held = hold
             # CPU of the whole process during the turn, split into the in-process worker's threads

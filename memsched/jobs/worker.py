@@ -53,19 +53,27 @@ def in_window(window: Window, at: dtime) -> bool:
     return at >= start or at < end
 
 
+# While turns are in flight, background work runs one small unit (a piece of a MiniLM call, one
+# text's gloss: ~0.1-1.5 ms of CPU) at most every this many seconds (`ForegroundGate.wait_step`).
+BACKGROUND_STEP = 0.010
+
+
 class ForegroundGate:
     """Counts the P0 turns in flight in one process; background (P2) work waits while there are any.
 
-    Background work waits at its safe points: before claiming a P2 job, and before each model call
-    of its embedding chunks (`wait_idle`, the pause hook of `embed.base.background`). A turn that
-    starts also cuts short the background model calls in flight (`embed.base.preempt_background`):
-    they wait for it and run again. Waits are bounded (`max_wait` seconds, ~20 turns of a busy
-    session), so a steady stream of turns slows P2 work but never starves it: a wait that times out
-    lets the work go on, and a model call cut short three times runs to its end.
+    Background work waits at its safe points. Before claiming a P2 job it waits for the turns to
+    end (`wait_idle`, at most `max_wait` seconds, ~20 turns of a busy session). Between the small
+    units of a job (the pieces of its MiniLM calls, its chunks, each text it glosses: the pause hook
+    of `embed.base.background`) it waits for them at most `step` seconds (`wait_step`): a stream of
+    turns slows P2 work to a unit every `step` but never starves it, and a turn shares the cores
+    with a few units of ~1 ms, spread out, instead of a whole model call. A turn that starts also
+    cuts short the background model calls in flight (`embed.base.preempt_background`): they wait
+    for the turn (or `step`) and run again, three times a call at most.
     """
 
-    def __init__(self, max_wait: float = 2.0) -> None:
+    def __init__(self, max_wait: float = 2.0, step: float = BACKGROUND_STEP) -> None:
         self.max_wait = max_wait
+        self.step = step
         self._active = 0
         self._lock = threading.Lock()
         self._idle = threading.Event()
@@ -97,6 +105,11 @@ class ForegroundGate:
     def wait_idle(self) -> bool:
         """Wait until no turn is in flight (True), or `max_wait` seconds at most (False)."""
         return self._idle.wait(self.max_wait)
+
+    def wait_step(self) -> bool:
+        """Background work's pause between small units: until no turn is in flight (True), or
+        `step` seconds at most (False: the next unit runs beside the turn, to its end)."""
+        return self._idle.wait(self.step)
 
 
 class Worker:
@@ -149,7 +162,7 @@ class Worker:
             config=memory.config,
             queue=self.queue,
             llm=llm,
-            pause=gate.wait_idle if gate is not None else (lambda: None),
+            pause=gate.wait_step if gate is not None else (lambda: None),
         )
         # Fail at start, not on the first job, when MEMSCHED_TASK_MODULES names a missing module.
         load_task_modules()
@@ -318,7 +331,7 @@ class Worker:
     def _loop(self) -> None:
         from memsched.embed.base import background
 
-        with background(self.gate.wait_idle if self.gate is not None else None):
+        with background(self.gate.wait_step if self.gate is not None else None):
             self._run_until_stopped()
 
     def _run_until_stopped(self) -> None:
