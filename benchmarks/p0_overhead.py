@@ -162,6 +162,7 @@ def main() -> None:
 
         torch.set_num_threads(args.torch_threads)
 
+    _count_background_texts()
     data = json.loads(DATA.read_text(encoding="utf-8"))
     questions = [q["question"] for lang in ("zh", "en") for q in data["languages"][lang]["questions"]]
     with tempfile.TemporaryDirectory() as tmp, FakeOpenAI() as fake:
@@ -216,6 +217,7 @@ def main() -> None:
             ).start()
         depth_start = sched.queue.depth()[int(Priority.P2)]
         vectors_start = _backlog_vectors(memory, args.other_users)
+        bg_texts_start = _BACKGROUND_TEXTS[0]
         done_start, t_start = _done(sched), time.perf_counter()
 
         overhead: list[float] = []
@@ -280,6 +282,7 @@ def main() -> None:
         depth_end = sched.queue.depth()[int(Priority.P2)]
         done_turns, minutes_turns = _done(sched) - done_start, (time.perf_counter() - t_start) / 60
         vectors_turns = _backlog_vectors(memory, args.other_users) - vectors_start
+        bg_texts_turns = _BACKGROUND_TEXTS[0] - bg_texts_start
         # Background progress when no turn comes (the backlog drains between conversations).
         done_idle_start = _done(sched)
         time.sleep(args.idle_seconds if worker is not None else 0)
@@ -344,6 +347,9 @@ def main() -> None:
             # while the turns run): the vectors it stored per minute (every embedder) show progress
             # where jobs per minute reads 0.
             "vectors_per_min_during_turns": round(vectors_turns / minutes_turns, 1),
+            # Vectors are stored a 32-turn round at a time, so that figure is lumpy over a short run;
+            # the texts background MiniLM calls finished (a call is a few texts) are not.
+            "minilm_texts_per_min_during_turns": round(bg_texts_turns / minutes_turns, 1),
             "done_per_min_idle": round(done_idle / (args.idle_seconds / 60), 1)
             if args.idle_seconds
             else None,
@@ -386,6 +392,25 @@ def _thread_cpu(threads: list[Any]) -> float:
         if t.ident is not None and t.is_alive():
             total += time.clock_gettime(time.pthread_getcpuclockid(t.ident))
     return total
+
+
+_BACKGROUND_TEXTS = [0]  # texts whose background (P2) MiniLM call finished, in this process
+
+
+def _count_background_texts() -> None:
+    """Count the texts of finished background MiniLM calls (ONNX): every call ends in `_pool`,
+    and background work is the thread with a pause hook (`embed.base.background`)."""
+    from memsched.embed import minilm_onnx
+    from memsched.embed.base import background_pause
+
+    real = minilm_onnx._pool
+
+    def pool(hidden: Any, mask: Any) -> Any:
+        if background_pause() is not None:
+            _BACKGROUND_TEXTS[0] += len(mask)
+        return real(hidden, mask)
+
+    minilm_onnx._pool = pool  # type: ignore[assignment]
 
 
 def _backlog_vectors(memory: Memory, users: int) -> int:

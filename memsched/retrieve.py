@@ -173,11 +173,12 @@ class Retriever:
                     han_only=bool(getattr(embedder, "han_only", False)),  # embed.gloss: Chinese turns only
                 )
                 found.append((embedder, key, after, record, missing, limit))
-            started = [
-                (embedder, texts, _embed_soon(embedder, texts))
-                for embedder, _, _, _, missing, _ in found
-                if (texts := [text for _, text in missing])
-            ]
+            started: list[tuple[Embedder, list[str], Future[np.ndarray] | np.ndarray]] = []
+            for embedder, _, _, _, missing, _ in found:
+                if texts := [text for _, text in missing]:
+                    if pause is not None and started:
+                        pause()  # between the embedders too: WordLlama's chunk is ~2-4 ms of CPU
+                    started.append((embedder, texts, _embed_soon(embedder, texts)))
             batches = []
             for embedder, texts, vectors in started:
                 matrix = vectors.result() if isinstance(vectors, Future) else vectors

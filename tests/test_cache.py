@@ -8,6 +8,7 @@ import numpy as np
 
 from memsched.cache import LRUCache
 from memsched.memory import Memory
+from memsched.model import Turn
 
 
 def test_lru_evicts_least_recently_used_by_count() -> None:
@@ -102,6 +103,28 @@ def test_incremental_term_stats_equal_a_full_recount(tmp_path: Path) -> None:
         mem.delete_turns("u", [first.id or 0])
         bookmarks.forget_stats(mem.store, "u")
         assert "划船" not in bookmarks.user_stats(mem.store, "u").df
+    finally:
+        mem.close()
+
+
+def test_a_users_first_term_count_pauses_for_turns_in_background_work(tmp_path: Path) -> None:
+    """The first count of a user's term statistics walks the whole history: in background work it
+    pauses every STATS_PAUSE_EVERY turns (a turn in flight waits for that many, not the history),
+    and counts the same."""
+    from memsched import bookmarks
+    from memsched.embed.base import background
+
+    mem = Memory(home=tmp_path / "stats", embedders="hash", page_size=8)
+    try:
+        n = 2 * bookmarks.STATS_PAUSE_EVERY + 5
+        mem.add_many([Turn("u", "s", "user", f"topic {i % 7} and word{i}") for i in range(n)], index=False)
+        foreground = bookmarks.user_stats(mem.store, "u")
+        docs, df = foreground.docs, dict(foreground.df)
+        bookmarks.forget_stats(mem.store, "u")
+        pauses: list[int] = []
+        with background(lambda: pauses.append(1)):
+            got = bookmarks.user_stats(mem.store, "u")
+        assert len(pauses) == 2 and got.docs == docs and dict(got.df) == df
     finally:
         mem.close()
 

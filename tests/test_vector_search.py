@@ -5,6 +5,7 @@ under its cap (SQLite) or holds no matrices at all (PostgreSQL serves the search
 from __future__ import annotations
 
 import itertools
+from collections.abc import Sequence
 from pathlib import Path
 
 import numpy as np
@@ -288,6 +289,23 @@ def test_index_user_embeds_every_layer_and_commits_them_together(
     for embedder in embedders.values():
         ids, _, _ = store.load_vectors("u", embedder.model_id)
         assert {t.id for t in more} <= {int(i) for i in ids}
+
+
+def test_index_user_pauses_before_each_chunk_and_between_the_embedders(store: Store) -> None:
+    """Background indexing pauses before each round and before each embedder's share of it (a
+    WordLlama chunk is a few ms of CPU), so a turn in flight waits for one of them at most."""
+    events: list[str] = []
+
+    class Recording(HashEmbedder):
+        def embed(self, texts: Sequence[str]) -> np.ndarray:
+            events.append(f"{self.model_id} {len(texts)}")
+            return super().embed(texts)
+
+    embedders = {"a": Recording(dim=16), "b": Recording(dim=24)}
+    retriever = Retriever(store, embedders)  # type: ignore[arg-type]
+    store.add_turns([Turn("u", "s", "user", f"message {i}") for i in range(5)])
+    assert retriever.index_user("u", chunk=3, pause=lambda: events.append("pause")) == 10
+    assert events == ["pause", "hash-16 3", "pause", "hash-24 3", "pause", "hash-16 2", "pause", "hash-24 2"]
 
 
 @pytest.mark.parametrize("graph", [False, True])

@@ -40,6 +40,23 @@ def _boom(ctx: TaskContext, job: Job) -> None:
     raise RuntimeError("boom")
 
 
+STEPS: dict[str, Any] = {}
+
+
+@task("test.steps")
+def _steps(ctx: TaskContext, job: Job) -> None:
+    """Background work in small units: a pause before each (as a MiniLM call's pieces have)."""
+    from memsched.embed.base import background_pause
+
+    STEPS["started"].set()
+    assert STEPS["turn_started"].wait(10)
+    hook = background_pause()
+    STEPS["hook_is_ctx_pause"] = hook == ctx.pause
+    for _ in range(3):
+        STEPS.setdefault("waits", []).append(ctx.pause())
+    STEPS["done"].set()
+
+
 @task("test.bad_input")
 def _bad_input(ctx: TaskContext, job: Job) -> None:
     raise InputError("payload has no page id")
@@ -343,14 +360,41 @@ def test_p2_work_steps_aside_while_a_turn_is_in_flight(memory: Memory, queue: Jo
     assert EFFECTS == [("s1", 1), ("s2", 2)]
 
 
+def test_background_units_go_on_one_step_at_a_time_while_turns_are_in_flight(
+    memory: Memory, queue: JobQueue
+) -> None:
+    """A P2 job already running when a turn starts waits at most the gate's `step` before each of
+    its small units, not until the turn ends (a long stream of turns slows it, never stops it), and
+    its embedders pause with the same hook."""
+    from memsched.jobs.worker import ForegroundGate
+
+    STEPS.clear()
+    STEPS.update(started=threading.Event(), turn_started=threading.Event(), done=threading.Event())
+    gate = ForegroundGate(max_wait=60.0, step=0.01)
+    queue.enqueue([Job("test.steps", "u", "s", {}, priority=Priority.P2)])
+    worker = make_worker(memory, queue, gate=gate).start()
+    try:
+        assert STEPS["started"].wait(10)
+        with gate.turn():
+            STEPS["turn_started"].set()
+            # The turn lasts until the job is done: with pauses that waited for the turn to end
+            # (`wait_idle`, up to 60 s here) this would time out.
+            assert STEPS["done"].wait(10)
+            assert STEPS["waits"] == [False, False, False]  # each unit went on beside the turn
+    finally:
+        worker.stop(timeout=10)
+    assert STEPS["hook_is_ctx_pause"]
+
+
 def test_the_gate_wait_is_bounded_and_says_whether_the_foreground_went_idle() -> None:
     """Background work is never starved: a wait for a turn gives up after `max_wait` seconds (and
     says so: a model call made then runs to its end instead of being cut short by the turn)."""
     from memsched.jobs.worker import ForegroundGate
 
-    gate = ForegroundGate(max_wait=0.05)
-    assert gate.wait_idle() is True and not gate.busy()
+    gate = ForegroundGate(max_wait=0.05, step=0.01)
+    assert gate.wait_idle() is True and gate.wait_step() is True and not gate.busy()
     with gate.turn():
         assert gate.busy()
         assert gate.wait_idle() is False  # a turn that does not end within max_wait
-    assert gate.wait_idle() is True
+        assert gate.wait_step() is False  # ... nor within a step
+    assert gate.wait_idle() is True and gate.wait_step() is True

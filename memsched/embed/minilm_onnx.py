@@ -292,8 +292,8 @@ def split_model(onnx_file: Path) -> list[tuple[bytes, list[str], list[str]]]:
             continue
         k = max((piece_of[i] for i in node.input if i and i not in free), default=0)
         nodes.append((k, node))
-        for out in node.output:
-            piece_of[out] = after_cut.get(out, k)
+        for name in node.output:
+            piece_of[name] = after_cut.get(name, k)
     pieces = len(cuts)
     reads: list[set[str]] = [set() for _ in range(pieces)]
     writes: list[set[str]] = [set() for _ in range(pieces)]
