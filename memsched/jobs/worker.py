@@ -55,7 +55,7 @@ def in_window(window: Window, at: dtime) -> bool:
 
 # While turns are in flight, background work runs one small unit (a piece of a MiniLM call, one
 # text's gloss: ~0.1-1.5 ms of CPU) at most every this many seconds (`ForegroundGate.wait_step`).
-BACKGROUND_STEP = 0.010
+BACKGROUND_STEP = 0.005
 
 
 class ForegroundGate:

@@ -76,6 +76,10 @@ class Service:
         loaders = [threading.Thread(target=keywords.warm_up, name="memsched-warm-up", daemon=True)]
         if "gloss" in self.memory.embedders:
             loaders.append(threading.Thread(target=gloss.warm_up, name="memsched-warm-up-gloss", daemon=True))
+        warm_pieces = getattr(self.memory.embedders.get("minilm"), "warm_up_background", None)
+        if self.scheduler.worker is not None and warm_pieces is not None:
+            # The in-process workers' MiniLM pieces (split once per export), not in their first job.
+            loaders.append(threading.Thread(target=warm_pieces, name="memsched-warm-up-pieces", daemon=True))
         for loader in loaders:
             loader.start()
         if freeze_heap:
