@@ -200,3 +200,30 @@ def test_match_topic_names_why(env: Env) -> None:
     m = match_topic(env.memory.store, "u", "ex")
     assert m.via == {"Marcus": m.via["Marcus"]} and m.via["Marcus"].startswith("named after it")
     assert len(m.turn_ids) >= 3  # both user turns and the replies right after them
+
+
+def test_cli_topic_forget_previews_then_deletes(env: Env) -> None:
+    from typer.testing import CliRunner
+
+    from memsched.cli import app
+
+    env.say("My ex Marcus texted me again")
+    env.say("Marcus wants the hoodie back")
+    env.say(OTHER[2])
+    db = ["--db", str(env.memory.config.db_path)]
+    run = CliRunner().invoke
+    preview = run(app, ["forget", "--user", "u", "--topic", "ex", "--dry-run", "--json", *db])
+    assert preview.exit_code == 0, preview.output
+    body = json.loads(preview.output)
+    assert "Marcus" in body["via"] and {t["content"] for t in body["turns"]} >= {
+        "My ex Marcus texted me again",
+        "Marcus wants the hoodie back",
+    }
+    assert "Marcus wants the hoodie back" in env.contents()  # the dry run deleted nothing
+    assert run(app, ["forget", "--user", "u", "--dry-run", *db]).exit_code != 0  # a dry run of what?
+    assert run(app, ["forget", "--user", "u", "--topic", "ex", "--all", *db]).exit_code != 0
+    assert run(app, ["forget", "--user", "u", "--topic", "volcanoes", *db]).exit_code != 0
+    done = run(app, ["forget", "--user", "u", "--topic", "ex", *db])
+    assert done.exit_code == 0, done.output
+    left = env.contents()
+    assert not any("Marcus" in c for c in left) and OTHER[2] in left

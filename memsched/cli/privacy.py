@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import Any
 
 import typer
 from rich.table import Table
@@ -45,6 +46,17 @@ def forget(
         None, "--last", help="The last N turns (of the session, or of the user)."
     ),
     everything: bool = typer.Option(False, "--all", help="Everything of the user."),
+    topic: str | None = typer.Option(
+        None,
+        "--topic",
+        help="Every turn about a topic, as the conversation command does (its variants, the other names"
+        " the user's bookmarks give it, names put right after it: SECURITY.md).",
+    ),
+    dry_run: bool = typer.Option(
+        False,
+        "--dry-run",
+        help="With --topic: list the turns that would be deleted, and why; delete nothing.",
+    ),
     tenant: str | None = typer.Option(
         None, "--tenant", help="The user's tenant, when the service uses API keys."
     ),
@@ -72,6 +84,27 @@ def forget(
             if missing:
                 where = f" in session {session!r}" if session is not None else ""
                 raise InputError(f"user {user!r} has no turn {', '.join(map(str, missing))}{where}")
+        if dry_run and topic is None:
+            raise InputError("--dry-run previews a --topic forget; name the topic")
+        if topic is not None:
+            from memsched.commands import match_topic
+
+            if turn or last is not None or everything:
+                raise InputError(
+                    "forget one thing at a time: a topic, some turns, the last N turns, or --all"
+                )
+            if not topic.strip():
+                raise InputError("--topic is empty: name the topic to forget")
+            match = match_topic(store, uid, topic.strip())
+            about = [
+                t for t in store.get_turns(uid, match.turn_ids) if session is None or t.session_id == session
+            ]
+            if dry_run:
+                _print_topic_preview(user, match.terms, match.via, about, as_json=as_json)
+                return
+            if not about:
+                raise InputError(f"no turn of user {user!r} is about {topic.strip()!r}")
+            turn = [t.id for t in about if t.id is not None]
         out = do_forget(memory, uid, session_id=session, turn_ids=turn, last=last, everything=everything)
     if as_json:
         console.print_json(json.dumps(out.as_dict()))
@@ -81,6 +114,25 @@ def forget(
         + (f" in {', '.join(out.sessions)}" if out.sessions else "")
         + f"; {sum(out.rows.values())} rows in all; WAL truncated: {out.purge.get('wal_truncated', '-')}"
     )
+
+
+def _print_topic_preview(
+    user: str, terms: list[str], via: dict[str, str], turns: list[Any], *, as_json: bool
+) -> None:
+    """What `forget --topic --dry-run` would delete: the words searched for and the turns."""
+    rows = [
+        {"id": t.id, "session_id": t.session_id, "seq": t.seq, "role": t.role, "content": t.content}
+        for t in turns
+    ]
+    if as_json:
+        console.print_json(json.dumps({"user": user, "terms": terms, "via": via, "turns": rows}))
+        return
+    console.print(f"searched for: {', '.join(terms)}", markup=False)
+    for word, why in via.items():
+        console.print(f"  {word}: {why}", markup=False)
+    console.print(f"would forget {len(rows)} turns of {user!r} (dry run: nothing deleted)", markup=False)
+    for r in rows:
+        console.print(f"  [{r['id']}] {r['session_id']}#{r['seq']} {r['role']}: {r['content']}", markup=False)
 
 
 @keys_app.command("add")
