@@ -45,6 +45,7 @@ class Before:
     late_window: tuple[int, int] = routines.DEFAULT_WINDOW
     late_source: str = "default"
     llm_label: dict[str, Any] | None = None  # the LLM labeller's reading of the session's last message
+    previous_reading_turn: int | None = None  # the user turn `carried.previous_reading` was read from
 
 
 @dataclass(slots=True)
@@ -114,11 +115,12 @@ class Companion:
         return Before(
             mood=mood,
             routine=routine,
-            carried=Carried(mood.label, mood.intensity, prev_mode, age),
+            carried=Carried(mood.label, mood.intensity, prev_mode, age, state.get("last_reading")),
             previous_apology=previous_apology,
             late_window=window,
             late_source=source,
             llm_label=state.get("mode_label"),
+            previous_reading_turn=state.get("last_reading_turn"),
         )
 
     # -- after routing -----------------------------------------------------------------------------
@@ -211,6 +213,9 @@ class Companion:
             plan.mood = MoodUpdate(new, "repaired")
         elif upd.event in ("set", "reinforced", "softened", "repaired"):
             ids = (*tuple(i for i in new.cause_turn_ids if i), user_turn_id)
+            previous = before.previous_reading_turn
+            if route.mood_corroborated and previous is not None and previous not in ids:
+                ids = (*ids[:-1], previous, user_turn_id)  # the line it repeats is a cause too
             new = Mood(new.label, new.intensity, ids[-moods.MAX_CAUSES :], at, new.meta)
             plan.mood = MoodUpdate(new, upd.event)
         if plan.mood.event != "kept":
@@ -241,7 +246,15 @@ class Companion:
                     event=plan.mood.event,
                 )
             )
-        return {"last_mode": route.next_mode, "last_mode_at": at.timestamp(), "mode_label": None}, jobs
+        values = {
+            "last_mode": route.next_mode,
+            "last_mode_at": at.timestamp(),
+            # The message's own reading, cued or not, and its turn: the next one may corroborate it.
+            "last_reading": route.reading,
+            "last_reading_turn": user_turn_id,
+            "mode_label": None,
+        }
+        return values, jobs
 
     def on_reply(self, tx: Any, user_id: str, session_id: str, reply: Turn) -> bool:
         """A reply recorded on its own (a client calling its own LLM, the proxy): when it accepts the

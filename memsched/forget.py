@@ -102,9 +102,9 @@ def after_forget(
     with store.transaction() as tx:
         for session_id in out.sessions:
             if session_id in alive:
-                store.session_state_update(
-                    tx, user_id, session_id, dict(COUNTS_RESET), now=utcnow().timestamp()
-                )
+                # A forgotten line must not corroborate the next one's reading (router.py).
+                values: dict[str, Any] = {**COUNTS_RESET, "last_reading": None, "last_reading_turn": None}
+                store.session_state_update(tx, user_id, session_id, values, now=utcnow().timestamp())
     rewrite_summaries(memory, user_id, out.summaries)
     if out.pages:
         _rebookmark(memory, user_id, out.pages, queue)

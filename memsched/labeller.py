@@ -151,6 +151,7 @@ def apply_label(store: Store, job: Job, turn: Turn, label: Label) -> dict[str, A
     this_turn = routed_at is not None and abs(float(routed_at) - at) < 1e-3  # the session's last routed turn
     if label.mode is not None and label.mode != rule.get("mode") and this_turn:
         updates["last_mode"] = label.mode
+        updates["last_reading"] = label.mode  # what the next message may corroborate
         record["corrected"].append("mode")
     new_mood = _corrected_mood(store, turn, label, rule, p.get("before"), at)
     with store.transaction() as tx:

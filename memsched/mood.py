@@ -5,7 +5,9 @@ The stored row is the mood as last set; readers decay it to their own time (`Moo
 
 * a message whose mode carries a feeling (conflict -> upset, comfort -> sad or anxious, intimacy ->
   affectionate, casual with happy cues -> happy) sets that mood when it is at least as strong as the
-  carried one after decay; the same label adds up (capped at 1) and collects the cause turn ids;
+  carried one after decay; the same label adds up (capped at 1) and collects the cause turn ids; a
+  reading no cue word backs (`cued=False`) changes nothing (the router can corroborate an uncued
+  conflict reading that repeats the previous message's, which then counts as cued; off by default);
 * an apology and its acceptance (in either order of the two speakers: the user apologises and the
   reply accepts, or the reply apologised and the user accepts) reset it to neutral, and so does a
   forgiveness the user says warmly ("好啦，不生你气了", read as affectionate or happy); an apology or
@@ -101,7 +103,7 @@ def update(
     """The mood after a message. `carried` is already decayed to `now`; `label`/`intensity` is what the
     message expresses (None: nothing); `apology`/`acceptance` are the message's repair cues and
     `previous_apology` whether the turn before it (the other speaker) apologised. An uncued reading
-    (`cued=False`: no cue word backs it, only the learned parts) never strengthens the carried mood."""
+    (`cued=False`: no cue word backs it, only the learned parts) neither sets nor strengthens a mood."""
     ids = tuple(turn_ids)
     # Repaired: the other side's apology accepted, or a forgiveness said warmly ("好啦，不生你气了",
     # read as affectionate or happy): the user themself ends the argument.
@@ -128,9 +130,12 @@ def update(
         # "I'm sorry about last night, I overreacted" reads as conflict, but whoever apologises or
         # forgives is not angry with the companion: no upset mood starts (or grows) from it.
         return MoodUpdate(carried, "kept")
+    if not cued:
+        # A reading no cue word backs is only noted (the trace's route.mood): the learned parts misread
+        # neutral talk now and then ("What do you know about me?" as conflict), and a mood set from it
+        # reached the prompt as "upset, intensity 0.15" with the misread line as its cause.
+        return MoodUpdate(carried, "kept")
     if label == carried.label:
-        if not cued:
-            return MoodUpdate(carried, "kept")
         causes = (*carried.cause_turn_ids, *ids)[-MAX_CAUSES:]
         value = min(1.0, max(carried.intensity, intensity) + 0.25 * min(carried.intensity, intensity))
         # The LLM labeller's reading of the cause (labeller.py) still describes a reinforced mood.

@@ -103,16 +103,44 @@ DEFAULT_CUES: dict[str, dict[str, list[str]]] = {
 }
 
 # A mood read from a message by the prototypes and the classifier alone, with no cue word for it: the
-# learned parts also misread neutral talk ("罗辑作为面壁者的计划真的很聪明" as comfort, "Actually, please
-# call me Sasha from now on." as conflict), so such a reading is only noted: it never strengthens a mood
-# already carried, and it is too weak to pull the next message's mode (carried pull
-# `ModeWeights.carried_mood` x 0.15 = 0.18 < `casual_bias`) or to select a strategy that asks for a
-# mood (the shipped table's lowest `min_intensity` is 0.25). One misread line does not make the
-# companion cold for the next hours; the message's own turn is still routed by its own evidence.
+# learned parts also misread neutral talk ("罗辑作为面壁者的计划真的很聪明" as comfort, "What do you know
+# about me?" as conflict), so such a reading is only noted in the trace with this intensity: it neither
+# sets nor strengthens a mood (memsched.mood.update). One misread line does not make the companion cold
+# for the next hours; the message's own turn is still routed by its own evidence. An uncued conflict
+# reading the previous message corroborates counts as cued (`ModeWeights.corroborate_margin`, off by
+# default).
 UNCUED_MOOD_INTENSITY = 0.15
 # A title in Chinese book-title marks (《百年孤独》, 〈孤独六讲〉): cue words are not looked for inside it.
 _TITLE = re.compile(r"《[^《》\n]{1,40}》|〈[^〈〉\n]{1,40}〉")
 LATE_NIGHT = (23, 5)  # local hours [23:00, 05:00): the window until a user's bedtime is learned
+
+# Whose feeling a cue word names. "my sister is so sad lately", "妈妈生病了", "布恩迪亚家族的孤独好像是
+# 遗传的" name someone else's: the message's mode is still read from the word (talking about a sad
+# sister is a moment for comfort), but the user's own mood is not set from it (`Router.own_cues`). The
+# test is structural: within the cue's clause, the last person named before it is someone else (a
+# third-person pronoun, "my <relative or friend>", 我妈), or the cue is a noun owned by someone other
+# than the user ("家族的孤独"), and the clause does not go on to the user ("he hurt me", "气死我了").
+# The person nouns are a generic list of relatives, partners, friends, people at work and pets.
+_CLAUSE = re.compile(r"[，。！？；：,.!?;:\n…~～]+|\s+(?:and|but|because|while|though)\s+", re.I)
+_PEOPLE_EN = (
+    "mom|mum|mother|dad|father|parents|sister|brother|sibling|siblings|son|daughter|kid|kids|child|"
+    "children|baby|wife|husband|boyfriend|girlfriend|partner|fiance|fiancee|friend|friends|bestie|"
+    "boss|manager|colleague|colleagues|coworker|coworkers|roommate|roommates|neighbor|neighbour|"
+    "teacher|classmate|classmates|cousin|aunt|uncle|grandma|grandpa|grandmother|grandfather|family|"
+    "dog|cat|puppy|kitten"
+)
+_SELF_EN = re.compile(r"\b(?:i|i'm|im|i've|i'd|i'll|me|myself|we|we're|us|my|our)\b", re.I)
+_OTHER_EN = re.compile(
+    rf"\b(?:he|she|they|he's|she's|they're|his|her|their|him|them|someone|somebody|everyone|"
+    rf"(?:my|our)\s+(?:\w+\s+)?(?:{_PEOPLE_EN}))\b",
+    re.I,
+)
+_ME_AFTER_EN = re.compile(r"\b(?:me|myself)\b", re.I)
+_SELF_ZH = re.compile(r"我|咱|自己")
+_OTHER_ZH = re.compile(
+    r"(?<!其)他|她|它|妈|爸|父母|姐|妹|哥|弟|儿子|女儿|孩子|老公|老婆|男朋友|女朋友|男友|女友|对象|"
+    r"朋友|闺蜜|同事|老板|领导|室友|邻居|老师|同学|奶奶|爷爷|外婆|外公|姥姥|姥爷|家人|家族|狗|猫"
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -136,6 +164,13 @@ class ModeWeights:
     # shorter the message, the more it takes to beat casual. 0 turns this off. Chosen on held-out
     # labelled lines (BENCHMARKS.md "Conversation mode", session 18).
     short_units: float = 20.0
+    # With a value, an uncued conflict reading counts towards the user's mood when it repeats the
+    # previous message's and both stand at least this far above casual on their own evidence
+    # (`own_margin`). None (the default): off. Measured, not shipped (BENCHMARKS.md "Conversation mode",
+    # session 20): 2.0, chosen on the labelled even lines by benchmarks/mood_corroboration.py, is as
+    # precise as a cue word on the odd lines, but LoCoMo dev's friendly chats would get 17 false
+    # arguments in 1,451 messages (supportive "You're doing great!" lines read as conflict).
+    corroborate_margin: float | None = None
     # x the classifier's log-probability of each mode (centred over modes); None: the weight stored
     # with the classifier, chosen on out-of-fold predictions of the tuning half when it was fitted.
     classifier: float | None = None
@@ -157,6 +192,8 @@ class ModeDecision(NamedTuple):
     evidence: dict[str, dict[str, float]]
     reason: str
     own_mode: str
+    # How far the own mode's score is above casual's, on the message's own evidence (0 for casual).
+    own_margin: float = 0.0
 
 
 @dataclass(frozen=True, slots=True)
@@ -167,6 +204,9 @@ class Carried:
     intensity: float = 0.0
     previous_mode: str | None = None
     previous_age_s: float | None = None
+    # The previous message's own reading (`Route.own_mode`), cued or not: an uncued conflict reading
+    # that repeats it is corroborated (`Router.route`). `previous_age_s` is its age too.
+    previous_reading: str | None = None
 
 
 # Embedders whose similarity says nothing about a mode: hashed bags of words only match shared words;
@@ -306,13 +346,17 @@ class Route:
     evidence: dict[str, dict[str, float]] = field(default_factory=dict)  # source -> mode -> score
     mood: str | None = None  # what this message says about the user's mood (None: nothing new)
     mood_intensity: float = 0.0
-    # Whether a cue word backs that mood; a reading by the learned parts alone is
-    # mild and does not strengthen a mood already carried (memsched.mood.update).
+    # Whether a cue word backs that mood (or the previous message's same reading corroborates it:
+    # `mood_corroborated`); a reading by the learned parts alone is only noted: it neither sets nor
+    # strengthens a mood (memsched.mood.update).
     mood_cued: bool = False
+    mood_corroborated: bool = False
     apology: bool = False
     acceptance: bool = False
     late_window: str | None = None  # "HH:MM-HH:MM", and whether it was learned or the default
     own_mode: str = "casual"  # the mode the message's own evidence picks, without the carried state
+    own_margin: float = 0.0  # its score above casual's (`ModeDecision.own_margin`)
+    reading: str = "casual"  # what the next message may corroborate (`Carried.previous_reading`)
 
     @property
     def next_mode(self) -> str:
@@ -335,7 +379,10 @@ class Route:
             "mood": self.mood,
             "mood_intensity": round(self.mood_intensity, 3),
             "mood_cued": self.mood_cued,
+            "mood_corroborated": self.mood_corroborated,
             "own_mode": self.own_mode,
+            "own_margin": round(self.own_margin, 4),
+            "reading": self.reading,
             "apology": self.apology,
             "acceptance": self.acceptance,
             "late_window": self.late_window,
@@ -361,6 +408,44 @@ def _compile(cues: Sequence[str]) -> tuple[list[str], re.Pattern[str] | None]:
         else None
     )
     return cjk, pattern
+
+
+def _about_someone_else(text: str, cue: str) -> bool:
+    """Whether each occurrence of `cue` in `text` names someone else's feeling (see `_CLAUSE`)."""
+    latin = cjk_ratio(cue) == 0
+    where = (
+        [m.start() for m in re.finditer(rf"(?<![\w']){re.escape(cue)}(?![\w'])", text, re.I)]
+        if latin
+        else [m.start() for m in re.finditer(re.escape(cue), text)]
+    )
+    if not where:
+        return False
+    for pos in where:
+        start = max((m.end() for m in _CLAUSE.finditer(text, 0, pos)), default=0)
+        ends = [m.start() for m in _CLAUSE.finditer(text, pos + len(cue))]
+        before = text[start:pos]
+        after = text[pos + len(cue) : ends[0] if ends else len(text)]
+        if _ME_AFTER_EN.search(after) or "我" in after:
+            return False  # "he hurt me", "气死我了": the user's
+        marks = [(m.end(), False) for m in (*_SELF_EN.finditer(before), *_SELF_ZH.finditer(before))]
+        marks += [(m.end(), True) for m in (*_OTHER_EN.finditer(before), *_OTHER_ZH.finditer(before))]
+        if marks:
+            if not max(marks)[1]:
+                return False  # the last person before it is the user
+            continue
+        if not latin and before.endswith("的") and _possessive(before):
+            continue  # "家族的孤独": a noun someone other than the user owns
+        return False
+    return True
+
+
+def _possessive(before: str) -> bool:
+    """Whether the 的 that ends `before` is a possessive or attributive particle (jieba leaves it a word
+    of its own), not the end of an adverb (真的, 挺好的)."""
+    from memsched.text.segment import _jieba
+
+    words = _jieba().lcut(before, HMM=True)
+    return bool(words) and words[-1] == "的"
 
 
 def local_time(now: datetime, timezone: str | None) -> tuple[datetime, str | None]:
@@ -423,6 +508,13 @@ class Router:
     def mode_cues(self, text: str) -> dict[str, list[str]]:
         """The cue words of each mode found in `text`."""
         return {mode: self._found(compiled, text) for mode, compiled in self._modes.items()}
+
+    @staticmethod
+    def own_cues(text: str, found: Sequence[str]) -> list[str]:
+        """The cue words of `found` that name the user's own feeling in `text` (see `_CLAUSE`): a cue
+        every occurrence of which is about someone else is left out."""
+        text = _TITLE.sub("《》", text)
+        return [c for c in found if not _about_someone_else(text, c)]
 
     def repair_cues(self, text: str) -> tuple[bool, bool]:
         """(apology, acceptance) cues in `text` — used on replies too, to see an apology accepted."""
@@ -544,7 +636,7 @@ class Router:
             reason += "; classifier features: " + ", ".join(
                 f"{b} {v:+.2f}" for b, v in sorted(lean.items(), key=lambda kv: -kv[1])
             )
-        return ModeDecision(mode, scores, evidence, reason, own_mode)
+        return ModeDecision(mode, scores, evidence, reason, own_mode, own[own_mode] - own["casual"])
 
     def route(
         self,
@@ -579,7 +671,7 @@ class Router:
         notes: list[str] = []
         for mode, compiled in self._modes.items():
             cues[mode] = self._found(compiled, message)
-        mode, scores, evidence, reason, own_mode = self.decide_mode(
+        mode, scores, evidence, reason, own_mode, own_margin = self.decide_mode(
             message,
             cues,
             vectors=vectors,
@@ -606,18 +698,51 @@ class Router:
         if own_mode == "casual" and cues.get("happy"):
             mood = "happy"
         intensity = 0.0
-        cued = False
+        cued = corroborated = False
+        margin = self.weights.corroborate_margin
         if mood is not None:
-            n = len(cues.get(own_mode, [])) + len(cues.get(mood, []))
+            # Only cue words that name the user's own feeling back the user's mood ("my sister is so
+            # sad lately" is comfort, but the sadness is the sister's).
+            n = len(self.own_cues(message, cues.get(own_mode, []))) + len(
+                self.own_cues(message, cues.get(mood, []))
+            )
+            # An uncued conflict reading that repeats the previous message's (within the previous-mode
+            # window) is corroborated, and counts as one cue word: the learned parts misread a single
+            # neutral line now and then, but an argument without a cue word ("Seriously? You forgot
+            # again." then "Don't even talk to me right now.") goes on for several lines. Conflict only:
+            # consecutive lines about one topic share its words, so a sad novel's plot read as comfort
+            # twice in a row is one misreading, not two; a conflict reading is about the companion.
+            if (
+                not n
+                and own_mode == "conflict"
+                and margin is not None
+                and own_margin >= margin
+                and carried is not None
+                and carried.previous_reading == own_mode
+                and (
+                    carried.previous_age_s is None
+                    or carried.previous_age_s <= self.weights.previous_mode_seconds
+                )
+            ):
+                corroborated = True
+                n = 1
             boost = len(self._found(self._intense, message)) + message.count("!") + message.count("！")
-            cued = bool(
-                n
-            )  # an intensifier (太, so, !) strengthens a feeling a word names; alone it names none
+            # An intensifier (太, so, !) strengthens a feeling a word names; alone it names none.
+            cued = bool(n)
             intensity = (
-                min(1.0, 0.45 + 0.15 * max(0, n - 1) + 0.1 * min(boost, 3) + (0.1 if n else 0.0))
+                min(1.0, 0.45 + 0.15 * max(0, n - 1) + 0.1 * min(boost, 3) + 0.1)
                 if cued
                 else UNCUED_MOOD_INTENSITY
             )
+            if corroborated:
+                notes.append("mood: an uncued conflict reading again, corroborated by the previous message's")
+        # What the next message may corroborate: the own reading when a cue word backs it or it stands
+        # clear of casual, else casual.
+        reading = (
+            own_mode
+            if cued or (own_mode != "casual" and margin is not None and own_margin >= margin)
+            else "casual"
+        )
 
         cue_shift = signals["topic_shift"] and segment_turns >= min_segment_turns
         signals["topic_shift"] = cue_shift or (topic is not None and topic.shift)
@@ -649,8 +774,11 @@ class Router:
             mood=mood,
             mood_intensity=intensity,
             mood_cued=cued,
+            mood_corroborated=corroborated,
             apology=bool(cues.get("apology")),
             acceptance=bool(cues.get("acceptance")),
             late_window=f"{hhmm(window[0])}-{hhmm(window[1])} ({late_source})",
             own_mode=own_mode,
+            own_margin=own_margin,
+            reading=reading,
         )

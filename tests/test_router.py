@@ -544,3 +544,74 @@ def test_routing_reads_a_chinese_messages_minilm_vector_that_retrieval_does_not_
     assert prototype_weights(["minilm", "hash"], 0.0) == {"minilm": 1.0, "hash": 1.0}
     assert prototype_weights(["minilm"], 0.5) == {"minilm": 0.75}
     assert FusionWeights().dense_weight("minilm", 1.0) == 0.0
+
+
+@pytest.mark.parametrize(
+    ("text", "cue", "own"),
+    [
+        ("my sister is so sad lately", "sad", False),
+        ("I think she is really stressed", "stressed", False),
+        ("布恩迪亚家族的孤独好像是遗传的", "孤独", False),
+        ("我妈生病了", "生病", False),
+        ("我朋友失恋了很难过", "难过", False),
+        ("I'm so sad lately", "sad", True),
+        ("my heart hurts", "hurt", True),
+        ("he hurt me", "hurt", True),  # the clause goes on to the user
+        ("She thinks I'm stressed", "stressed", True),
+        ("我真的好难过", "难过", True),  # 真的 is an adverb, not a possessive 的
+        ("一个人在家，好孤独", "孤独", True),
+        ("我妈说我压力太大", "压力", True),
+        ("妈妈生病了，我好难过", "难过", True),  # another clause, about the user
+    ],
+)
+def test_a_cue_word_backs_the_users_mood_only_when_it_names_their_own_feeling(
+    text: str, cue: str, own: bool
+) -> None:
+    assert (Router.own_cues(text, [cue]) == [cue]) is own
+
+
+def test_someone_elses_feeling_keeps_the_mode_but_sets_no_mood_of_the_users() -> None:
+    router = Router()
+    sister = router.route("my sister is so sad lately")
+    assert sister.mode == "comfort" and sister.mood == "sad" and not sister.mood_cued
+    mine = router.route("I'm so sad lately")
+    assert mine.mode == "comfort" and mine.mood_cued
+
+
+def test_an_uncued_conflict_reading_is_corroborated_by_the_previous_confident_one() -> None:
+    """With `corroborate_margin` set (off by default), on a made-up classifier that reads every message
+    as strongly conflict: the first uncued reading is only noted, the second, after a confident reading
+    of the same mode, counts as one cue word; a reading after a weak one, an old one or another mode
+    does not."""
+    from memsched.router import UNCUED_MOOD_INTENSITY, Carried
+
+    class Angry:
+        weight = 1.0
+        dense_blocks: tuple[tuple[str, int, str | None], ...] = ()
+
+        def predict(self, text: str, **kw: object) -> object:
+            from memsched.classify import Prediction
+
+            lp = {"casual": -5.0, "conflict": 0.0, "comfort": -5.0, "intimacy": -5.0}
+            return Prediction(log_probs=lp, contributions={})
+
+    from dataclasses import replace
+
+    assert DEFAULT_WEIGHTS.corroborate_margin is None  # off by default (measured, not shipped)
+    off = Router(classifier=Angry())  # type: ignore[arg-type]
+    router = Router(classifier=Angry(), weights=replace(DEFAULT_WEIGHTS, corroborate_margin=2.0))  # type: ignore[arg-type]
+    text = "You did it again, I can't believe this is happening every single week with you"
+    first = router.route(text)
+    assert first.own_mode == "conflict" and not first.mood_cued
+    assert first.mood_intensity == UNCUED_MOOD_INTENSITY and first.reading == "conflict"
+    second = router.route(text, carried=Carried(previous_reading="conflict", previous_age_s=60))
+    assert second.mood_corroborated and second.mood_cued and second.mood_intensity > 0.5
+    assert not off.route(
+        text, carried=Carried(previous_reading="conflict", previous_age_s=60)
+    ).mood_corroborated
+    for carried in (
+        Carried(previous_reading="casual", previous_age_s=60),  # the previous reading was not confident
+        Carried(previous_reading="comfort", previous_age_s=60),
+        Carried(previous_reading="conflict", previous_age_s=3 * 3600),  # too long ago
+    ):
+        assert not router.route(text, carried=carried).mood_corroborated

@@ -1,0 +1,151 @@
+"""Moods the cue words do not show, through the HTTP service with the default embedders (the learned
+parts read these lines), asserting on what reaches the (fake) upstream LLM.
+
+A walk-through found three faults (issue 7): an argument with no cue word ("Seriously? You forgot
+again. I'm so done with this." then "Don't even talk to me right now.") was routed as conflict but
+left a mood of 0.15 that was never reinforced, so the next morning got the casual strategy (still
+open: the test is an expected failure until a corroboration of such readings ships); one
+misread line ("What do you know about me?", "我现在住在成都", read as conflict) reached the prompt as
+"upset, intensity 0.15"; and someone else's feeling ("my sister is so sad lately", "布恩迪亚家族的孤独
+好像是遗传的") became the user's mood, so the next cooking question got the comfort strategy.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from datetime import datetime, timedelta
+from pathlib import Path
+from typing import Any
+from zoneinfo import ZoneInfo
+
+import httpx
+import pytest
+
+from memsched.config import Config
+from memsched.server.app import TRACE_HEADER, create_app
+from memsched.testing import FakeOpenAI, LiveServer
+
+SH = ZoneInfo("Asia/Shanghai")
+NIGHT = datetime(2025, 5, 6, 22, 30, tzinfo=SH)
+PERSONA = "You are Xiaoyu."
+
+
+@pytest.fixture
+def server(tmp_path: Path, fake: FakeOpenAI) -> Iterator[str]:
+    # The default configuration: no `embedders=` override.
+    cfg = Config.load(
+        home=tmp_path / "srv", upstream_base_url=fake.base_url, upstream_model="fake", llm_timeout=5.0
+    )
+    assert cfg.embedder_names == ["minilm", "wordllama", "gloss"]
+    with LiveServer(create_app(cfg)) as base:
+        yield base
+
+
+def chat(base: str, user: str, session: str, text: str, at: datetime) -> dict[str, Any]:
+    body = {
+        "model": "m",
+        "user": user,
+        "metadata": {"session_id": session, "timestamp": at.isoformat(), "timezone": "Asia/Shanghai"},
+        "messages": [{"role": "system", "content": PERSONA}, {"role": "user", "content": text}],
+    }
+    r = httpx.post(f"{base}/v1/chat/completions", json=body, timeout=60)
+    assert r.status_code == 200, r.text
+    trace = httpx.get(f"{base}/v1/traces/{r.headers[TRACE_HEADER]}", timeout=10).json()
+    assert isinstance(trace, dict)
+    return trace
+
+
+def system_of(fake: FakeOpenAI) -> str:
+    """The system message of the last reply request (background jobs call the fake LLM too)."""
+    return str(
+        next(
+            b["messages"][0]["content"]
+            for b in reversed(fake.chat_requests)
+            if b["messages"][0].get("role") == "system"
+            and str(b["messages"][0]["content"]).startswith(PERSONA)
+        )
+    )
+
+
+def mood(base: str, user: str, at: datetime) -> dict[str, Any]:
+    r = httpx.get(f"{base}/v1/users/{user}/state", params={"at": at.isoformat()}, timeout=10)
+    assert r.status_code == 200, r.text
+    out = r.json()["mood"]
+    assert isinstance(out, dict)
+    return out
+
+
+ARGUMENTS = {
+    "zh": (["你每次都这样，说好的事情又忘了", "我不想听你解释了"], "早"),
+    "en": (
+        ["Seriously? You forgot again. I'm so done with this.", "Don't even talk to me right now."],
+        "morning",
+    ),
+}
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="open (issue 7): corroborating consecutive uncued conflict readings "
+    "(ModeWeights.corroborate_margin) carries this argument, but is off by default: measured, not "
+    "shipped (BENCHMARKS.md 'Conversation mode', session 20)",
+)
+@pytest.mark.parametrize("lang", ["zh", "en"])
+def test_an_argument_without_a_cue_word_still_shapes_the_next_morning(
+    server: str, fake: FakeOpenAI, lang: str
+) -> None:
+    fight, morning = ARGUMENTS[lang]
+    first = chat(server, "sam", "night", fight[0], NIGHT)
+    second = chat(server, "sam", "night", fight[1], NIGHT + timedelta(minutes=2))
+    for t in (first, second):
+        assert t["route"]["mode"] == "conflict" and not t["route"]["cues"].get("conflict")
+    # One uncued line is only noted; the second one like it corroborates it.
+    assert first["mood"]["after"]["label"] == "neutral"
+    assert second["route"]["mood_corroborated"] and second["mood"]["event"] == "set"
+    assert second["mood"]["after"]["label"] == "upset"
+    assert second["mood"]["after"]["cause_turn_ids"] == [first["turn_ids"][0], second["turn_ids"][0]]
+
+    trace = chat(server, "sam", "morning", morning, (NIGHT + timedelta(days=1)).replace(hour=8, minute=0))
+    assert trace["route"]["mode"] == "conflict"
+    assert trace["strategy"]["name"] == "conflict_cold"
+    system = system_of(fake)
+    assert "Conversation strategy: conflict_cold" in system
+    assert "current mood" in system and fight[0] in system and fight[1] in system
+
+
+def test_misread_lines_set_no_mood_and_reach_no_prompt(server: str, fake: FakeOpenAI) -> None:
+    """Two neutral lines the learned parts read as conflict, one after the other: neither sets a mood,
+    and the second does not corroborate the first (neither stands clear of casual)."""
+    at = NIGHT.replace(hour=15)
+    for i, text in enumerate(["What do you know about me?", "我现在住在成都"]):
+        trace = chat(server, "ming", "s", text, at + timedelta(minutes=i))
+        assert not trace["route"]["mood_corroborated"]
+        assert trace["mood"]["after"]["label"] == "neutral"
+        assert "current mood" not in system_of(fake)
+    later = chat(server, "ming", "s", "晚饭吃什么好？", at + timedelta(minutes=5))
+    assert later["strategy"]["name"] == "casual"
+    assert "current mood" not in system_of(fake)
+    assert mood(server, "ming", at + timedelta(minutes=6))["label"] == "neutral"
+
+
+@pytest.mark.parametrize(
+    ("feeling", "then"),
+    [
+        ("布恩迪亚家族的孤独好像是遗传的", "红烧肉放冰糖还是白糖比较好？"),
+        ("my sister is so sad lately", "What should I cook tonight?"),
+    ],
+)
+def test_someone_elses_feeling_is_not_the_users_mood(
+    server: str, fake: FakeOpenAI, feeling: str, then: str
+) -> None:
+    at = NIGHT.replace(hour=15)
+    said = chat(server, "yan", "s", feeling, at)
+    assert said["route"]["cues"].get("comfort")  # the word is still there ...
+    assert not said["route"]["mood_cued"]  # ... but it names someone else's feeling
+    assert said["mood"]["after"]["label"] == "neutral"
+    later = chat(server, "yan", "s", then, at + timedelta(minutes=2))
+    assert later["route"]["mode"] == "casual" and later["strategy"]["name"] == "casual"
+    assert "current mood" not in system_of(fake)
+    # The same word said of oneself is still the user's.
+    own = chat(server, "yan2", "s", "I'm so sad lately" if feeling.isascii() else "我最近好孤独", at)
+    assert own["route"]["mood_cued"] and own["mood"]["after"]["label"] == "sad"
