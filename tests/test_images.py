@@ -157,3 +157,39 @@ def test_upstream_vision_sends_the_image_itself_and_an_image_only_message_works(
 def test_image_refs_keep_no_bytes() -> None:
     assert Image(PNG).ref.startswith("data:image/png;sha256=") and len(Image(PNG).ref) < 60
     assert Image("https://example.com/a.jpg").ref == "https://example.com/a.jpg"
+
+
+@pytest.mark.parametrize("vision", [False, True])
+def test_responses_api_input_images_are_described_and_sent_on(
+    tmp_path: Path, fake: FakeOpenAI, vision: bool
+) -> None:
+    """An `input_image` part of the Responses API is described like a chat `image_url` part; a vision
+    upstream also gets the image itself, as an `input_image` part beside the caption."""
+    url = "http://127.0.0.1:9/never-fetched.jpg"
+    with _start(tmp_path, fake, vision_model="fake-vision", upstream_vision=vision) as base:
+        fake.script_caption("a cat asleep on a keyboard")
+        content = [{"type": "input_text", "text": "Look!"}, {"type": "input_image", "image_url": url}]
+        r = httpx.post(
+            f"{base}/v1/responses",
+            json={
+                "model": "m",
+                "user": "li",
+                "metadata": {"session_id": "s1"},
+                "input": [{"role": "user", "content": content}],
+            },
+            timeout=60,
+        )
+        assert r.status_code == 200, r.text
+        vision_requests, _ = _split(fake)
+        assert vision_requests[0]["messages"][0]["content"][1]["image_url"]["url"] == url
+        sent = fake.response_requests[-1]["input"][-1]
+        if vision:
+            assert sent["content"][1] == {"type": "input_image", "image_url": url, "detail": "auto"}
+            assert "a cat asleep on a keyboard" in sent["content"][0]["text"]
+        else:
+            assert "a cat asleep on a keyboard" in sent["content"] and "Look!" in sent["content"]
+        turns = httpx.get(f"{base}/v1/users/li/sessions/s1/turns").json()["turns"]
+        assert (
+            "a cat asleep on a keyboard" in turns[0]["content"]
+            and turns[0]["meta"]["images"][0]["ref"] == url
+        )

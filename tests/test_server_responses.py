@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import threading
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -266,6 +267,31 @@ def test_events_arrive_before_the_upstream_finishes(server: str, fake: FakeOpenA
         rest = "\n".join(lines)
     assert "response.completed" in rest
     assert _turns(server)[-1]["content"] == "one two three four five"
+
+
+def test_a_client_hanging_up_mid_stream_leaves_the_partial_reply(server: str, fake: FakeOpenAI) -> None:
+    gate = threading.Event()
+    # Events 0-3: created, in_progress, output_item.added, content_part.added; 4-5: "I ", "remember ".
+    fake.script(Hold(gate, "I remember the shop was called Xiaoman", after=5))
+    with httpx.stream(
+        "POST", f"{server}/v1/responses", json=_body("The shop?", stream=True), timeout=30
+    ) as r:
+        got = ""
+        for line in r.iter_lines():
+            if line.startswith("data: "):
+                got += json.loads(line[6:]).get("delta") or ""
+            if got == "I remember ":
+                break
+    stored: list[dict[str, Any]] = []
+    for _ in range(200):  # a bounded wait for the recording, not a timing assertion
+        stored = _turns(server)
+        if len(stored) == 2:
+            break
+        time.sleep(0.05)
+    gate.set()
+    assert [t["role"] for t in stored] == ["user", "assistant"]
+    assert stored[1]["content"] == "I remember "
+    assert stored[1]["meta"]["partial_reason"] == "client_disconnected"
 
 
 def test_a_stream_cut_off_midway_is_an_error_event_and_a_partial_turn(server: str, fake: FakeOpenAI) -> None:
