@@ -292,6 +292,12 @@ def test_a_client_hanging_up_mid_stream_leaves_the_partial_reply(server: str, fa
     assert [t["role"] for t in stored] == ["user", "assistant"]
     assert stored[1]["content"] == "I remember "
     assert stored[1]["meta"]["partial_reason"] == "client_disconnected"
+    # memsched closed its upstream connection when the client left: the rest had nowhere to go.
+    for _ in range(200):
+        if fake.streams_broken + fake.streams_finished:
+            break
+        time.sleep(0.05)
+    assert (fake.streams_broken, fake.streams_finished) == (1, 0)
 
 
 def test_a_stream_cut_off_midway_is_an_error_event_and_a_partial_turn(server: str, fake: FakeOpenAI) -> None:

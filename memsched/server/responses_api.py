@@ -398,10 +398,12 @@ class _Failed(LLMError):
 
 
 async def _checked(events: AsyncIterator[bytes], state: ResponsesStreamState) -> AsyncIterator[bytes]:
-    async for raw in events:
-        yield raw
-        if state.failed is not None:
-            raise _Failed(f"the upstream's stream reported a failure: {state.failed}")
+    # aclosing: when the client hangs up this generator is closed, and with it at once the upstream's.
+    async with contextlib.aclosing(events) as inner:  # type: ignore[type-var]
+        async for raw in inner:
+            yield raw
+            if state.failed is not None:
+                raise _Failed(f"the upstream's stream reported a failure: {state.failed}")
 
 
 async def start(
