@@ -20,6 +20,7 @@ from memsched.store.base import Tx, validate_turn
 from memsched.store.migrations import FOREIGN_KEYS_OFF, MIGRATIONS
 from memsched.store.sqlite_base import TURN_COLUMNS, SQLiteTx, dt, row_to_turn, sqlite_tx, ts
 from memsched.store.sqlite_bookmarks import BookmarksMixin
+from memsched.store.sqlite_checkpoint import register as register_checkpoints
 from memsched.store.sqlite_companion import CompanionMixin
 from memsched.store.sqlite_forget import ForgetMixin
 from memsched.store.sqlite_fts import search_turns, user_tag
@@ -94,6 +95,11 @@ class SQLiteStore(
         except sqlite3.Error as exc:
             self.close()
             raise StoreError(open_error(self.path, exc)) from exc
+        self._ckpt_conn: sqlite3.Connection | None = None
+        self._closed = False
+        self.checkpoint_lock = threading.Lock()
+        if self.path != ":memory:":
+            register_checkpoints(self)
 
     # -- connections -------------------------------------------------------------------------------
 
@@ -111,6 +117,8 @@ class SQLiteStore(
         if self.path != ":memory:":
             conn.execute("PRAGMA journal_mode = WAL")
             conn.execute("PRAGMA synchronous = NORMAL")
+            # Checkpoints run on their own thread, not inside a turn's commit (`sqlite_checkpoint`).
+            conn.execute("PRAGMA wal_autocheckpoint = 0")
         with self._conns_lock:
             self._all_conns.append(conn)
         return conn
@@ -140,8 +148,18 @@ class SQLiteStore(
             else:
                 db.execute("COMMIT")
 
+    def checkpoint_connection(self) -> sqlite3.Connection | None:
+        """The connection the checkpoint thread uses (None once the store is closed)."""
+        with self._conns_lock:
+            if self._closed:
+                return None
+        if self._ckpt_conn is None:
+            self._ckpt_conn = self._connect()
+        return self._ckpt_conn
+
     def close(self) -> None:
         with self._conns_lock:
+            self._closed = True
             for conn in self._all_conns:
                 try:
                     conn.close()

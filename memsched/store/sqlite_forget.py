@@ -17,6 +17,7 @@ BENCHMARKS.md ("Forgetting") has the cost; docs/design.md says why this and not 
 from __future__ import annotations
 
 import json
+import threading
 import time
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
@@ -44,6 +45,7 @@ class ForgetMixin(SQLiteMixin):
     """Hard deletes of SQLiteStore. Every method is scoped by user."""
 
     path: str
+    checkpoint_lock: threading.Lock
 
     if TYPE_CHECKING:  # provided by SQLiteStore (sqlite_vectors)
 
@@ -314,7 +316,8 @@ class ForgetMixin(SQLiteMixin):
         (wait,) = db.execute("PRAGMA busy_timeout").fetchone()
         db.execute(f"PRAGMA busy_timeout = {CHECKPOINT_WAIT_MS}")
         try:
-            busy, _, _ = db.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchone()
+            with self.checkpoint_lock:  # not beside the background checkpoint (`sqlite_checkpoint`)
+                busy, _, _ = db.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchone()
         finally:
             db.execute(f"PRAGMA busy_timeout = {int(wait)}")
         report["wal_truncated"] = not busy
