@@ -158,14 +158,22 @@ class SQLiteStore(
         return self._ckpt_conn
 
     def close(self) -> None:
-        with self._conns_lock:
-            self._closed = True
-            for conn in self._all_conns:
-                try:
-                    conn.close()
-                except sqlite3.Error:
-                    pass
-            self._all_conns.clear()
+        # Not while the checkpoint thread is inside a checkpoint on one of these connections.
+        ckpt = getattr(self, "checkpoint_lock", None)
+        if ckpt is not None:
+            ckpt.acquire()
+        try:
+            with self._conns_lock:
+                self._closed = True
+                for conn in self._all_conns:
+                    try:
+                        conn.close()
+                    except sqlite3.Error:
+                        pass
+                self._all_conns.clear()
+        finally:
+            if ckpt is not None:
+                ckpt.release()
         self._local = threading.local()
 
     # -- schema --------------------------------------------------------------------------------------
