@@ -18,7 +18,7 @@ import json
 import urllib.request
 from collections.abc import AsyncGenerator
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, NoReturn
 from urllib.parse import urlsplit
 
 import aiohttp
@@ -130,12 +130,7 @@ class Upstream:
         count_call("reply")
         status, _, raw, retry_after = await self._exchange(self.url, body)
         if not 200 <= status < 300:
-            last = f"HTTP {status}: {_text(raw)[:300]}"
-            if _retryable(status):
-                message = f"POST {self.url} failed after {self.retries + 1} attempt(s): {last}"
-            else:
-                message = f"POST {self.url} failed: {last}"
-            raise UpstreamStatusError(self._scrub(message), status, retry_after)
+            raise UpstreamStatusError(self._status_message(self.url, status, raw), status, retry_after)
         try:
             data = json.loads(raw)
         except ValueError:
@@ -208,10 +203,7 @@ class Upstream:
             if received:
                 raise LLMError(self._scrub(f"the stream from {self.url} broke off: {last}"))
             status = None  # this attempt's failure was not an HTTP status
-        message = self._scrub(f"POST {self.url} failed after {self.retries + 1} attempt(s): {last}")
-        if status is not None:
-            raise UpstreamStatusError(message, status, retry_after)
-        raise LLMError(message)
+        self._give_up(self.url, last, status, retry_after)
 
     async def respond(self, body: dict[str, Any]) -> dict[str, Any]:
         """POST `body` (non-streaming) to the upstream's `/responses` (the Responses API) and return its
@@ -229,6 +221,13 @@ class Upstream:
         if not isinstance(data, dict) or not isinstance(data.get("output"), list):
             raise LLMError(f"invalid response from {url}: no output list")
         return data
+
+    def _give_up(self, url: str, last: str, status: int | None, retry_after: str | None) -> NoReturn:
+        """After the last attempt of a stream: the upstream's own status if the last failure was one."""
+        message = self._scrub(f"POST {url} failed after {self.retries + 1} attempt(s): {last}")
+        if status is not None:
+            raise UpstreamStatusError(message, status, retry_after)
+        raise LLMError(message)
 
     def _status_message(self, url: str, status: int, raw: bytes) -> str:
         last = f"HTTP {status}: {_text(raw)[:300]}"
@@ -292,10 +291,7 @@ class Upstream:
             if received:
                 raise LLMError(self._scrub(f"the stream from {url} broke off: {last}"))
             status = None
-        message = self._scrub(f"POST {url} failed after {self.retries + 1} attempt(s): {last}")
-        if status is not None:
-            raise UpstreamStatusError(message, status, retry_after)
-        raise LLMError(message)
+        self._give_up(url, last, status, retry_after)
 
     def request(self, method: str, path: str, *, query: str, headers: dict[str, str], data: bytes) -> Any:
         """One request to the upstream's `path` as the client sent it (`memsched.server.passthrough`),
