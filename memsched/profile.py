@@ -35,6 +35,7 @@ PETS = "pets"
 LIKES = "likes"
 DISLIKES = "dislikes"
 ALLERGIES = "allergies"
+DIET = "diet"
 SLEEP_TIME = "sleep_time"
 TIMEZONE = "timezone"
 
@@ -44,6 +45,7 @@ KEYS: tuple[str, ...] = (
     PREFERRED_NAME,
     NAME,
     ALLERGIES,
+    DIET,
     PARTNER_NAME,
     PETS,
     BIRTHDAY,
@@ -55,7 +57,7 @@ KEYS: tuple[str, ...] = (
     TIMEZONE,  # last: the prompt's clock line already names it
 )
 # Keys that hold a set of values: a new value joins the others instead of replacing them.
-MULTI_KEYS: frozenset[str] = frozenset({PETS, LIKES, DISLIKES, ALLERGIES})
+MULTI_KEYS: frozenset[str] = frozenset({PETS, LIKES, DISLIKES, ALLERGIES, DIET})
 # Keys whose earlier values are worth naming ("formerly 小王"): old mentions in history are outdated.
 FORMERLY_KEYS: frozenset[str] = frozenset({PREFERRED_NAME, NAME, LOCATION, OCCUPATION, PARTNER_NAME})
 
@@ -64,6 +66,7 @@ KEY_LABELS: dict[str, str] = {
     PREFERRED_NAME: "preferred name (call the user this)",
     PARTNER_NAME: "partner",
     ALLERGIES: "allergies (never suggest these)",
+    DIET: "diet (suggest food that fits it)",
     SLEEP_TIME: "usual bedtime",
 }
 

@@ -46,6 +46,7 @@ from memsched.model import Turn
 from memsched.profile import (
     ALLERGIES,
     BIRTHDAY,
+    DIET,
     DISLIKES,
     KEYS,
     LIKES,
@@ -168,6 +169,57 @@ def _clean(value: str, *, english: bool) -> str | None:
 
 # (rule, key, pattern, english)
 _RULES: list[tuple[str, str, re.Pattern[str], bool]] = [
+    # Diet first, so that "我是素食主义者" is not read as an occupation: what the user eats or avoids by
+    # habit or belief ("我吃素", "我不吃猪肉和牛肉"); a one-off ("我今天不吃了") names nothing: the time
+    # word is taken out and nothing but 了 is left.
+    (
+        "zh_vegetarian",
+        DIET,
+        re.compile(
+            rf"{_ZH_HEAD}我{_ZH_WHEN}(?:是(?:一个|一名|个)?)?(?P<v>吃全素|吃素|纯素食?主义者|纯素食者|素食主义者|素食者)"
+        ),
+        False,
+    ),
+    ("zh_dont_eat", DIET, re.compile(rf"{_ZH_HEAD}我{_ZH_WHEN}{_ZH_ADV}(?:从来)?不吃{_ZH_V}"), False),
+    (
+        "en_vegetarian",
+        DIET,
+        re.compile(
+            rf"\bI(?:'m| am|'ve been| have been) {_EN_ADV}(?:currently |strictly |fully |mostly )?(?:an? )?"
+            r"(?P<v>vegetarian|vegan|pescatarian|pescetarian|plant-based)\b",
+            re.I,
+        ),
+        True,
+    ),
+    (
+        "en_went_vegetarian",
+        DIET,
+        re.compile(
+            r"\bI (?:went|turned|became|have gone|'ve gone) (?P<v>vegetarian|vegan|pescatarian|pescetarian|plant-based)\b",
+            re.I,
+        ),
+        True,
+    ),
+    (
+        "en_on_a_diet",
+        DIET,
+        re.compile(
+            r"\bI(?:'m| am) (?:now |currently |still )?on an? (?P<v>[a-z][a-z\- ]{1,20}?) diet\b", re.I
+        ),
+        True,
+    ),
+    (
+        "en_keep_kosher",
+        DIET,
+        re.compile(r"\bI (?:keep|eat only|only eat|eat) (?P<v>kosher|halal)\b", re.I),
+        True,
+    ),
+    (
+        "en_dont_eat",
+        DIET,
+        re.compile(rf"\bI {_EN_ADV}(?:don't|do not|never|can't|cannot|no longer) eat {_EN_V}", re.I),
+        True,
+    ),
     ("zh_birthday", BIRTHDAY, re.compile(rf"我的?生日(?:是|在)?{_ZH_V}"), False),
     (
         "zh_born_on",
@@ -407,6 +459,24 @@ _RETRACT_RULES: list[tuple[str, str, re.Pattern[str], bool]] = [
     ("zh_not_allergic", ALLERGIES, re.compile(rf"我{_ZH_WHEN}(?:其实|并)?(?:不|没有?)对{_ZH_W}过敏"), False),
     ("zh_allergic_not", ALLERGIES, re.compile(rf"我{_ZH_WHEN}对{_ZH_W}(?:其实|并)?(?:不|没有?)过敏"), False),
     (
+        "zh_not_vegetarian",
+        DIET,
+        re.compile(
+            rf"我{_ZH_WHEN}(?:不再|不)(?:是(?:一个|个)?)?(?P<v>吃全素|吃素|纯素食?主义者|纯素食者|素食主义者|素食者)了"
+        ),
+        False,
+    ),
+    (
+        "en_not_vegetarian",
+        DIET,
+        re.compile(
+            r"\bI(?:'m| am) (?:not|no longer) (?:an? )?(?P<v>vegetarian|vegan|pescatarian|pescetarian|plant-based)"
+            r"(?= any ?more| now|$|[.,!?;:\n])",
+            re.I,
+        ),
+        True,
+    ),
+    (
         "en_not_allergic",
         ALLERGIES,
         re.compile(
@@ -464,6 +534,33 @@ def _sleep_time(text: str) -> Observation | None:
     return None
 
 
+# A diet reads the same whatever form said it ("素食主义者" and "吃素", "pescetarian"); what the user
+# does not eat reads "no pork" / "不吃猪肉". A word after "I don't eat" that is no food ("out much",
+# "before 8", "another bite") or 不吃 with nothing but 了/饭/东西 after it states no diet.
+_DIET_SAME = {
+    "pescetarian": "pescatarian",
+    "素食者": "吃素",
+    "素食主义者": "吃素",
+    "纯素食者": "吃全素",
+    "纯素主义者": "吃全素",
+    "纯素食主义者": "吃全素",
+}
+_EN_NOT_FOODS = frozenset(
+    "much a lot anything enough more another out late now right before after here there well properly alone at".split()  # noqa: SIM905 - a word list reads better as text
+)
+_ZH_NOT_FOODS = frozenset("了 饭 东西 药 这个 那个 什么".split())  # noqa: SIM905 - a word list reads better as text
+
+
+def _diet_value(rule: str, value: str, *, english: bool) -> str | None:
+    if rule.endswith("dont_eat"):
+        if english:
+            return None if value.split()[0].lower() in _EN_NOT_FOODS else f"no {value}"
+        return None if value in _ZH_NOT_FOODS or value.startswith("了") else f"不吃{value}"
+    if rule == "en_on_a_diet":
+        return f"{value.lower()} diet"
+    return _DIET_SAME.get(value.lower() if english else value, value.lower() if english else value)
+
+
 def _is_question(text: str, end: int) -> bool:
     tail = re.match(r"[^。.!！?？，,;；\n]*([?？]|吗|么)?", text[end:])
     return bool(tail and tail.group(1))
@@ -505,10 +602,15 @@ def extract(text: str) -> list[Observation]:
                 continue
             if key == NAME and value.split()[0].lower() in _EN_NOT_GREETING_NAMES:
                 continue
-            if key in MULTI_KEYS and not (key == PETS and "kind" in pattern.groupindex):
+            one_value = (key == PETS and "kind" in pattern.groupindex) or (
+                key == DIET and not rule.endswith("dont_eat")
+            )
+            if key in MULTI_KEYS and not one_value:
                 values, end = _list_items(text, value, m.end(), english=english)
             else:
                 values, end = [value], m.end()
+            if key == DIET:
+                values = [d for v in values if (d := _diet_value(rule, v, english=english)) is not None]
             found += [Observation(key, v, rule=rule) for v in values]
             taken.append((m.start(), end))
     for rule, key, pattern, english in _RETRACT_RULES:
@@ -517,6 +619,8 @@ def extract(text: str) -> list[Observation]:
             if value is not None and not _is_question(text, m.end()):
                 found = [ob for ob in found if not (ob.key == key and ob.op == "set")]
                 values, _ = _list_items(text, value, m.end(), english=english)
+                if key == DIET:
+                    values = [d for v in values if (d := _diet_value(rule, v, english=english)) is not None]
                 found += [Observation(key, v, "retract", rule=rule) for v in values]
     sleep = _sleep_time(text)
     if sleep is not None:

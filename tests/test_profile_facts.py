@@ -545,3 +545,72 @@ def test_http_a_job_by_its_function_a_breed_and_im_a_nurse_reach_the_prompt(
     system = fake.chat_requests[-1]["messages"][0]["content"]
     assert f"- occupation: {occupation}" in system
     assert f"- pets: {pets}" in system
+
+
+# Diet: what a companion suggesting dinner must know. One value per diet whatever form said it, what
+# the user does not eat as "no X" / "不吃X", one fact per item; one-offs and questions state nothing.
+DIET_CASES = [
+    ("I'm vegetarian", ["vegetarian"]),
+    ("I'm a vegetarian, by the way", ["vegetarian"]),
+    ("I've been vegan for two years", ["vegan"]),
+    ("I went pescetarian last year", ["pescatarian"]),
+    ("I'm on a keto diet", ["keto diet"]),
+    ("I keep kosher", ["kosher"]),
+    ("I don't eat pork or beef", ["no pork", "no beef"]),
+    ("I can't eat gluten", ["no gluten"]),
+    ("我吃素", ["吃素"]),
+    ("我是素食主义者", ["吃素"]),  # not an occupation
+    ("我一直吃全素", ["吃全素"]),
+    ("我不吃猪肉和牛肉", ["不吃猪肉", "不吃牛肉"]),
+    ("我从来不吃辣", ["不吃辣"]),
+    ("I don't eat out much", []),
+    ("我今天不吃了", []),
+    ("Do you eat pork?", []),
+    ("你吃素吗？", []),
+]
+
+
+@pytest.mark.parametrize(("text", "values"), DIET_CASES)
+def test_diet_facts_in_both_languages(text: str, values: list[str]) -> None:
+    assert [(o.key, o.value, o.op) for o in extract(text)] == [("diet", v, "set") for v in values]
+
+
+@pytest.mark.parametrize(
+    ("text", "value"),
+    [("I'm not vegetarian anymore", "vegetarian"), ("我不吃素了", "吃素"), ("我不再是素食者了", "吃素")],
+)
+def test_a_diet_given_up_is_retracted(text: str, value: str) -> None:
+    assert [(o.key, o.value, o.op) for o in extract(text)] == [("diet", value, "retract")]
+
+
+@pytest.mark.parametrize(
+    ("said", "given_up", "diet", "asked"),
+    [
+        ("我是素食主义者，我也不吃辣", "我现在不吃素了", "吃素", "今晚做什么菜好？"),
+        (
+            "I'm vegetarian and I don't eat mushrooms.",
+            "I'm not vegetarian anymore!",
+            "vegetarian",
+            "What should I cook?",
+        ),
+    ],
+)
+def test_http_a_diet_reaches_the_dinner_question_until_it_is_given_up(
+    server: str, fake: FakeOpenAI, said: str, given_up: str, diet: str, asked: str
+) -> None:
+    """Before, "I'm vegetarian" was no fact: a dinner question weeks later, in a new session, could
+    get a steak recipe."""
+    _chat(server, said, "2024-10-01T10:00:00+00:00")
+    fake.clear()
+    _chat(server, asked, "2024-10-21T18:00:00+00:00", session="s2")
+    system = fake.chat_requests[-1]["messages"][0]["content"]
+    line = next(x for x in system.splitlines() if x.startswith("- diet"))
+    assert diet in line and ("不吃辣" in line or "no mushrooms" in line)
+    _chat(server, given_up, "2024-11-01T10:00:00+00:00", session="s3")
+    fake.clear()
+    _chat(server, asked, "2024-11-02T18:00:00+00:00", session="s4")
+    system = fake.chat_requests[-1]["messages"][0]["content"]
+    line = next(x for x in system.splitlines() if x.startswith("- diet"))
+    assert diet not in line.replace("no mushrooms", "")
+    facts = httpx.get(f"{server}/v1/users/li/profile", params={"key": "diet"}).json()["facts"]
+    assert (diet, False) in [(f["value"], f["current"]) for f in facts]
