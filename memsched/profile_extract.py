@@ -638,7 +638,9 @@ _EN_NOT_ITEM_WORDS = frozenset(
     is are was were be been am do does did don't doesn't have has had will would can can't could should
     not never always especially even really very so also too just only mostly sometimes usually maybe
     probably that this there then though although because since while when whenever if unless until which
-    who where yet lol haha btw anyway etc""".split()  # noqa: SIM905 - a word list reads better as text
+    who where yet lol haha btw anyway etc sadly unfortunately fortunately luckily unluckily thankfully
+    honestly apparently obviously basically actually seriously literally personally naturally clearly
+    frankly hopefully surprisingly ironically weirdly oddly admittedly""".split()  # noqa: SIM905 - a word list reads better as text
 )
 _ZH_LIST_SPLIT = re.compile(r"和|、|跟|与|以及")
 _ZH_MORE = re.compile(rf"、{_ZH_V}")
