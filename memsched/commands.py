@@ -24,6 +24,7 @@ from memsched.forget import after_forget
 from memsched.jobs.tasks import TaskContext, task
 from memsched.model import utcnow
 from memsched.profile import PREFERRED_NAME, Profile
+from memsched.text.segment import ENGLISH_STOP_WORDS
 
 if TYPE_CHECKING:
     from memsched.jobs.queue import Job
@@ -695,6 +696,9 @@ class TopicMatch:
     terms: list[str]
     turn_ids: list[int]
     via: dict[str, str] = field(default_factory=dict)  # a widening term -> why it was searched for
+    # A user turn that matched no word but refers back to the one before it ("he never listens to me"
+    # after "my brother borrowed my car"): its id -> the id of that turn.
+    refers_back: dict[int, int] = field(default_factory=dict)
 
 
 def match_topic(store: Store, user_id: str, topic: str, *, exclude: Sequence[int] = ()) -> TopicMatch:
@@ -719,15 +723,58 @@ def match_topic(store: Store, user_id: str, topic: str, *, exclude: Sequence[int
     pattern = topic_pattern(topic, list(via))
     hits: set[int] = set()
     follow: set[tuple[str, int]] = set()
-    for t in turns:
+    back: dict[int, int] = {}
+    last_user: dict[str, int] = {}  # session -> its latest user turn that is about the topic
+    for t in sorted(turns, key=lambda t: (t.session_id, t.seq or 0, t.id or 0)):
         assert t.id is not None
         if (t.session_id, t.seq or 0) in follow and t.role == "assistant":
             hits.add(t.id)
+        if t.role != "user":
+            continue
+        prev = last_user.pop(t.session_id, None)
         if pattern.search(t.content):
             hits.add(t.id)
-            if t.role == "user" and t.seq is not None:
-                follow.add((t.session_id, t.seq + 1))
-    return TopicMatch(topic=topic, terms=[*base, *via], turn_ids=sorted(hits), via=via)
+        elif prev is not None and refers_back(t.content):
+            hits.add(t.id)
+            back[t.id] = prev
+        else:
+            continue
+        last_user[t.session_id] = t.id
+        if t.seq is not None:
+            follow.add((t.session_id, t.seq + 1))
+    for t in turns:  # an assistant turn that names the topic itself
+        if t.role != "user" and pattern.search(t.content):
+            hits.add(t.id or 0)
+    return TopicMatch(topic=topic, terms=[*base, *via], turn_ids=sorted(hits), via=via, refers_back=back)
+
+
+# "ugh my brother borrowed my car again" then "he never listens to me": the user's next message in
+# the session is about the topic too when it refers back by a personal pronoun (he, she, they, 他, 她)
+# and names no other person (a name, "my mom", 我妈), so "forget what I said about my brother" does not
+# leave the half of the story that says only "he". The chain goes on while each next message does.
+_EN_BACK = re.compile(r"\b(?:he|him|his|he's|she|her|hers|she's|they|them|their|they're)\b", re.I)
+_EN_SOMEONE_ELSE = re.compile(
+    r"\b(?:my|our|your)\s+(?:\w+\s+)?(?:mom|mum|mother|dad|father|parents|sister|brother|son|daughter|"
+    r"wife|husband|boyfriend|girlfriend|partner|friend|friends|boss|manager|colleague|coworker|roommate|"
+    r"neighbou?r|teacher|cousin|aunt|uncle|grandma|grandpa|grandmother|grandfather|kids?|children)\b",
+    re.I,
+)
+_ZH_BACK = re.compile(r"(?<!其)他|她")
+_ZH_SOMEONE_ELSE = re.compile(
+    r"妈|爸|父母|姐|妹|哥|弟|儿子|女儿|孩子|老公|老婆|男朋友|女朋友|男友|女友|对象|朋友|闺蜜|同事|老板|领导|"
+    r"室友|邻居|老师|同学|奶奶|爷爷|外婆|外公|姥姥|姥爷"
+)
+_EN_CAPITALISED = re.compile(r"\b[A-Z][a-z]*(?:'[a-z]+)?\b")
+
+
+def refers_back(text: str) -> bool:
+    """Whether a message refers back to someone by a personal pronoun and names no one else."""
+    if re.search(rf"[{_CJK}]", text):
+        return bool(_ZH_BACK.search(text)) and not _ZH_SOMEONE_ELSE.search(text)
+    if not _EN_BACK.search(text) or _EN_SOMEONE_ELSE.search(text):
+        return False
+    # A capitalised word that is no stop word ("He", "I", "And" are) may be a name: "Tom said he …".
+    return all(m.group(0).lower() in ENGLISH_STOP_WORDS for m in _EN_CAPITALISED.finditer(text))
 
 
 def topic_turn_ids(store: Store, user_id: str, topic: str, *, exclude: Sequence[int] = ()) -> list[int]:

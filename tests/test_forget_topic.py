@@ -171,6 +171,51 @@ def test_a_topic_forget_follows_the_name_given_to_it(
     assert all(k in left for k in kept)
 
 
+@pytest.mark.parametrize(
+    ("lines", "command", "gone", "kept"),
+    [
+        (
+            [
+                "ugh my brother borrowed my car again without asking",
+                "he never listens to me",
+                "and he left the tank empty",
+                "Tom said he would fix my bike",  # names someone else: the chain stops
+                "he never does though",
+            ],
+            "forget what I said about my brother",
+            [
+                "ugh my brother borrowed my car again without asking",
+                "he never listens to me",
+                "and he left the tank empty",
+            ],
+            ["Tom said he would fix my bike", "he never does though"],
+        ),
+        (
+            ["我弟又没打招呼就开走了我的车", "他从来不听我说话", "我妈说他还小", "他都二十五了"],
+            "忘掉关于我弟的事",
+            ["我弟又没打招呼就开走了我的车", "他从来不听我说话"],
+            ["我妈说他还小", "他都二十五了"],
+        ),
+    ],
+)
+def test_a_topic_forget_takes_the_next_messages_that_say_only_he(
+    env: Env, lines: list[str], command: str, gone: list[str], kept: list[str]
+) -> None:
+    """A walk-through's "forget what I said about my brother" deleted the message naming him and left
+    "he never listens to me" right after it. The next messages that refer back by a pronoun and name
+    no one else go too; one that names someone else ends the chain. The preview says why."""
+    for text in lines:
+        env.say(text)
+    topic = command.removeprefix("forget what I said about my ").removeprefix("忘掉关于").removesuffix("的事")
+    preview = httpx.get(f"{env.base}/v1/users/u/topics/{topic}/turns").json()["turns"]
+    backs = [t for t in preview if t["refers_back_to"] is not None]
+    assert [t["content"] for t in backs] == [g for g in gone[1:]]
+    env.say(command)
+    left = env.contents()
+    assert not [g for g in gone if g in left]
+    assert all(k in left for k in kept)
+
+
 def test_apposed_names_are_names_only() -> None:
     assert apposed_names("My ex Marcus texted me", ["ex"]) == ["Marcus"]
     assert apposed_names("my ex is called Marcus", ["ex"]) == ["Marcus"]

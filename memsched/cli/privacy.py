@@ -100,7 +100,7 @@ def forget(
                 t for t in store.get_turns(uid, match.turn_ids) if session is None or t.session_id == session
             ]
             if dry_run:
-                _print_topic_preview(user, match.terms, match.via, about, as_json=as_json)
+                _print_topic_preview(user, match.terms, match.via, about, match.refers_back, as_json=as_json)
                 return
             if not about:
                 raise InputError(f"no turn of user {user!r} is about {topic.strip()!r}")
@@ -117,11 +117,24 @@ def forget(
 
 
 def _print_topic_preview(
-    user: str, terms: list[str], via: dict[str, str], turns: list[Any], *, as_json: bool
+    user: str,
+    terms: list[str],
+    via: dict[str, str],
+    turns: list[Any],
+    refers_back: dict[int, int],
+    *,
+    as_json: bool,
 ) -> None:
     """What `forget --topic --dry-run` would delete: the words searched for and the turns."""
     rows = [
-        {"id": t.id, "session_id": t.session_id, "seq": t.seq, "role": t.role, "content": t.content}
+        {
+            "id": t.id,
+            "session_id": t.session_id,
+            "seq": t.seq,
+            "role": t.role,
+            "content": t.content,
+            "refers_back_to": refers_back.get(t.id),
+        }
         for t in turns
     ]
     if as_json:
@@ -132,7 +145,10 @@ def _print_topic_preview(
         console.print(f"  {word}: {why}", markup=False)
     console.print(f"would forget {len(rows)} turns of {user!r} (dry run: nothing deleted)", markup=False)
     for r in rows:
-        console.print(f"  [{r['id']}] {r['session_id']}#{r['seq']} {r['role']}: {r['content']}", markup=False)
+        back = f" (refers back to [{r['refers_back_to']}])" if r["refers_back_to"] is not None else ""
+        console.print(
+            f"  [{r['id']}] {r['session_id']}#{r['seq']} {r['role']}: {r['content']}{back}", markup=False
+        )
 
 
 @keys_app.command("add")

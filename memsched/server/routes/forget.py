@@ -106,6 +106,9 @@ class TopicTurn(BaseModel):
     seq: int | None
     role: str
     content: str
+    refers_back_to: int | None = Field(
+        None, description="For a message that names no topic word: the earlier one its pronoun refers back to"
+    )
 
 
 class TopicPreview(BaseModel):
@@ -144,7 +147,14 @@ async def preview_topic(
         terms=match.terms,
         via=match.via,
         turns=[
-            TopicTurn(id=t.id, session_id=t.session_id, seq=t.seq, role=t.role, content=t.content)
+            TopicTurn(
+                id=t.id,
+                session_id=t.session_id,
+                seq=t.seq,
+                role=t.role,
+                content=t.content,
+                refers_back_to=match.refers_back.get(t.id) if t.id is not None else None,
+            )
             for t in turns
             if t.id is not None
         ],
