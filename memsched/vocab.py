@@ -131,8 +131,9 @@ def query_terms(query: str, skip: set[str]) -> list[str]:
 class TermVectors:
     """Vectors of query terms the vocabulary lacks, embedded once per query (and its sub-queries).
 
-    `start` submits them to a micro-batched embedder, so the model runs while the SQL stages do
-    (the vectors are read only when the soft layer needs them); others are embedded when asked.
+    `start` submits them to a micro-batched embedder's side dispatcher (`MicroBatcher.side`), so the
+    model runs beside the message's call and the SQL stages (the vectors are read only when the soft
+    layer needs them); others are embedded when asked.
     Started words enter the process-wide word cache as soon as their batch is done, read or not, and
     a word another query already has in flight is taken from that query's batch, not embedded twice
     (concurrent turns share common words)."""
@@ -159,7 +160,8 @@ class TermVectors:
             if not new:
                 return
             generation = _generation
-            future = self.embedder.submit(new, urgent=True)
+            # Beside the message's call, not queued behind it (`MicroBatcher.side`).
+            future = self.embedder.side().submit(new, urgent=True)
             for i, w in enumerate(new):
                 self._pending[w] = _INFLIGHT[(model, w)] = (future, i)
 

@@ -404,3 +404,44 @@ def test_the_pager_drops_a_users_postings_on_every_forget_path(mem: Memory) -> N
     assert soft_ids() == {new}  # a new turn is a candidate on the next query
     mem.delete_user("u")
     assert "u" not in pager._postings
+
+
+class _MessageGated(_Counting):
+    """A counting embedder whose calls with a message in them wait until `go` is set; word calls don't."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.go = threading.Event()
+        self.message_started = threading.Event()
+
+    def embed(self, texts: list[str]) -> np.ndarray:
+        if any(" " in t for t in texts):
+            self.message_started.set()
+            assert self.go.wait(10)
+        return super().embed(texts)
+
+
+def test_query_terms_are_embedded_beside_a_message_call_in_flight_not_behind_it() -> None:
+    from memsched import vocab
+    from memsched.embed.batch import MicroBatcher
+
+    vocab.clear_caches()
+    inner = _MessageGated()
+    batcher = MicroBatcher(inner)
+    try:
+        message = batcher.submit(["What sports does Bob play?"], urgent=True)
+        assert inner.message_started.wait(10)  # the dispatcher is inside the message's call
+        words = vocab.TermVectors(batcher)
+        words.start(["sports", "play"])
+        # Queued behind the message's call, these would wait for `go`; beside it they come now.
+        future, _ = words._pending["sports"]
+        assert future.result(timeout=10).shape == (2, inner.dim)
+        assert not message.done()
+        assert np.allclose(words(["play"])[0], inner.embed(["play"])[0])
+        inner.go.set()
+        assert message.result(timeout=10).shape == (1, inner.dim)
+    finally:
+        inner.go.set()
+        batcher.close()
+    side = batcher.side()  # closed with its batcher: calls now run directly
+    assert side.submit(["after"]).result(timeout=10).shape == (1, inner.dim)

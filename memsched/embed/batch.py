@@ -97,6 +97,7 @@ class MicroBatcher:
         self._holds = 0  # callers queueing several texts that should share one model call (`holding`)
         self._cond = threading.Condition()
         self._closed = False
+        self._side: MicroBatcher | None = None  # `side()`, made on first use
         self.calls = 0  # model calls made (a batch is one); with `texts`, the batching's effect
         self.texts = 0
         self.cpu_seconds = 0.0  # the dispatchers' CPU time in those calls (tokenizer, model, pooling)
@@ -166,12 +167,37 @@ class MicroBatcher:
                 self._holds -= 1
                 self._cond.notify_all()
 
+    def side(self) -> MicroBatcher:
+        """A batcher over the same model with a dispatcher of its own (made on first use, closed
+        with this one), for texts a turn needs soon but not first: the soft-term layer's query words.
+
+        Queued here they waited for the turn's message call to end and then ran a call of their own
+        anyway (a 15-token message and 3-token words are different runs: `plan_calls`), so the layer
+        waited for both calls one after the other. On the side dispatcher the words' call runs beside
+        the message's, on the other core (the model runs outside the GIL); concurrent turns' words
+        still share its calls. The same model and inputs: the same vectors."""
+        with self._cond:
+            if self._side is None:
+                self._side = MicroBatcher(
+                    self.inner,
+                    max_batch=self.max_batch,
+                    threads=1,
+                    linger=self.linger,
+                    linger_texts=self.linger_texts,
+                )
+                if self._closed:
+                    self._side.close()
+            return self._side
+
     def close(self) -> None:
         with self._cond:
             self._closed = True
+            side = self._side
             self._cond.notify_all()
         for t in self._threads:
             t.join(timeout=5)
+        if side is not None:
+            side.close()
 
     def _ready(self) -> bool:
         """Whether the queued requests should go now (else they are all post-reply ones, few and
