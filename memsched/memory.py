@@ -127,10 +127,11 @@ class Memory:
         """Per batched model (by model id): the model calls its batcher made, the texts they carried
         and the dispatcher's CPU seconds in them, since start (background and bulk calls, which
         bypass the batcher, are not counted)."""
-        return {
-            b.model_id: {"calls": b.calls, "texts": b.texts, "cpu_seconds": b.cpu_seconds}
-            for b in self._batchers
-        }
+        stats: dict[str, dict[str, float]] = {}
+        for b in self._batchers:
+            calls, texts, cpu = b.totals()  # with its side dispatcher's (the soft layer's query words)
+            stats[b.model_id] = {"calls": calls, "texts": texts, "cpu_seconds": cpu}
+        return stats
 
     def close(self) -> None:
         self.store.close()

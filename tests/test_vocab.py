@@ -440,6 +440,7 @@ def test_query_terms_are_embedded_beside_a_message_call_in_flight_not_behind_it(
         assert np.allclose(words(["play"])[0], inner.embed(["play"])[0])
         inner.go.set()
         assert message.result(timeout=10).shape == (1, inner.dim)
+        assert batcher.totals()[:2] == (2, 3)  # the side dispatcher's call counts with the batcher's
     finally:
         inner.go.set()
         batcher.close()

@@ -189,6 +189,13 @@ class MicroBatcher:
                     self._side.close()
             return self._side
 
+    def totals(self) -> tuple[int, int, float]:
+        """(calls, texts, dispatcher CPU seconds) of this batcher and its side dispatcher."""
+        side = self._side
+        if side is None:
+            return self.calls, self.texts, self.cpu_seconds
+        return self.calls + side.calls, self.texts + side.texts, self.cpu_seconds + side.cpu_seconds
+
     def close(self) -> None:
         with self._cond:
             self._closed = True
