@@ -53,6 +53,7 @@ class SessionHold:
     lease: SessionLease | None
     wait_ms: float
     handed_off: bool = False  # a post-reply thread releases it once the new turns' vectors are stored
+    leased_at: float = 0.0  # time.monotonic() when the store lock was taken or last renewed by `renew`
 
     @property
     def user_id(self) -> str:
@@ -151,7 +152,7 @@ class SessionLine:
         except BaseException:
             self.give_back(ticket)
             raise
-        return SessionHold(ticket, lease, (time.perf_counter() - t0) * 1000.0)
+        return SessionHold(ticket, lease, (time.perf_counter() - t0) * 1000.0, leased_at=time.monotonic())
 
     def release(self, hold: SessionHold) -> None:
         """Give the session back (idempotent): the store lock, then the place in line."""
@@ -181,9 +182,13 @@ class SessionLine:
         return hold
 
     def renew(self, hold: SessionHold) -> None:
-        """Renew the hold's store lock once (after a long reply call)."""
-        if hold.lease is not None:
+        """Renew the hold's store lock once (after a long reply call) if a third of a lease or more
+        went by since it was taken or last renewed here (the renewer thread's cadence for kept
+        holds): a lease taken moments ago has most of its time left, and a renewal is a write
+        transaction (it waited behind the background's commits now and then: a turn's P0 tail)."""
+        if hold.lease is not None and time.monotonic() - hold.leased_at >= self.lease_seconds / 3:
             hold.lease.renew(self.lease_seconds)
+            hold.leased_at = time.monotonic()
 
     def close(self) -> None:
         """Stop renewing leases (holds still out expire with their leases)."""

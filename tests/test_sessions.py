@@ -50,3 +50,35 @@ def test_a_store_lock_that_times_out_gives_the_place_back(store: Store) -> None:
     again = theirs.acquire(theirs.take("u", "s"))
     assert again.user_id == "u" and again.session_id == "s"
     theirs.release(again)
+
+
+class _CountingLease:
+    """A session lease that counts its renewals (and passes everything on)."""
+
+    def __init__(self, lease: object) -> None:
+        self.lease = lease
+        self.renewals = 0
+        self.owner = getattr(lease, "owner", None)
+
+    def renew(self, lease_seconds: float) -> bool:
+        self.renewals += 1
+        return bool(self.lease.renew(lease_seconds))  # type: ignore[attr-defined]
+
+    def release(self) -> bool:
+        return bool(self.lease.release())  # type: ignore[attr-defined]
+
+
+def test_a_lease_is_renewed_after_a_reply_call_only_once_a_third_of_it_went_by(store: Store) -> None:
+    line = SessionLine(SessionLock(store), lease_seconds=60, lock_timeout=5)
+    hold = line.acquire(line.take("u", "s"))
+    counting = _CountingLease(hold.lease)
+    hold.lease = counting  # type: ignore[assignment]
+    line.renew(hold)  # a fast reply call: the lease taken moments ago has ~60 s left
+    assert counting.renewals == 0
+    hold.leased_at -= 21  # a reply call of 21 s: more than a third of the lease went by
+    line.renew(hold)
+    assert counting.renewals == 1
+    line.renew(hold)  # renewed just now
+    assert counting.renewals == 1
+    line.release(hold)
+    assert SessionLock(store).holder("u", "s") is None
