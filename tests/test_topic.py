@@ -299,3 +299,72 @@ def test_chinese_confirmation_needs_the_pair_to_belong_together() -> None:
         **kwargs,
     )
     assert together.shift and together.late
+
+
+# Session 21's tie on a made-up Chinese learned judge: the gloss relative score and the time cue.
+TIED = LearnedJudge(
+    coef={"rel_gloss": -10.0, "last_gloss": 0.0, "time_opener": 3.0},
+    bias=-2.0,
+    far=0.0,
+    confirm_far=float("inf"),
+    confirm_pair=0.0,
+    overtake=0.0,
+    tie=0.05,
+)
+TIED_PARAMS = replace(DEFAULT_PARAMS, cjk=replace(DEFAULT_PARAMS.cjk, learned=TIED))
+LOOSE = [{"gloss": _basis(0) + 0.5 * _basis(i)} for i in range(1, 7)]  # one loose topic
+
+
+@pytest.mark.parametrize(
+    ("in_topic_time", "candidate", "message", "vector", "shift"),
+    [
+        # A user who places things in time inside the topic: a time-word candidate and a next
+        # message tied to neither it nor anything new do not cut the topic ...
+        (True, "昨晚梦见水滴撞过来，直接吓醒了", "程心是不是太圣母了", 8, False),
+        # ... a next message that repeats the candidate's characters does ...
+        (True, "今晚我想做个番茄炒蛋", "番茄炒蛋要先炒蛋还是先炒番茄", 8, True),
+        # ... and so does one whose gloss vector is closer to the candidate than to the topic.
+        (True, "昨晚梦见水滴撞过来，直接吓醒了", "程心是不是太圣母了", 7, True),
+        # A user who does not: the time word is evidence enough, as before.
+        (False, "昨晚梦见水滴撞过来，直接吓醒了", "程心是不是太圣母了", 8, True),
+    ],
+)
+def test_a_time_word_candidate_must_be_tied_to_its_next_message(
+    in_topic_time: bool, candidate: str, message: str, vector: int, shift: bool
+) -> None:
+    texts = [
+        "三体终于看完了",
+        "黑暗森林那个设定",
+        "智子锁死地球科技",
+        "你觉得三体人会来吗",
+        "水滴攻击舰队",
+        "二向箔",
+    ]
+    if in_topic_time:
+        texts[2] = "明天想去书店买一套精装版"
+    cand = {"gloss": _basis(0) + 0.5 * _basis(7)}
+    first = judge(candidate, cand, LOOSE, segment_texts=texts, params=TIED_PARAMS)
+    assert first.candidate  # on the topic's vector, a candidate by its time word alone
+    second = judge(
+        message,
+        {"gloss": _basis(0) + 0.5 * _basis(vector)},
+        LOOSE,
+        [cand],
+        segment_texts=texts,
+        pending_texts=[candidate],
+        params=TIED_PARAMS,
+    )
+    assert second.pair_score is not None and second.pair_score < TIED.confirm_pair  # the pair alone would cut
+    assert second.shift is shift and second.late is shift
+    # Without the tie (the session-20 judge) the pair cuts the topic in every case.
+    untied = replace(TIED_PARAMS, cjk=replace(TIED_PARAMS.cjk, learned=replace(TIED, tie=None)))
+    again = judge(
+        message,
+        {"gloss": _basis(0) + 0.5 * _basis(vector)},
+        LOOSE,
+        [cand],
+        segment_texts=texts,
+        pending_texts=[candidate],
+        params=untied,
+    )
+    assert again.shift

@@ -206,18 +206,19 @@ TIMED["zh2"] = (
             "zh2",
             marks=pytest.mark.xfail(
                 strict=True,
-                reason="known (BENCHMARKS.md, Topic shifts, session 20): the shipped Chinese judge cuts the"
-                " renovation talk at '明天要去看橱柜…' and '周末打算去宜家挑沙发' (each a time-word candidate"
-                " confirmed by the next line) and misses the time-less shift to '我妹妹考上研究生了！'",
+                reason="known (BENCHMARKS.md, Topic shifts, sessions 20-21): the Chinese judge misses the"
+                " time-less shift to '我妹妹考上研究生了！' + '她报的是…' (no time word, no shared character,"
+                " and its vectors score it on the renovation topic)",
             ),
         ),
         pytest.param(
             "zh",
             marks=pytest.mark.xfail(
                 strict=True,
-                reason="known (BENCHMARKS.md, Topic shifts, sessions 17-18): the Chinese judge's time-word cue"
-                " cuts the 三体 talk at '昨晚梦见…' + '程心是不是太圣母了'; the judge that passes this walk"
-                " (session 18's closeness margin) lost on the report half",
+                reason="known (BENCHMARKS.md, Topic shifts, sessions 17-21): the Chinese judge's time-word cue"
+                " cuts the 三体 talk at '昨晚梦见…' + '程心是不是太圣母了' (session 21's tie holds it only at a"
+                " gloss margin the tuning half does not choose) and misses '番茄炒蛋你会做吗'; the judges that"
+                " pass this walk (session 18's closeness margin, session 21's retro route) lost on the report half",
             ),
         ),
         "en",
@@ -239,3 +240,19 @@ def test_a_switch_with_time_words_inside_the_topic(server: str, fake: FakeOpenAI
     chat(server, back, EVENING + timedelta(minutes=22))
     _, _, recalled = raw_and_recalled(fake)
     assert any(line in recalled for line in old)
+
+
+def test_time_words_inside_a_chinese_topic_do_not_split_it(server: str, fake: FakeOpenAI) -> None:
+    """A user who places things in time inside one topic (上周/昨天/明天/今天下午/周末 while renovating):
+    a line opening with a time word is a candidate, but the next line is tied to the topic, not to it
+    (no shared character, not closer in gloss), so the talk is not cut (session 21; the session-20
+    judge cut it at '明天要去看橱柜…' and '周末打算去宜家挑沙发')."""
+    candidates = []
+    for i, text in enumerate(TIMED["zh2"][0]):
+        trace = chat(server, text, EVENING + timedelta(minutes=i))
+        assert not trace["route"]["signals"]["topic_shift"], (i, text, trace["route"]["topic"])
+        assert trace["topic_summary"] is None
+        if trace["route"]["topic"]["candidate"]:
+            candidates.append(text)
+    # The time-word lines were candidates (what the tie is asked about), and none cut the topic.
+    assert "明天要去看橱柜，预算已经超了" in candidates
