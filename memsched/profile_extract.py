@@ -561,6 +561,29 @@ def _diet_value(rule: str, value: str, *, english: bool) -> str | None:
     return _DIET_SAME.get(value.lower() if english else value, value.lower() if english else value)
 
 
+# "我对海鲜过敏，而且不吃香菜", "我喜欢猫，也喜欢狗": Chinese drops the subject of a clause that goes on
+# from a clause whose subject is 我. Such a clause that begins (after 而且/也/还 …) with the verb of a
+# rule gets its 我 back before the rules run; after a clause about someone else ("我妈吃素，也不吃辣")
+# nothing is added.
+_ZH_GOES_ON = re.compile(
+    r"(?<=[，,])(?P<conn>(?:而且|并且|另外|同时|但是|但|不过)?)(?P<rest>(?:也|还|都|其实|从来|特别|很|最)*"
+    r"(?:喜欢|不喜欢|爱吃|爱喝|讨厌|受不了|不吃|吃素|对[^，,。！？!?]{1,12}过敏))"
+)
+_ZH_MY_CLAUSE = re.compile(
+    r"(?:^|[。！？!?；;，,])\s*(?:而且|并且|另外|同时|但是|但|不过)?我(?![们妈爸哥姐弟妹])[^，,。！？!?；;]*$"
+)
+
+
+def _zh_implied_subject(text: str) -> str:
+    out, last = [], 0
+    for m in _ZH_GOES_ON.finditer(text):
+        if _ZH_MY_CLAUSE.search(text, 0, m.start() - 1) is None:
+            continue
+        out += [text[last : m.start()], "我", m.group("rest")]
+        last = m.end()
+    return "".join([*out, text[last:]]) if out else text
+
+
 def _is_question(text: str, end: int) -> bool:
     tail = re.match(r"[^。.!！?？，,;；\n]*([?？]|吗|么)?", text[end:])
     return bool(tail and tail.group(1))
@@ -581,6 +604,7 @@ def extract(text: str) -> list[Observation]:
     # rules read the statement without it (absolute dates, as in birthdays, are not relative times).
     for start, end in reversed(spans(text)):
         text = (text[:start] + text[end:]).replace("  ", " ")
+    text = _zh_implied_subject(text)
     for cmd in commands:
         if cmd.kind == "rename" and cmd.value and cmd.rule in ("zh_my_name_is", "en_my_name_is"):
             found.append(Observation(NAME, cmd.value, rule=cmd.rule))

@@ -617,3 +617,21 @@ def test_http_a_diet_reaches_the_dinner_question_until_it_is_given_up(
     assert diet not in line.replace("no mushrooms", "")
     facts = httpx.get(f"{server}/v1/users/li/profile", params={"key": "diet"}).json()["facts"]
     assert (diet, False) in [(f["value"], f["current"]) for f in facts]
+
+
+@pytest.mark.parametrize(
+    ("text", "found"),
+    [
+        ("我对海鲜过敏，而且不吃香菜", [("diet", "不吃香菜"), ("allergies", "海鲜")]),
+        ("我喜欢猫，也喜欢狗", [("likes", "猫"), ("likes", "狗")]),
+        ("我是素食主义者，也不吃辣", [("diet", "吃素"), ("diet", "不吃辣")]),
+        ("我妈吃素，也不吃辣", []),  # the clause before is about someone else
+        ("他喜欢猫，也喜欢狗", []),
+    ],
+)
+def test_a_chinese_clause_without_its_subject_goes_on_from_wo(
+    text: str, found: list[tuple[str, str]]
+) -> None:
+    """A walk-through's "我对海鲜过敏，而且不吃香菜" kept the allergy and lost the second clause, whose 我 is
+    dropped as Chinese does."""
+    assert [(o.key, o.value) for o in extract(text)] == found
