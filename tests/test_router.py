@@ -124,6 +124,32 @@ def test_the_blind_set_is_balanced_and_shares_no_line_with_the_labelled_set() ->
     assert not labelled & {text.removesuffix(" #hard") for _, _, text in blind}
 
 
+def test_the_warm_probe_is_parallel_and_apart_from_the_training_and_blind_lines() -> None:
+    """tests/data/mode_warm.txt (session 21) is a probe, not training data: parallel zh/en blocks, no
+    line shared with the labelled, short, blind or prototype lines."""
+    import tomllib
+    from importlib import resources
+
+    def read(name: str) -> list[list[str]]:
+        text = (Path(__file__).parent / "data" / name).read_text("utf-8")
+        return [line.split("|", 2) for line in text.splitlines() if line.strip() and not line.startswith("#")]
+
+    warm = read("mode_warm.txt")
+    for m in MODES:
+        assert (
+            sum(1 for mm, ll, _ in warm if (mm, ll) == (m, "zh"))
+            == sum(1 for mm, ll, _ in warm if (mm, ll) == (m, "en"))
+            > 0
+        )
+    texts = {text.removesuffix(" #hard") for _, _, text in warm}
+    for other in ("mode_labelled.txt", "mode_short.txt", "mode_blind.txt"):
+        assert not texts & {text.removesuffix(" #hard") for _, _, text in read(other)}, other
+    protos = tomllib.loads(
+        resources.files("memsched").joinpath("data/mode_prototypes.toml").read_text("utf-8")
+    )
+    assert not texts & {t for v in protos.values() for t in v}
+
+
 def test_prototypes_and_carried_mood_move_the_mode() -> None:
     from memsched.embed.hashing import HashEmbedder
     from memsched.router import Carried, Prototypes
