@@ -370,6 +370,7 @@ def test_term_postings_take_in_new_turns_and_start_over_after_a_delete(store: St
     both = [{"tennis": 1.0}, {"swimming": 0.75}]
     assert postings.score(both, set()) == [(1.75, b), (1.75, c.id), (1.0, a)]
     assert postings.score(both, {b}) == [(1.75, c.id), (1.0, a)]
+    assert postings.score(both, set(), k=2) == [(1.75, b), (1.75, c.id)]  # the best two, in order
     # A delete this index was not told of (another process's) shows in the turn count: rebuilt.
     store.delete_turns("u", [b])
     postings.refresh(store)
