@@ -561,7 +561,9 @@ class Pager:
         self._vectors: LRUCache[tuple[str, str], tuple[tuple[int, float, int], np.ndarray, np.ndarray]] = (
             LRUCache(size)
         )
-        self._speakers: LRUCache[str, tuple[int, dict[str, str]]] = LRUCache(size)
+        # user -> (newest turn id seen, speaker names, the names' terms: what the soft layer and BM25
+        # do not expand or search, read several times a query)
+        self._speakers: LRUCache[str, tuple[int, dict[str, str], frozenset[str]]] = LRUCache(size)
         self._vocab: LRUCache[tuple[str, str], Vocabulary] = LRUCache(size)
         # turn id -> question share, per user: a turn's text never changes, so each is read once
         # (dropped with the user's other caches after a delete, which may free its id).
@@ -688,8 +690,9 @@ class Pager:
             return stripped
         return _Summed(stripped, qvecs, weight)
 
-    def _term_skip(self, user_id: str) -> set[str]:
-        return {w for label in self._speaker_names(user_id) for w in terms(label)}
+    def _term_skip(self, user_id: str) -> frozenset[str]:
+        """The terms of the user's speaker names (cached with the names)."""
+        return self._speaker_entry(user_id)[2]
 
     def _term_vectors(self, user_id: str, query: str) -> TermVectors | None:
         """Start embedding the query's terms the vocabulary lacks (overlapping the SQL stages).
@@ -736,28 +739,34 @@ class Pager:
 
     def _speaker_names(self, user_id: str) -> dict[str, str]:
         """lower-cased speaker name (and first name) -> label."""
+        return self._speaker_entry(user_id)[1]
+
+    def _speaker_entry(self, user_id: str) -> tuple[int, dict[str, str], frozenset[str]]:
+        """(newest turn id, `_speaker_names`, `_term_skip`) of the user, up to date."""
         count = self.store.max_turn_id(user_id)  # new turns may bring new speakers
         with self._lock:
             cached = self._speakers.get(user_id)
         if cached is not None and cached[0] == count:
-            return cached[1]
+            return cached
         if cached is not None and 0 < count - cached[0] <= _SPEAKER_RECHECK:
             # Only the turns since the last look can bring a new name: look at those alone (counting
             # every speaker scans all of the user's turns, and every turn adds turns).
             fresh = self.store.turn_meta(user_id, range(cached[0] + 1, count + 1))
             known = set(cached[1].values())
             if all(m[3] in known or m[3] in _ROLES for m in fresh.values()):
+                entry = (count, cached[1], cached[2])
                 with self._lock:
-                    self._speakers.put(user_id, (count, cached[1]))
-                return cached[1]
+                    self._speakers.put(user_id, entry)
+                return entry
         names: dict[str, str] = {}
         for label in self.store.speakers(user_id):
             names[label.lower()] = label
             first = label.split()[0] if label.split() else label
             names.setdefault(first.lower(), label)
+        entry = (count, names, frozenset(w for label in names for w in terms(label)))
         with self._lock:
-            self._speakers.put(user_id, (count, names))
-        return names
+            self._speakers.put(user_id, entry)
+        return entry
 
     # -- retrieval -----------------------------------------------------------------------------------------
 

@@ -24,6 +24,7 @@ from __future__ import annotations
 import logging
 import threading
 from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Set as AbstractSet
 from concurrent.futures import Future
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
@@ -123,7 +124,7 @@ def embed_vocabulary(
     return len(wanted)
 
 
-def query_terms(query: str, skip: set[str]) -> list[str]:
+def query_terms(query: str, skip: AbstractSet[str]) -> list[str]:
     """The query's terms the soft layer expands: distinct, in order, without `skip` (speaker names)."""
     return [t for t in dict.fromkeys(terms(query)) if t not in skip]
 
@@ -305,7 +306,7 @@ def soft_hits(
     vocab: Vocabulary,
     embed: Callable[[list[str]], np.ndarray],
     *,
-    skip: set[str],
+    skip: AbstractSet[str],
     threshold: float,
     k: int,
     exclude: set[int],

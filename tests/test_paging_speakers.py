@@ -37,3 +37,20 @@ def test_a_new_speaker_is_found_after_few_and_after_many_new_turns(tmp_path: Pat
         and names["caroline"] == "Caroline Smith"
     )
     mem.close()
+
+
+def test_the_speaker_names_terms_are_kept_with_the_names_and_dropped_on_forget(tmp_path: Path) -> None:
+    mem = Memory(home=tmp_path / "m", embedders={"hash": HashEmbedder()})
+    _say(mem, "Caroline Smith", "I went to a pottery class")
+    skip = mem.pager._term_skip("u")
+    assert skip == {"caroline", "smith"}
+    assert mem.pager._term_skip("u") is skip  # read several times a query: computed once
+    _say(mem, "Caroline Smith", "it was fun", n=3)
+    assert mem.pager._term_skip("u") is skip  # nobody new
+    _say(mem, "Melanie", "I painted a sunrise")
+    assert mem.pager._term_skip("u") == {"caroline", "smith", "melanie"}
+    (melanie,) = [t.id for t in mem.store.iter_turns("u") if t.speaker == "Melanie" and t.id is not None]
+    mem.delete_turns("u", [melanie])  # a forget drops the cached names and their terms
+    assert "u" not in mem.pager._speakers
+    assert mem.pager._term_skip("u") == {"caroline", "smith"}
+    mem.close()
