@@ -43,3 +43,42 @@ def test_a_closed_store_is_left_alone(tmp_path: Path) -> None:
     _grow(store, 200)
     store.close()
     assert store.checkpoint_connection() is None
+
+
+def test_a_forget_waits_out_another_connections_checkpoint(tmp_path: Path) -> None:
+    """Another connection's checkpoint in progress (`memsched forget` beside a running server, whose
+    background thread checkpoints the same file) made a forget's TRUNCATE fail at once: SQLite does not
+    call the busy handler for the checkpointer lock, so the WAL kept the forgotten text
+    (`wal_truncated: false`). Here another connection holds that lock while it waits for a reader."""
+    import sqlite3
+    import threading
+
+    path = tmp_path / "m.db"
+    store = SQLiteStore(path)
+    try:
+        with store.checkpoint_lock:  # the background thread stands aside
+            _grow(store, 200)
+            reader = sqlite3.connect(path, check_same_thread=False)
+            reader.execute("BEGIN")
+            reader.execute("SELECT count(*) FROM filler").fetchone()  # pins the WAL
+            other = sqlite3.connect(path, check_same_thread=False)
+            other.execute("PRAGMA busy_timeout = 3000")
+            started = threading.Event()
+
+            def checkpoint() -> None:
+                started.set()
+                other.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchone()  # holds the lock, waits
+
+            t = threading.Thread(target=checkpoint)
+            t.start()
+            started.wait()
+            time.sleep(0.3)
+            threading.Timer(0.5, reader.rollback).start()  # the reader finishes a little later
+        truncated = store.truncate_wal()  # what a forget's purge does last
+        t.join()
+        assert truncated is True
+        assert os.path.getsize(str(path) + "-wal") == 0
+        reader.close()
+        other.close()
+    finally:
+        store.close()

@@ -312,14 +312,27 @@ class ForgetMixin(SQLiteMixin):
         if self.path == ":memory:":
             return report
         t0 = time.perf_counter()
+        report["wal_truncated"] = self.truncate_wal()
+        report["checkpoint_ms"] = round((time.perf_counter() - t0) * 1000.0, 3)
+        return report
+
+    def truncate_wal(self) -> bool:
+        """Checkpoint the whole WAL into the database file and truncate it to zero bytes; False when
+        readers kept it busy for `CHECKPOINT_WAIT_MS`."""
         db = self.db
         (wait,) = db.execute("PRAGMA busy_timeout").fetchone()
         db.execute(f"PRAGMA busy_timeout = {CHECKPOINT_WAIT_MS}")
+        deadline = time.monotonic() + CHECKPOINT_WAIT_MS / 1000.0
         try:
             with self.checkpoint_lock:  # not beside the background checkpoint (`sqlite_checkpoint`)
                 busy, _, _ = db.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchone()
+                # Another connection's checkpoint in progress (another process's, or another store
+                # object's background one on the same file) fails this one at once: SQLite does not
+                # call the busy handler for the checkpointer lock. Such a checkpoint is short (or
+                # itself waits for readers), so try again until the same deadline.
+                while busy and time.monotonic() < deadline:
+                    time.sleep(0.01)
+                    busy, _, _ = db.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchone()
         finally:
             db.execute(f"PRAGMA busy_timeout = {int(wait)}")
-        report["wal_truncated"] = not busy
-        report["checkpoint_ms"] = round((time.perf_counter() - t0) * 1000.0, 3)
-        return report
+        return not busy
