@@ -17,10 +17,16 @@ reported). The measured phases start once the server is idle after its warm-up t
 3. Order check: every session's stored turns (read from the SQLite file after the server stopped)
    must be exactly its messages in the order sent, each followed by the reply to that message.
 
+Also reported: how many cores the server kept busy during the closed loop (`server_cores_busy`) and
+its resident memory after the phases (`server_memory_mb`). `--server-processes N` is an experiment,
+not a mode of `memsched serve`: N server processes on one port (SO_REUSEPORT) and one SQLite file,
+their CPU, threads and memory summed (BENCHMARKS.md "Proxy in session 21").
+
 Every loop is bounded (count and a timeout per request); nothing leaves loopback.
 
     python benchmarks/proxy_throughput.py                      # prints one JSON object
     python benchmarks/proxy_throughput.py --clients 50 --messages 8 --rate 20 --seconds 15
+    python benchmarks/proxy_throughput.py --server-processes 2     # the experiment
 """
 
 from __future__ import annotations
@@ -56,6 +62,27 @@ with FakeOpenAI() as fake:
     print(fake.base_url, flush=True)
     sys.stdin.read()  # until the driver closes our stdin
 """
+# `--server-processes N` (an experiment, not a mode of `memsched serve`): N processes, each what
+# `memsched serve` runs (the default configuration, its turn threads, its frozen start-up heap, an
+# in-process P2 worker), on the same SQLite file and the same port (SO_REUSEPORT: the kernel spreads
+# the connections over them). Each says "ready" once its models are loaded and it listens.
+SHARED_SERVER = """
+import socket
+import uvicorn
+from memsched.config import Config
+from memsched.server.app import TURN_THREADS, create_app
+from memsched.server.service import Service
+cfg = Config.load()
+svc = Service(cfg)
+svc.warm_up(freeze_heap=True)
+sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEPORT, 1)
+sock.bind(("127.0.0.1", cfg.port))
+sock.listen(2048)
+print("ready", flush=True)
+app = create_app(service=svc, warm_up=False, turn_threads=TURN_THREADS)
+uvicorn.Server(uvicorn.Config(app, log_level="warning")).run(sockets=[sock])
+"""
 
 
 def _pct(values: list[float], q: float) -> float:
@@ -66,37 +93,60 @@ def _pct(values: list[float], q: float) -> float:
     return round(ordered[k], 1)
 
 
-def _cpu_s(pid: int) -> float:
-    """User + system CPU seconds of a process so far (Linux /proc)."""
-    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+Pids = tuple[int, ...]  # a role's processes: the server may be several (--server-processes)
 
 
-def _thread_cpu_s(pid: int) -> dict[int, float]:
-    """CPU seconds so far of each of a process's threads, by thread id (Linux /proc)."""
+def _cpu_s(pids: Pids) -> float:
+    """User + system CPU seconds of processes so far (Linux /proc)."""
+    total = 0
+    for pid in pids:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+        total += int(fields[11]) + int(fields[12])
+    return total / os.sysconf("SC_CLK_TCK")
+
+
+def _memory_mb(pids: Pids) -> dict[str, float]:
+    """Processes' resident memory now and at each one's peak, summed, in MB (/proc: VmRSS, VmHWM)."""
+    out = {"rss": 0.0, "peak": 0.0}
+    for pid in pids:
+        for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+            key, _, value = line.partition(":")
+            if key in ("VmRSS", "VmHWM"):
+                out["rss" if key == "VmRSS" else "peak"] += int(value.split()[0]) / 1024
+    return {k: round(v, 1) for k, v in out.items()}
+
+
+def _thread_cpu_s(pids: Pids) -> dict[int, float]:
+    """CPU seconds so far of each of the processes' threads, by thread id (Linux /proc)."""
     out: dict[int, float] = {}
     tick = os.sysconf("SC_CLK_TCK")
-    for task in Path(f"/proc/{pid}/task").iterdir():
+    for task in (t for pid in pids for t in Path(f"/proc/{pid}/task").iterdir()):
         with contextlib.suppress(OSError):
             fields = task.joinpath("stat").read_text().rsplit(")", 1)[1].split()
             out[int(task.name)] = (int(fields[11]) + int(fields[12])) / tick
     return out
 
 
-def _thread_names(pid: int) -> dict[int, str]:
-    """Python's names of a process's threads by thread id, without their numbers ("asyncio_3" ->
+def _thread_names(pids: Pids) -> dict[int, str]:
+    """Python's names of the processes' threads by thread id, without their numbers ("asyncio_3" ->
     "asyncio"), read by `py-spy dump` if it is on PATH (else none: the OS names are all "python")."""
     try:
-        dump = subprocess.run(
-            ["py-spy", "dump", "--pid", str(pid), "--nonblocking"], capture_output=True, text=True, timeout=30
-        ).stdout
+        dump = "".join(
+            subprocess.run(
+                ["py-spy", "dump", "--pid", str(pid), "--nonblocking"],
+                capture_output=True,
+                text=True,
+                timeout=30,
+            ).stdout
+            for pid in pids
+        )
     except (OSError, subprocess.TimeoutExpired):
         return {}
     found = re.findall(r'^Thread (\d+) \([^)]*\): "([^"]*)"', dump, flags=re.M)
     return {int(tid): name.rstrip("_-0123456789") for tid, name in found}
 
 
-async def _until_idle(pid: int, *, quiet: float = 0.05, timeout: float = 60.0) -> float:
+async def _until_idle(pid: Pids, *, quiet: float = 0.05, timeout: float = 60.0) -> float:
     """The process's CPU seconds once it has been idle (under `quiet` of a core) for half a second,
     or after `timeout` seconds."""
     deadline = time.perf_counter() + timeout
@@ -123,7 +173,7 @@ def _runnable_jobs(db: Path) -> int:
     return int(row[0])
 
 
-async def _until_drained(pid: int, db: Path, *, timeout: float = 300.0) -> tuple[float, float, int]:
+async def _until_drained(pid: Pids, db: Path, *, timeout: float = 300.0) -> tuple[float, float, int]:
     """(the server's CPU seconds, seconds waited, jobs left) once no job the turns queued can run
     and the server is idle: what the turns cost in the background (P2 jobs lag behind the turns
     while they come, and are worked off afterwards)."""
@@ -189,7 +239,7 @@ class Driver:
         self.last_trace: str | None = None  # the trace id of the last reply
         # The open loop's turns by latency: (ms, trace id), read back after the server stopped.
         self.open_turns: list[tuple[float, str | None]] = []
-        self.pids: dict[str, int] = {"driver": os.getpid()}
+        self.pids: dict[str, Pids] = {"driver": (os.getpid(),)}
 
     def next_text(self, user: str, session: str) -> str:
         self._n += 1
@@ -273,6 +323,9 @@ class Driver:
             # calls and texts per turn, texts per call, and its dispatcher's CPU per turn (thread CPU
             # time, so less moved by other processes than the wall-clock figures).
             "embed": {
+                # With --server-processes N the counters are those of the one process that answered
+                # /metrics, divided by all turns: texts_per_call and the per-turn figures times N.
+                "processes_counted": 1,
                 "calls_per_turn": round(embed["calls"] / n, 3),
                 "texts_per_turn": round(embed["texts"] / n, 3),
                 "texts_per_call": round(embed["texts"] / max(1.0, embed["calls"]), 2),
@@ -282,6 +335,11 @@ class Driver:
             "jobs_left": left,
             "seconds": round(wall, 2),
             "turns_per_s": round(len(latencies) / wall, 1),
+            # How many of the machine's cores the server kept busy while the turns came (its CPU
+            # seconds over the phase's wall seconds): under 2 on this 2-core machine when something
+            # other than the CPU (the GIL, one model thread, waits) bounds the turns, or when other
+            # processes take their share of the cores.
+            "server_cores_busy": round(cpu["server"] / wall, 2),
             "latency_ms": {q: _pct(latencies, p) for q, p in (("p50", 0.5), ("p95", 0.95), ("p99", 0.99))},
         }
 
@@ -376,7 +434,7 @@ def check_order(db: Path, sent: dict[tuple[str, str], list[str]]) -> dict[str, A
 
 
 async def run(
-    args: argparse.Namespace, base: str, pids: dict[str, int], db: Path
+    args: argparse.Namespace, base: str, pids: dict[str, Pids], db: Path
 ) -> tuple[dict[str, Any], Driver]:
     driver = Driver(base, _messages(), timeout=args.timeout, db=db)
     driver.pids.update(pids)
@@ -387,7 +445,7 @@ async def run(
         spy = None
         if args.py_spy:  # a profile of the server over the closed loop (py-spy must be on PATH)
             spy = subprocess.Popen(
-                ["py-spy", "record", "--pid", str(pids["server"]), "--format", "raw", "--rate", "250"]
+                ["py-spy", "record", "--pid", str(pids["server"][0]), "--format", "raw", "--rate", "250"]
                 + ["--threads", "--nonblocking", "-o", args.py_spy]
                 + (["--gil"] if args.py_spy_gil else []),
                 stdout=subprocess.DEVNULL,
@@ -415,6 +473,12 @@ def main() -> None:
     ap.add_argument("--py-spy", default=None, metavar="OUT", help="record the server with py-spy (raw)")
     ap.add_argument("--py-spy-gil", action="store_true", help="only samples holding the GIL")
     ap.add_argument("--embedders", default=None, help="default: the configured default (minilm,wordllama)")
+    ap.add_argument(
+        "--server-processes",
+        type=int,
+        default=1,
+        help="experiment: N server processes on one port (SO_REUSEPORT) and one SQLite file",
+    )
     args = ap.parse_args()
 
     with tempfile.TemporaryDirectory() as tmp:
@@ -443,10 +507,23 @@ def main() -> None:
             "--log-level",
             "warning",
         ]
-        server = subprocess.Popen(cmd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+        if args.server_processes > 1:
+            cmd = [sys.executable, "-c", SHARED_SERVER]
+        servers = [
+            subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+            for _ in range(args.server_processes)
+        ]
+        server = servers[0]
         base = f"http://127.0.0.1:{port}"
         try:
             deadline = time.time() + 180
+            if args.server_processes > 1:  # every one listening (each answers only its connections)
+                for proc in servers:
+                    assert proc.stdout is not None
+                    if proc.stdout.readline().strip() != "ready":
+                        raise SystemExit(
+                            f"a server process did not start: {proc.stderr.read() if proc.stderr else ''}"
+                        )
             while True:
                 try:
                     health = httpx.get(f"{base}/healthz", timeout=2)
@@ -461,14 +538,18 @@ def main() -> None:
                         f"memsched serve did not start: {server.stderr.read() if server.stderr else ''}"
                     )
                 time.sleep(0.2)
-            pids = {"server": server.pid, "upstream": upstream.pid}
+            pids = {"server": tuple(proc.pid for proc in servers), "upstream": (upstream.pid,)}
             result, driver = asyncio.run(run(args, base, pids, Path(tmp) / "memsched.db"))
+            result["server_processes"] = len(servers)
+            result["server_memory_mb"] = _memory_mb(pids["server"])  # after every phase, all processes
         finally:
-            server.terminate()
-            try:
-                server.wait(timeout=60)
-            except subprocess.TimeoutExpired:
-                server.kill()
+            for proc in servers:
+                proc.terminate()
+            for proc in servers:
+                try:
+                    proc.wait(timeout=60)
+                except subprocess.TimeoutExpired:
+                    proc.kill()
             upstream.stdin.close()
             upstream.wait(timeout=10)
         result["order"] = check_order(Path(tmp) / "memsched.db", driver.sent)
