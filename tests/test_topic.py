@@ -13,6 +13,7 @@ from memsched.topic import (
     DEFAULT_PARAMS,
     LearnedJudge,
     ScriptParams,
+    TopicJudgement,
     TopicParams,
     advance,
     coherence,
@@ -345,26 +346,15 @@ def test_a_time_word_candidate_must_be_tied_to_its_next_message(
     cand = {"gloss": _basis(0) + 0.5 * _basis(7)}
     first = judge(candidate, cand, LOOSE, segment_texts=texts, params=TIED_PARAMS)
     assert first.candidate  # on the topic's vector, a candidate by its time word alone
-    second = judge(
-        message,
-        {"gloss": _basis(0) + 0.5 * _basis(vector)},
-        LOOSE,
-        [cand],
-        segment_texts=texts,
-        pending_texts=[candidate],
-        params=TIED_PARAMS,
-    )
+
+    def confirm(params: TopicParams) -> TopicJudgement:
+        vectors = {"gloss": _basis(0) + 0.5 * _basis(vector)}
+        return judge(
+            message, vectors, LOOSE, [cand], segment_texts=texts, pending_texts=[candidate], params=params
+        )
+
+    second = confirm(TIED_PARAMS)
     assert second.pair_score is not None and second.pair_score < TIED.confirm_pair  # the pair alone would cut
     assert second.shift is shift and second.late is shift
     # Without the tie (the session-20 judge) the pair cuts the topic in every case.
-    untied = replace(TIED_PARAMS, cjk=replace(TIED_PARAMS.cjk, learned=replace(TIED, tie=None)))
-    again = judge(
-        message,
-        {"gloss": _basis(0) + 0.5 * _basis(vector)},
-        LOOSE,
-        [cand],
-        segment_texts=texts,
-        pending_texts=[candidate],
-        params=untied,
-    )
-    assert again.shift
+    assert confirm(replace(TIED_PARAMS, cjk=replace(TIED_PARAMS.cjk, learned=replace(TIED, tie=None)))).shift
