@@ -59,6 +59,35 @@ class Turn:
     def __post_init__(self) -> None:
         self.created_at = as_utc(self.created_at)
 
+    @classmethod
+    def stored(
+        cls,
+        id: int,
+        user_id: str,
+        session_id: str,
+        seq: int | None,
+        page_id: int | None,
+        role: Role,
+        speaker: str | None,
+        content: str,
+        created_at: datetime,
+        external_id: str | None,
+        meta: dict[str, Any],
+    ) -> Turn:
+        """A turn as a store reads it, `created_at` already aware UTC: skips the dataclass's `__init__`
+        (keywords, defaults, the UTC conversion), ~a third of the cost of loading the ~200 turns a
+        context ranks."""
+        t = cls.__new__(cls)
+        t.id, t.user_id, t.session_id, t.seq, t.page_id, t.role = id, user_id, session_id, seq, page_id, role
+        t.speaker, t.content, t.created_at, t.external_id, t.meta = (
+            speaker,
+            content,
+            created_at,
+            external_id,
+            meta,
+        )
+        return t
+
     @property
     def label(self) -> str:
         return self.speaker or self.role

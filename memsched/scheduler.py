@@ -732,7 +732,8 @@ class Scheduler:
             sw.add("caption", _ms(t0))
         # The message's embedding starts now and runs (in the embedder's dispatcher) while this
         # thread waits for the session and runs the barrier, commands and overflow check.
-        pending = self.memory.query_vectors(request.message)
+        with sw.stage("embed_start"):  # a Chinese message's gloss and WordLlama vector: this thread's
+            pending = self.memory.query_vectors(request.message)
         if held is not None:
             hold = held
         else:
@@ -824,10 +825,11 @@ class Scheduler:
             self._index(user_id)
         t.qvecs = pending if pending is not None else self.memory.query_vectors(message)
         t.covered = covered_seq(t.summaries)
-        t.tail = self.store.session_turns(
-            user_id, session_id, last=max(TOPIC_LOOKBACK, self.config.recent_max_turns)
-        )
-        recent = self.memory.recent_turns(user_id, session_id, t.covered, tail=t.tail)
+        with sw.stage("tail"):  # the session's last turns: the recent window and the topic window
+            t.tail = self.store.session_turns(
+                user_id, session_id, last=max(TOPIC_LOOKBACK, self.config.recent_max_turns)
+            )
+            recent = self.memory.recent_turns(user_id, session_id, t.covered, tail=t.tail)
         if history and t.covered < 0:
             # The client's history from before memsched recorded this session: context, never stored.
             t.unseen = unseen_prefix(self.store, user_id, session_id, history, t.tail, t.at)

@@ -396,7 +396,18 @@ def test_trace_is_stored_and_retrievable_by_id(make: Factory, fake: FakeOpenAI) 
     blocking = stored["blocking"]
     assert blocking[0]["kind"] == "consistency" and blocking[0]["command"] == "rename"
     assert isinstance(blocking[0]["ms"], float)
-    for stage in ("lock_wait", "barrier_wait", "commands", "embed_query", "route", "context", "llm"):
+    stages = (
+        "embed_start",
+        "lock_wait",
+        "barrier_wait",
+        "commands",
+        "tail",
+        "embed_query",
+        "route",
+        "context",
+        "llm",
+    )
+    for stage in stages:
         assert stage in stored["timings_ms"], stage
     assert {"system", "memory", "recent", "total"} <= set(stored["tokens"])
     assert "candidates" in stored["retrieval"]

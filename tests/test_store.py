@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 import sqlite3
+from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
@@ -56,8 +57,10 @@ def test_turn_round_trip(
     assert back.speaker == speaker
     assert back.external_id == ext
     assert back.meta == {"k": [1, "二"]}
-    assert back.created_at.tzinfo is not None
+    assert back.created_at.tzinfo is UTC
     assert abs((back.created_at - when).total_seconds()) < 0.001
+    # Read turns skip the dataclass's __init__ (`Turn.stored`): every field is what it would set.
+    assert back == replace(back)
 
 
 def test_pages_are_fixed_groups_per_session(store: Store) -> None:

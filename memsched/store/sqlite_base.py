@@ -75,16 +75,16 @@ def dt(value: float) -> datetime:
 
 def row_to_turn(row: sqlite3.Row | tuple[Any, ...]) -> Turn:
     (tid, user_id, session_id, seq, page_id, role, speaker, content, created_at, external_id, meta) = row
-    return Turn(
-        id=tid,
-        user_id=user_id,
-        session_id=session_id,
-        seq=seq,
-        page_id=page_id,
-        role=role,
-        speaker=speaker,
-        content=content,
-        created_at=dt(created_at),
-        external_id=external_id,
-        meta=json.loads(meta) if meta and meta != "{}" else {},
+    return Turn.stored(
+        tid,
+        user_id,
+        session_id,
+        seq,
+        page_id,
+        role,
+        speaker,
+        content,
+        datetime.fromtimestamp(created_at, UTC),
+        external_id,
+        json.loads(meta) if meta and meta != "{}" else {},
     )
