@@ -52,7 +52,7 @@ class Command:
 
 _CJK = "\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff"
 # A CJK name is short and ends before a particle or punctuation ("叫我大王吧" -> 大王).
-_CJK_END = r"(?=$|[，,。.!！?？~～、；;\s]|吧|就好|就行|就可以|好了|好吗|啊|呀|哦|嘛|了|哈|呢)"
+_CJK_END = r"(?=$|[，,。.!！?？~～、；;\s]|吧|就好|就行|就可以|好了|好吗|吗|啊|呀|哦|嘛|了|哈|呢)"
 _CJK_NAME = rf"[{_CJK}·]{{1,6}}?{_CJK_END}"
 _LATIN_NAME = r"[A-Za-z][A-Za-z'\-]*(?:\s+[A-Za-z][A-Za-z'\-]*){0,3}"
 _QUOTED = r"[\"“'‘「『](?P<q>[^\"”'’」』]{1,30})[\"”'’」』]"
@@ -80,7 +80,7 @@ _ZH_NOT_NAMES = frozenset(
     人 谁 名字 哪位 哪个 宝 你 他 她 它 我 大家""".split()  # noqa: SIM905 - a word list reads better as text
 )
 # A CJK "name" starting with one of these is a verb phrase or pronoun ("叫我起床", "我叫了外卖").
-_ZH_NOT_FIRST = frozenset("一了你他她它我起去吃回出来做帮过睡醒干别不没怎什啥哪谁几这那")
+_ZH_NOT_FIRST = frozenset("一了你他她它我起去吃回出来做帮过睡醒干别不没怎什啥哪谁几这那吧吗呢啊呀嘛哦")
 
 
 def _clean_name(raw: str | None) -> str | None:
@@ -90,7 +90,11 @@ def _clean_name(raw: str | None) -> str | None:
     if not name:
         return None
     if re.match(rf"[{_CJK}]", name):
-        if name in _ZH_NOT_NAMES or name[0] in _ZH_NOT_FIRST:
+        # A name holds no pronoun ("你可以叫我妈来接我" asks for a mother) and does not end in a
+        # question's particle ("叫我小李吗").
+        if name in _ZH_NOT_NAMES or name[0] in _ZH_NOT_FIRST or re.search("[我你他她它]", name[1:]):
+            return None
+        if name[-1] in "吗么":
             return None
         return name
     words = name.split()
@@ -163,6 +167,24 @@ RENAME_RULES: list[tuple[str, re.Pattern[str], bool]] = [
         False,
     ),
     ("zh_call_me_alone", re.compile(rf"^\s*(?:请)?{_ZH_CALL}{_name('new')}[。.!！~～]*\s*$"), False),
+    # "你可以叫我小雨", "那你就叫我老李", "你直接叫我阿杰吗？": a permission (可以, 就, 直接) makes 叫我X a
+    # request wherever the clause ends; the name stops before the next clause.
+    (
+        "zh_may_call_me",
+        re.compile(
+            rf"{_CLAUSE}(?:那|那么|所以)?(?:你|您)?(?:也)?(?:可以|就|直接)+{_ZH_CALL}{_name('new')}"
+            r"(?:吧|吗|嘛|就好|就行|好了)?(?=[。.!！~～?？]*\s*$|[，,；;])"
+        ),
+        False,
+    ),
+    # "大家都叫我阿杰，你也可以这么叫": what others call the user, offered in the next clause.
+    (
+        "zh_others_call_me",
+        re.compile(
+            rf"{_ZH_CALL}{_name('new')}[，,。！!\s]+(?:所以|那)?(?:你|您)(?:也)(?:可以|就)?(?:这么|这样)?(?:叫|喊|称呼)"
+        ),
+        False,
+    ),
     (
         "zh_rename",
         re.compile(rf"(?:我(?:已经)?|把我的名字|我的名字)(?:改名|改)(?:叫|为|成|作)了?{_name('new')}"),
@@ -190,6 +212,17 @@ RENAME_RULES: list[tuple[str, re.Pattern[str], bool]] = [
         "en_call_me",
         re.compile(
             rf"(?:^|(?<=[.!?;,]\s)|(?<=[.!?;,])|{_EN_FROM_NOW}[,\s]+){_EN_LEAD}call\s+me\s+{_name('new')}",
+            re.I,
+        ),
+        False,
+    ),
+    # "my friends call me Dave, you can too", "everyone calls me Dave, so you may as well": what others
+    # call the user, offered in the next clause ("they call me Dave at work" alone offers nothing).
+    (
+        "en_others_call_me",
+        re.compile(
+            rf"\bcalls?\s+me\s+{_name('new')}\s*[,;.!]\s*(?:so\s+|and\s+)?you\s+(?:can|could|may|might|should)"
+            r"(?:\s+(?:too|as\s+well|also|do\s+the\s+same)|\s+call\s+me\s+that)",
             re.I,
         ),
         False,
@@ -231,7 +264,8 @@ RENAME_RULES: list[tuple[str, re.Pattern[str], bool]] = [
 ]
 
 _ZH_FORGET_VERB = r"(?:忘掉(?!了)|忘了吧|忘记吧|忘记(?=$|[。！!，,])|删掉(?!了)|删了吧|删除|撤回)"
-_ZH_LAST = r"(?:刚才|刚刚|上一句|上一条|前一句|前一条|那句|这句)"
+# 刚 alone only before what was said ("删掉我刚说的", "把我刚发的删了").
+_ZH_LAST = r"(?:刚才|刚刚|刚(?=(?:说|发|讲)的)|上一句|上一条|前一句|前一条|那句|这句)"
 _ZH_ASK = r"(?:请|麻烦你?|帮我|你|拜托|求你)?"
 _EN_FORGET_OBJ = (
     r"(?:that|this|what i (?:just )?(?:said|wrote|typed|told you|sent)|my (?:last|previous) "
@@ -248,6 +282,15 @@ FORGET_RULES: list[tuple[str, re.Pattern[str]]] = [
         re.compile(
             rf"{_CLAUSE}{_ZH_ASK}(?:把)?(?:我)?{_ZH_LAST}(?:我)?(?:说的|发的)?(?:那句话?|那条(?:消息)?|这句话?|的话|的)?"
             rf"(?:给我|你|请你|你就|就|帮我)?{_ZH_FORGET_VERB}"
+        ),
+    ),
+    # "把刚刚那句删了", "把我刚说的忘了": a bare 删了/忘了 ends a request only after a 把 that starts the
+    # clause ("我把刚才那句删了" says what the speaker did).
+    (
+        "zh_ba_last_done",
+        re.compile(
+            rf"{_CLAUSE}{_ZH_ASK}把(?:我)?{_ZH_LAST}(?:我)?(?:说的|发的)?(?:那句话?|那条(?:消息)?|这句话?|的话|的)?"
+            r"(?:给我|你|请你|你就|就|帮我)?(?:删了|忘了)(?:吧)?(?=$|[。！!~～\s])"
         ),
     ),
     # "刚才提到我前男友的那句你忘掉吧": a few words say which message, then 那句/那条 and the verb.

@@ -63,6 +63,10 @@ EVENT_CUES = [
     "初试",
     "拔牙",
     "牙医",
+    "看牙",
+    "医院",
+    "预约",
+    "开学",
     "复诊",
     "产检",
     "开会",
@@ -125,6 +129,11 @@ _LATIN = re.compile(
     re.I,
 )
 _CJK = [c for c in EVENT_CUES if not c.isascii()]
+# 考 with what is sat ("考驾照", "考科目二", "考雅思", "考四级"): an exam whatever its name, as "exam" or
+# "test" is in English; not the words 考 is only part of (考虑 consider, 思考, 参考, 考验, 考察 …).
+_ZH_SIT_EXAM = re.compile(
+    r"(?<![思参备报招高中])考(?![虑验察究核古量勤评证据了过完得])(?P<what>[\u4e00-\u9fffA-Za-z0-9]{1,4})"
+)
 
 # A bare weekday next to an event ("my exam is on Friday", "周五要去拔牙"): the coming one. `timeexpr`
 # leaves bare weekdays unresolved for stored turns, because their week is a guess; an event someone
@@ -164,6 +173,8 @@ def event_cue(text: str) -> str | None:
     for c in _CJK:
         if c in text:
             return c
+    if (sat := _ZH_SIT_EXAM.search(text)) is not None:
+        return sat.group(0)
     m = _LATIN.search(text)
     return m.group(0).lower() if m else None
 

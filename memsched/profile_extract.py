@@ -13,13 +13,13 @@ still recalled by search); a false one would be shown on every turn.
 | key | 中文 | English |
 |---|---|---|
 | name | 我叫X, 我的名字是X (via `commands.detect`) | my name is X |
-| preferred_name | 叫我X, 别叫我X了(，…，还是叫我Y) (a P1 command in `commands.py`) | call me X, stop calling me X(, I prefer Y) |
-| birthday | 我的生日是X, 我是X出生的 | my birthday is / 's on X, I was born on X |
-| location | 我住在X, 我(们)(上个月/刚)搬到了X, 我在X生活 | I/we live in X, I/we (just) moved to X, I'm based in X |
-| occupation | 我是一名X, 我的工作是X, 我是做X的, 我在一家游戏公司做策划 | I work as a X, my job is X, I'm a X by profession, I'm a nurse (at …) |
-| partner_name | 我男朋友/老婆/对象…叫X | my boyfriend/wife/partner… is called X, my girlfriend Emma, I'm married to X |
-| pets | 我(家)的猫叫X, 我养了一只狗, 我养了一只柯基叫豆包 | my dog is called X, our cat Miso, I have a cat (called X) |
-| likes | 我(很/最…)喜欢X, 我爱吃X | I love/like/enjoy/adore X |
+| preferred_name | 叫我X, 你可以叫我X, 别叫我X了(，…，还是叫我Y) (a P1 command in `commands.py`) | call me X, my friends call me X, you can too, stop calling me X(, I prefer Y) |
+| birthday | 我的生日是X, 我是X出生的 (三月三号 too) | my birthday is / 's on X, I was born on X (1990-03-03, 3/3/1990 too) |
+| location | 我住在X, 我(们)(上个月/刚)搬到了X, 搬来/搬家到X, 我在X生活 | I/we live in X, I/we (just) moved/relocated to X, I'm based in X, I'm living in X |
+| occupation | 我是一名X, 我的工作是X, 我是做X的, 我在一家游戏公司做策划 | I work as a X, my job is X, I'm a X by profession, I'm a nurse (at …), I became a X, a new job as X |
+| partner_name | 我男朋友/老婆/对象…叫X | my boyfriend/wife/partner… is called X, my wife is Anna, my girlfriend Emma, I'm married to X |
+| pets | 我(家)的猫叫X, 我养了一只狗, 我养了一只柯基叫豆包 | my/our dog is called X, our cat Miso, I have a cat (called X) |
+| likes | 我(很/最…)喜欢X, 我爱吃X, 我最喜欢的Y是X | I love/like/enjoy/adore X, my favorite Y is X, I'm a fan of X |
 | dislikes | 我讨厌X, 我不喜欢X, 我受不了X | I hate/dislike X, I can't stand X, I don't like X |
 | allergies | 我(也)对X过敏, 我X过敏 | I'm (also) allergic to X, I have a X allergy |
 | sleep_time | 我一般11点睡, 我平时晚上十一点半睡觉 | I usually go to bed at 11pm |
@@ -109,7 +109,7 @@ _EN_V = rf"(?P<v>[^.,!?;:\n]{{1,60}}?)(?=$|[.,!?;:\n]|\s+(?:{_EN_CLAUSE})\b)"
 # A value ending at a fixed word ("我对花生过敏"): the clause may not end there.
 _ZH_W = rf"(?P<v>[^{_STOP}\s](?:[^{_STOP}\s]|、){{0,15}}?)"
 _EN_DATE = (
-    r"(?P<v>(?:January|February|March|April|May|June|July|August|September|October|November|December)"
+    r"(?P<v>\d{4}-\d{1,2}-\d{1,2}|\d{1,2}/\d{1,2}/\d{2,4}|(?:January|February|March|April|May|June|July|August|September|October|November|December)"
     r"\.? \d{1,2}(?:st|nd|rd|th)?(?:,? \d{4})?|\d{1,2}(?:st|nd|rd|th)? (?:of )?(?:January|February|March|April|"
     r"May|June|July|August|September|October|November|December)(?:,? \d{4})?)"
 )
@@ -136,7 +136,7 @@ _ZH_NOT_VALUES = frozenset(
 _EN_NOT_VALUES = frozenset(
     """you it that this them him her these those what which me us so much one ones doing being here there
     the a an my some to
-    yourself everything anything something nothing talking chatting""".split()  # noqa: SIM905 - a word list reads better as text
+    yourself yours mine his hers ours theirs everything anything something nothing talking chatting""".split()  # noqa: SIM905 - a word list reads better as text
 )
 # Capitalised words that follow "Hi, I'm" without being a name.
 _EN_NOT_GREETING_NAMES = frozenset(
@@ -160,7 +160,7 @@ def _clean(value: str, *, english: bool) -> str | None:
             return None
     else:
         v = re.sub(r"^(?:一个|一只|一条|一名|一位|一些)", "", v)
-        if not v or v in _ZH_NOT_VALUES or v[0] in "你他她它这那我":
+        if not v or v in _ZH_NOT_VALUES or v[0] in "你他她它这那我的":
             return None
     return v or None
 
@@ -224,13 +224,18 @@ _RULES: list[tuple[str, str, re.Pattern[str], bool]] = [
     (
         "zh_born_on",
         BIRTHDAY,
-        re.compile(r"我(?:是)?(?P<v>(?:\d{4}年)?\d{1,2}月\d{1,2}[日号])(?:出生|生)的?"),
+        re.compile(
+            r"我(?:是)?(?P<v>(?:(?:\d{4}|[零〇一二三四五六七八九]{4})年)?(?:\d{1,2}|[一二三四五六七八九十]{1,3})月"
+            r"(?:\d{1,2}|[一二三四五六七八九十]{1,3})[日号])(?:出生|生)的?"
+        ),
         False,
     ),
     (
         "zh_live_in",
         LOCATION,
-        re.compile(rf"{_ZH_HEAD}我(?:们)?{_ZH_WHEN}(?:住在|搬到了?|搬去了?|定居在?){_ZH_V}"),
+        re.compile(
+            rf"{_ZH_HEAD}我(?:们)?{_ZH_WHEN}(?:住在|搬到了?|搬去了?|搬家到了?|搬来了?|搬回(?:到|了)?|定居在?){_ZH_V}"
+        ),
         False,
     ),
     (
@@ -312,6 +317,13 @@ _RULES: list[tuple[str, str, re.Pattern[str], bool]] = [
     ("zh_allergic_to", ALLERGIES, re.compile(rf"我{_ZH_WHEN}对{_ZH_W}过敏"), False),
     ("zh_x_allergic", ALLERGIES, re.compile(rf"{_ZH_HEAD}我(?P<v>[^{_STOP}\s对]{{1,6}}?)过敏"), False),
     (
+        # "我最喜欢的食物是火锅", "我最爱的歌手是周杰伦": the favourite thing is a like.
+        "zh_favorite",
+        LIKES,
+        re.compile(rf"{_ZH_HEAD}我{_ZH_ADV}(?:喜欢|爱)的(?:[{_CJK}]{{1,6}}?)?(?:是|就是){_ZH_V}"),
+        False,
+    ),
+    (
         "zh_dislike",
         DISLIKES,
         re.compile(rf"{_ZH_HEAD}我{_ZH_ADV}(?:讨厌|不喜欢|不爱|受不了|烦){_ZH_V}"),
@@ -346,7 +358,20 @@ _RULES: list[tuple[str, str, re.Pattern[str], bool]] = [
     (
         "en_moved_to",
         LOCATION,
-        re.compile(rf"\b(?:I|we)(?:'ve| have)? {_EN_ADV}moved to {_EN_V}", re.I),
+        re.compile(
+            rf"\b(?:I|we)(?:'ve| have)? {_EN_ADV}(?:moved|relocated)(?: back| over)? to {_EN_V}", re.I
+        ),
+        True,
+    ),
+    # "I'm living in Berlin": a place name is capitalised ("I'm living in fear" names no place).
+    (
+        "en_living_in",
+        LOCATION,
+        re.compile(
+            r"\b(?:I(?:'m| am)|we(?:'re| are)) (?:now |currently |still |happily )?living in (?-i:(?P<v>[A-Z][^.,!?;:\n]{0,40}?))"
+            rf"(?=$|[.,!?;:\n]|\s+(?:{_EN_CLAUSE})\b)",
+            re.I,
+        ),
         True,
     ),
     ("en_based_in", LOCATION, re.compile(rf"\bI(?:'m| am) (?:now |currently )?based in {_EN_V}", re.I), True),
@@ -354,6 +379,19 @@ _RULES: list[tuple[str, str, re.Pattern[str], bool]] = [
         "en_work_as",
         OCCUPATION,
         re.compile(rf"\bI(?:'m| am)? (?:now )?work(?:ing)? as (?:an? )?{_EN_V}", re.I),
+        True,
+    ),
+    (
+        # "I just started a new job as a data scientist", "I got hired as a nurse", "I was promoted to
+        # team lead": a job taken, named after "as"/"to".
+        "en_new_job_as",
+        OCCUPATION,
+        re.compile(
+            rf"\bI(?:'ve| have)? {_EN_ADV}(?:(?:started|got|took|landed|accepted|found|began|start|have)(?: a| my| the)?"
+            rf"(?: new| first| full-time| part-time)? (?:job|position|role|gig) as|(?:got |was |been |have been |'ve been )"
+            rf"(?:hired|employed|promoted) (?:as|to)) (?:an? )?{_EN_V}",
+            re.I,
+        ),
         True,
     ),
     (
@@ -382,6 +420,17 @@ _RULES: list[tuple[str, str, re.Pattern[str], bool]] = [
         True,
     ),
     (
+        # "I became a nurse": as "I'm a X", only an occupation.
+        "en_became_a",
+        OCCUPATION,
+        re.compile(
+            r"\bI (?:just |finally |recently |eventually )?became an? (?P<v>[a-z][a-z\- ]{1,40}?)"
+            r"(?=$|[.,!?;:\n]|\s+(?:at|in|for|with|from|on|of|and|but|so|who|which|by|last|this|after)\b)",
+            re.I,
+        ),
+        True,
+    ),
+    (
         "en_partner",
         PARTNER_NAME,
         re.compile(rf"\bmy (?:{_EN_PARTNER})(?:'s name is| is called| is named|,) {_EN_NAME}", re.I),
@@ -393,6 +442,13 @@ _RULES: list[tuple[str, str, re.Pattern[str], bool]] = [
         "en_married_to",
         PARTNER_NAME,
         re.compile(rf"\bI(?:'m| am| got) {_EN_ADV}(?:happily )?(?:married|engaged) to {_EN_CAP_NAME}", re.I),
+        True,
+    ),
+    (
+        # "My wife is Anna": a capitalised name, not a nationality or a state ("my wife is Chinese").
+        "en_partner_is",
+        PARTNER_NAME,
+        re.compile(rf"\bmy (?:{_EN_PARTNER}) is {_EN_CAP_NAME}(?=\s*$|\s*[.,!;:]|\s+and\b)", re.I),
         True,
     ),
     (
@@ -410,7 +466,9 @@ _RULES: list[tuple[str, str, re.Pattern[str], bool]] = [
     (
         "en_pet_named",
         PETS,
-        re.compile(rf"\bmy (?P<kind>{_PET_KINDS_EN})(?:'s name is| is called| is named) {_EN_NAME}", re.I),
+        re.compile(
+            rf"\b(?:my|our) (?P<kind>{_PET_KINDS_EN})(?:'s name is| is called| is named) {_EN_NAME}", re.I
+        ),
         True,
     ),
     (
@@ -436,6 +494,25 @@ _RULES: list[tuple[str, str, re.Pattern[str], bool]] = [
         True,
     ),
     ("en_allergy", ALLERGIES, re.compile(r"\bI have an? (?P<v>[a-z][a-z ]{1,30}?) allergy", re.I), True),
+    (
+        # "my favorite food is sushi", "my all-time favourite band is Queen", "I'm a huge fan of jazz".
+        "en_favorite",
+        LIKES,
+        re.compile(
+            rf"\bmy (?:all-time |absolute |very |new )?favou?rite(?: [a-z]+){{0,2}} (?:is|are|has to be) {_EN_V}",
+            re.I,
+        ),
+        True,
+    ),
+    (
+        "en_fan_of",
+        LIKES,
+        re.compile(
+            rf"\bI(?:'m| am) (?:a |an )?(?:huge |big |massive |great |real |die-hard |longtime )?fan of {_EN_V}",
+            re.I,
+        ),
+        True,
+    ),
     (
         "en_dislike",
         DISLIKES,
@@ -561,13 +638,14 @@ def _diet_value(rule: str, value: str, *, english: bool) -> str | None:
     return _DIET_SAME.get(value.lower() if english else value, value.lower() if english else value)
 
 
-# "我对海鲜过敏，而且不吃香菜", "我喜欢猫，也喜欢狗": Chinese drops the subject of a clause that goes on
+# "我对海鲜过敏，而且不吃香菜", "我喜欢猫，也喜欢狗", "我又搬家了，现在住在深圳", "我跳槽了，现在是设计师"
+# (是 only after 现在/目前: a new state): Chinese drops the subject of a clause that goes on
 # from a clause whose subject is 我. Such a clause that begins (after 而且/也/还 …) with the verb of a
 # rule gets its 我 back before the rules run; after a clause about someone else ("我妈吃素，也不吃辣")
 # nothing is added.
 _ZH_GOES_ON = re.compile(
-    r"(?<=[，,])(?P<conn>(?:而且|并且|另外|同时|但是|但|不过)?)(?P<rest>(?:也|还|都|其实|从来|特别|很|最)*"
-    r"(?:喜欢|不喜欢|爱吃|爱喝|讨厌|受不了|不吃|吃素|对[^，,。！？!?]{1,12}过敏))"
+    r"(?<=[，,])(?P<conn>(?:而且|并且|另外|同时|但是|但|不过)?)(?P<rest>(?:也|还|都|其实|从来|特别|很|最|现在|目前)*"
+    r"(?:喜欢|不喜欢|爱吃|爱喝|讨厌|受不了|不吃|吃素|对[^，,。！？!?]{1,12}过敏|住在|搬到|搬去|搬来)|(?:现在|目前)是)"
 )
 _ZH_MY_CLAUSE = re.compile(
     r"(?:^|[。！？!?；;，,])\s*(?:而且|并且|另外|同时|但是|但|不过)?我(?![们妈爸哥姐弟妹])[^，,。！？!?；;]*$"
@@ -622,10 +700,14 @@ def extract(text: str) -> list[Observation]:
                 continue
             if key == OCCUPATION and not english and not _looks_like_occupation(value, m):
                 continue
-            if rule == "en_im_a" and value.split()[-1].lower() not in _EN_OCCUPATIONS:
+            if rule in ("en_im_a", "en_became_a") and value.split()[-1].lower() not in _EN_OCCUPATIONS:
                 continue
-            if key == NAME and value.split()[0].lower() in _EN_NOT_GREETING_NAMES:
+            if key in (NAME, PARTNER_NAME) and value.split()[0].lower() in _EN_NOT_GREETING_NAMES:
                 continue
+            if rule == "en_favorite" and value.split()[0].lower() in _EN_NOT_ITEM_WORDS:
+                continue
+            if key == LOCATION and not english and re.match(r"[一两几][个张只件箱台把条套]", m.group("v")):
+                continue  # "我搬来一个柜子" moved a thing, not the user
             one_value = (key == PETS and "kind" in pattern.groupindex) or (
                 key == DIET and not rule.endswith("dont_eat")
             )

@@ -13,11 +13,13 @@ dateparser 1.5 does not cover these, so a few lines of date arithmetic resolve t
 - a weekday of an adjacent week: 上周三, 下周五, 这周日, 上上周二 (weeks start on Monday);
 - 上上周 / 下下周, 上上个月, 前年 / 后年;
 - weekends: 上周末, 这周末, last weekend, this weekend, next weekend (the Saturday);
-- 半个月前 / 半个月后 (fifteen days), the week before last / the week after next, a fortnight ago / in a
-  fortnight.
+- 半个月前 / 半个月后 (fifteen days), 半年前 / half a year ago (six months), the week before last / the
+  week after next, a fortnight ago / in a fortnight;
+- 前两天 / a couple of days ago, in a couple of weeks (two, marked approximate: granularity "week", so
+  no follow-up nudge is dated by them).
 
 Deliberately not resolved: today/今天 (the turn's own date already says it), hours ("三小时前"),
-vague amounts ("a few days ago", "几天前", "前阵子"), and bare weekdays ("周三", "on Friday"),
+vague amounts ("a few days ago", "几天前", "前几天", "前阵子"), and bare weekdays ("周三", "on Friday"),
 whose week is a guess.
 """
 
@@ -161,7 +163,9 @@ _FORMS: tuple[tuple[str, str], ...] = (
         "cn_ago",
         rf"(?P<cn_ago_n>{_CN_NUM})(?P<cn_ago_unit>个?(?:天|日|周|星期|礼拜|月)|年)(?P<cn_ago_dir>以前|之前|前|以后|之后|后)",
     ),
-    ("cn_half", r"半个?月(?P<cn_half_dir>以前|之前|前|以后|之后|后)"),
+    ("cn_half", r"(?<![个年月天周])半个?(?P<cn_half_unit>月|年)(?P<cn_half_dir>以前|之前|前|以后|之后|后)"),
+    # 前两天 said of the speaker's own past ("我前两天去了杭州"), not "考试前两天" (two days before an exam).
+    ("cn_couple", r"(?<![^\s，,。.!！?？；;~～我你他她们])前两天"),
     ("cn_day", r"大前天|前天|昨天|昨晚|昨日|昨儿|大后天|后天|明天|明早|明晚|明日"),
     ("en_day2", r"\bthe day (?:before yesterday|after tomorrow)\b"),
     ("en_week2", r"\bthe week (?P<en_week2_dir>before last|after next)\b"),
@@ -171,6 +175,12 @@ _FORMS: tuple[tuple[str, str], ...] = (
     ("en_wday", rf"\b(?:last|this|next) (?:{'|'.join(_WEEKDAYS_EN)})\b"),
     ("en_rel", r"\b(?:last|next) (?:week|month|year)\b"),
     ("en_ago", rf"\b{_EN_NUM} (?:day|week|month|year)s? ago\b"),
+    (
+        "en_couple",
+        r"\b(?:(?P<en_couple_in>in )?(?:a )?couple(?: of)? (?P<en_couple_unit>day|week|month|year)s?"
+        r"(?(en_couple_in)|\s+ago)|(?P<en_couple_half_in>in )?half an? (?P<en_couple_half>month|year)"
+        r"(?(en_couple_half_in)|\s+ago))\b",
+    ),
     ("en_in", rf"\bin {_EN_NUM} (?:day|week|month|year)s?\b"),
     (
         "en_later",
@@ -268,9 +278,27 @@ def _resolve_one(
     if kind in ("cn_wkend", "en_wkend"):
         weeks = _DIRS[m.group(f"{kind}_dir").lower()]
         return monday + timedelta(weeks=weeks, days=5), "weekend", "rule"
-    if kind == "cn_half":  # 半个月前: fifteen days
-        days = -15 if m.group("cn_half_dir").endswith("前") else 15
-        return base + timedelta(days=days), "week", "rule"
+    if kind == "cn_half":  # 半个月前: fifteen days; 半年前: six months
+        sign = -1 if m.group("cn_half_dir").endswith("前") else 1
+        if m.group("cn_half_unit") == "年":
+            return _add_months(base, 6 * sign), "month", "rule"
+        return base + timedelta(days=15 * sign), "week", "rule"
+    if kind == "cn_couple":  # 前两天: a couple of days ago, about two (approximate: "week")
+        return base - timedelta(days=2), "week", "rule"
+    if kind == "en_couple":  # a couple of days ago: about two; half a year ago: six months
+        sign = 1 if (m.group("en_couple_in") or m.group("en_couple_half_in")) else -1
+        half = m.group("en_couple_half")
+        if half:
+            if half.lower() == "year":
+                return _add_months(base, 6 * sign), "month", "rule"
+            return base + timedelta(days=15 * sign), "week", "rule"
+        unit = m.group("en_couple_unit").lower()
+        if unit == "day":
+            return base + timedelta(days=2 * sign), "week", "rule"
+        if unit == "week":
+            return base + timedelta(weeks=2 * sign), "week", "rule"
+        months = 2 * sign if unit == "month" else 24 * sign
+        return _add_months(base, months), "month" if unit == "month" else "year", "rule"
     if kind == "en_week2":
         weeks = -2 if m.group("en_week2_dir").lower().startswith("before") else 2
         return base + timedelta(weeks=weeks), "week", "rule"
