@@ -138,7 +138,9 @@ class Companion:
             previous_apology=before.previous_apology,
             cued=route.mood_cued,
         )
-        choice = self.table.select(route.mode, upd.mood.label, upd.mood.intensity, route.signals)
+        choice = self.table.select(
+            route.mode, upd.mood.label, upd.mood.intensity, route.signals, backed=route.backed
+        )
         strategy = choice.strategy
         counter = self.memory.counter
         sections: list[str] = []

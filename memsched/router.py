@@ -359,6 +359,21 @@ class Route:
     reading: str = "casual"  # what the next message may corroborate (`Carried.previous_reading`)
 
     @property
+    def backed(self) -> bool:
+        """Whether more than the learned parts' reading of this one message stands behind `mode`:
+        casual (the default, nothing to back), a cue word of the mode in the message (someone else's
+        feeling included: "my sister is so sad lately" is a moment for comfort), a corroborated
+        reading, or the carried state (a mood, the previous mode) that pulled the turn to it. The
+        strategy table gives an unbacked mode a voice that does not assume the feeling
+        (strategies.toml, `attentive_*`): out of the labelled set's domain the learned parts read warm
+        friendly talk as conflict, comfort or intimacy (BENCHMARKS.md "Conversation mode", session 22)."""
+        if self.mode == "casual" or self.cues.get(self.mode):
+            return True
+        if self.mood_cued and self.own_mode == self.mode:
+            return True
+        return self.evidence.get("carried", {}).get(self.mode, 0.0) > 0.0
+
+    @property
     def next_mode(self) -> str:
         """The mode this message hands on to the session's next one (`Carried.previous_mode`): its own
         reading when a cue word backs it, else casual. Not `mode`: a mode the carried state imposed
@@ -383,6 +398,7 @@ class Route:
             "own_mode": self.own_mode,
             "own_margin": round(self.own_margin, 4),
             "reading": self.reading,
+            "backed": self.backed,
             "apology": self.apology,
             "acceptance": self.acceptance,
             "late_window": self.late_window,

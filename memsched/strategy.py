@@ -1,8 +1,8 @@
 """Memory strategies as data: which memories a moment of the conversation gets, and in which voice.
 
 The table ships as `memsched/strategies.toml`; `MEMSCHED_STRATEGIES` names a user file that replaces
-it. `StrategyTable.select(mode, mood, signals)` returns the first strategy whose `when` matches and
-says why; the scheduler turns its shares into token caps and its style into a system-prompt section.
+it. `StrategyTable.select(mode, mood, intensity, signals, backed)` returns the first strategy whose
+`when` matches and says why; the scheduler turns its shares into token caps and its style into a system-prompt section.
 No mode logic lives anywhere else.
 """
 
@@ -34,6 +34,10 @@ class _When(BaseModel):
     min_intensity: float = Field(default=0.0, ge=0.0, le=1.0)
     signals: list[str] = Field(default_factory=list)
     not_signals: list[str] = Field(default_factory=list)
+    # true: only when the turn's mode is backed by more than the learned parts' reading of the message
+    # alone (`Route.backed`: a cue word, a corroborated reading, the carried state); false: only when
+    # it is not. Absent: either.
+    backed: bool | None = None
 
     @field_validator("mode", "mood", mode="before")
     @classmethod
@@ -175,20 +179,24 @@ class StrategyTable:
         mood: str = "neutral",
         intensity: float = 0.0,
         signals: Mapping[str, bool] | None = None,
+        backed: bool = True,
     ) -> Choice:
         """The first strategy whose `when` holds for this turn. When none does (a user table without
-        a catch-all), the last strategy is used and the reason says so."""
+        a catch-all), the last strategy is used and the reason says so. `backed`: whether more than
+        the learned parts' reading of the message alone stands behind `mode` (`Route.backed`)."""
         on = {k for k, v in (signals or {}).items() if v}
         skipped: list[str] = []
         for s in self.strategies:
-            why = _matches(s.when, mode, mood, intensity, on)
+            why = _matches(s.when, mode, mood, intensity, on, backed)
             if why is not None:
                 return Choice(s, why, tuple(skipped))
             skipped.append(s.name)
         return Choice(self.strategies[-1], "no strategy matched; using the last one", tuple(skipped[:-1]))
 
 
-def _matches(when: Mapping[str, Any], mode: str, mood: str, intensity: float, on: set[str]) -> str | None:
+def _matches(
+    when: Mapping[str, Any], mode: str, mood: str, intensity: float, on: set[str], backed: bool = True
+) -> str | None:
     """None when `when` does not hold; otherwise the reason, naming each condition met."""
     reasons: list[str] = []
     modes = when.get("mode")
@@ -196,6 +204,13 @@ def _matches(when: Mapping[str, Any], mode: str, mood: str, intensity: float, on
         if mode not in modes:
             return None
         reasons.append(f"mode={mode}")
+    need = when.get("backed")
+    if need is not None:
+        if bool(need) != backed:
+            return None
+        reasons.append(
+            "backed (a cue word or the carried state)" if backed else "read by the learned parts alone"
+        )
     moods = when.get("mood")
     if moods is not None:
         if mood not in moods:

@@ -149,3 +149,47 @@ def test_someone_elses_feeling_is_not_the_users_mood(
     # The same word said of oneself is still the user's.
     own = chat(server, "yan2", "s", "I'm so sad lately" if feeling.isascii() else "我最近好孤独", at)
     assert own["route"]["mood_cued"] and own["mood"]["after"]["label"] == "sad"
+
+
+# Warm lines the shipped model reads as a feeling with no cue word (tests/data/mode_warm.txt, the
+# probe of session 21): they must not get a voice that assumes the feeling (an `attentive_*` one).
+WARM = {
+    "zh": [
+        "你记性真好，我上个月随口说的事你都记得",
+        "你说得有道理，换个角度看确实不一样",
+        "谢谢你的耐心，我问了这么多遍",
+    ],
+    "en": [
+        "You've got a great memory, you remember something I said in passing last month",
+        "Thanks for being patient, I've asked so many times",
+        "Thanks so much, you saved me loads of time",
+    ],
+}
+ANGRY = {"zh": "你根本不在乎我！我真的很生气", "en": "I'm so angry at you, you never listen to me!"}
+
+
+@pytest.mark.parametrize("lang", ["zh", "en"])
+def test_a_warm_line_read_as_a_feeling_gets_a_voice_that_does_not_assume_it(
+    server: str, fake: FakeOpenAI, lang: str
+) -> None:
+    at = NIGHT.replace(hour=15)
+    misread = []
+    for i, text in enumerate(WARM[lang]):
+        trace = chat(server, "wen", "s", text, at + timedelta(minutes=i))
+        route, strategy = trace["route"], trace["strategy"]
+        if route["mode"] != "casual":
+            misread.append(text)
+            # (a line that names the past, "你都记得", is answered from memory: the recall strategy)
+            expected = "recall" if route["signals"]["recall"] else f"attentive_{route['mode']}"
+            assert not route["backed"] and strategy["name"] == expected, (text, route["mode_reason"])
+        assert strategy["name"] not in ("repair", "comfort", "intimacy"), text
+        system = system_of(fake)
+        assert "There is tension in the conversation" not in system
+        assert "The user is having a hard time" not in system
+        assert "The user is being affectionate" not in system
+    assert misread, "the shipped model reads all of these as casual now: pick lines it misreads"
+    # A cue word backs the reading: the strong voice applies.
+    trace = chat(server, "wen", "s", ANGRY[lang], at + timedelta(minutes=10))
+    assert trace["route"]["mode"] == "conflict" and trace["route"]["backed"]
+    assert trace["strategy"]["name"] in ("repair", "conflict_cold")
+    assert "There is tension in the conversation" in system_of(fake) or "still upset" in system_of(fake)

@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 from memsched.classify import ModeClassifier
-from memsched.router import DEFAULT_CUES, DEFAULT_WEIGHTS, MODES, Router, prototype_weights
+from memsched.router import DEFAULT_CUES, DEFAULT_WEIGHTS, MODES, Route, Router, prototype_weights
 
 
 @pytest.fixture(autouse=True)
@@ -78,6 +78,20 @@ def test_cues_are_data() -> None:
     assert route.mode == "conflict"
     assert route.signals["recall"]
     assert route.cues["recall"] == ["pizza"]
+
+
+def test_a_route_is_backed_by_a_cue_word_or_the_carried_state_not_by_the_learned_parts_alone() -> None:
+    def route(**kw: Any) -> Route:
+        return Route(**{"mode": "conflict", "signals": {}, "own_mode": "conflict", **kw})
+
+    assert not route().backed  # the prototypes and the classifier read it, nothing else
+    assert route(cues={"conflict": ["生气"]}).backed
+    assert route(mode="comfort", own_mode="comfort", cues={"comfort": ["sad"]}).backed  # someone else's too
+    assert route(mood_cued=True).backed  # a mood cue word, or a corroborated reading
+    assert not route(mood_cued=True, own_mode="comfort").backed  # backs the other mode, not this one
+    assert route(own_mode="casual", evidence={"carried": {"conflict": 0.9}}).backed  # the morning after
+    assert route(mode="casual", own_mode="casual").backed
+    assert route().as_dict()["backed"] is False
 
 
 def test_route_as_dict_is_json_ready() -> None:

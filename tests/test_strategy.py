@@ -33,6 +33,27 @@ def test_the_shipped_table_covers_every_moment() -> None:
         assert s.style
 
 
+def test_a_mode_the_learned_parts_alone_read_gets_a_voice_that_does_not_assume_it() -> None:
+    table = StrategyTable.load()
+    for mode, strong in (("conflict", "repair"), ("comfort", "comfort"), ("intimacy", "intimacy")):
+        assert table.select(mode, "neutral", 0.0, NO_SIGNALS, backed=True).strategy.name == strong
+        unbacked = table.select(mode, "neutral", 0.0, NO_SIGNALS, backed=False)
+        assert unbacked.strategy.name == f"attentive_{mode}"
+        assert "learned parts alone" in unbacked.reason and strong in unbacked.skipped
+        # A question about the past is answered from memory whatever the reading.
+        assert table.select(mode, "neutral", 0.0, {"recall": True}, backed=False).strategy.name == "recall"
+    # A carried upset mood keeps the cold voice, backed or not (the mood is the evidence).
+    assert table.select("conflict", "upset", 0.6, NO_SIGNALS, backed=False).strategy.name == "conflict_cold"
+    # Casual is never "unbacked": it is the default.
+    assert table.select("casual", "neutral", 0.0, NO_SIGNALS, backed=False).strategy.name == "casual"
+
+
+def test_backed_must_be_a_boolean_in_a_user_table(tmp_path: Path) -> None:
+    text = '[[strategy]]\nname = "x"\nwhen = { backed = "sometimes" }\nshares = { recent = 1.0 }\n'
+    with pytest.raises(ConfigError, match="backed"):
+        StrategyTable.parse(text, "mine.toml")
+
+
 def test_a_weak_upset_mood_does_not_keep_the_cold_voice() -> None:
     table = StrategyTable.load()
     assert table.select("conflict", "upset", 0.1, NO_SIGNALS).strategy.name == "repair"
