@@ -162,7 +162,7 @@ RENAME_RULES: list[tuple[str, re.Pattern[str], bool]] = [
     (
         "zh_call_me_suffix",
         re.compile(
-            rf"{_CLAUSE}(?:请|你可以|你就|就|你)?{_ZH_CALL}{_name('new')}(?:吧|就好|就行|就可以|好了|好吗)"
+            rf"{_CLAUSE}(?:请|你可以|你就|就|你|还是|你还是)?{_ZH_CALL}{_name('new')}(?:吧|就好|就行|就可以|好了|好吗)"
         ),
         False,
     ),
@@ -371,7 +371,7 @@ FORGET_TOPIC_RULES: list[tuple[str, re.Pattern[str]]] = [
     (
         "zh_forget_about_x",
         re.compile(
-            rf"{_ZH_NOT_SUBJECT}(?:忘掉|忘记|删除|删掉|清除|清空|抹掉)(?:所有|全部|一切)?(?:关于|有关)(?:我的)?"
+            rf"{_ZH_NOT_SUBJECT}(?:忘掉|忘记|删除|删掉|清除|清空|抹掉)(?:我(?:说|讲|提)过的)?(?:所有|全部|一切)?(?:关于|有关)(?:我的)?"
             rf"{_ZH_TOPIC}的(?:所有|全部|一切)?{_ZH_TOPIC_WHAT}"
         ),
     ),

@@ -131,7 +131,7 @@ _ZH_WHEN = (
 )
 
 _ZH_NOT_VALUES = frozenset(
-    "你 你们 他 她 它 他们 她们 它们 这 那 这个 那个 这样 那样 这些 那些 什么 吗 自己 我 有点 有些 好像 会 一点 上 过".split()  # noqa: SIM905 - a word list reads better as text
+    "你 你们 他 她 它 他们 她们 它们 这 那 这个 那个 这样 那样 这些 那些 什么 吗 自己 我 有点 有些 好像 会 一点 上 过 是 在".split()  # noqa: SIM905 - a word list reads better as text
 )
 _EN_NOT_VALUES = frozenset(
     """you it that this them him her these those what which me us so much one ones doing being here there
@@ -476,7 +476,7 @@ _RULES: list[tuple[str, str, re.Pattern[str], bool]] = [
         "en_pet_have_named",
         PETS,
         re.compile(
-            rf"\b(?:I|we) (?:have|got|adopted|own) an? (?P<kind>{_PET_KINDS_EN})(?: called| named|,? whose name is) {_EN_NAME}",
+            rf"\b(?:I|we)(?:'ve| have)? (?:have|got|adopted|own) an? (?P<kind>{_PET_KINDS_EN})(?: called| named|,? whose name is) {_EN_NAME}",
             re.I,
         ),
         True,

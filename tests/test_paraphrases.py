@@ -260,3 +260,44 @@ def test_http_ba_the_last_message_deleted_leaves_search_and_context(server: str,
     hits = httpx.get(f"{server}/v1/users/u/search", params={"q": "张小北"}).json()
     assert hits and all("张小北" not in h["content"] for h in hits)  # the rest is still searched
     assert "张小北" not in str(fake.chat_requests[-1]["messages"])
+
+
+# -- second walk ----------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("还是叫我小王吧", [("rename", "小王")]),
+        ("删掉我说过的关于前任的话", [("forget_topic", "前任")]),
+    ],
+)
+def test_more_commands_in_other_words(text: str, expected: list[tuple[str, str]]) -> None:
+    assert [(c.kind, c.value) for c in detect(text)] == expected
+
+
+def test_a_birthday_said_by_a_relative_date_stores_no_verb() -> None:
+    # "下周五" is taken out before the rules run: what was left ("我生日是") gave the birthday "是".
+    assert [o for o in extract("我生日是下周五") if o.key == "birthday"] == []
+
+
+@pytest.mark.parametrize(
+    ("text", "value"),
+    [("We've got a dog called Biscuit", "dog Biscuit"), ("I've got a cat named Luna", "cat Luna")],
+)
+def test_a_pet_with_a_contracted_have(text: str, value: str) -> None:
+    assert [(o.key, o.value) for o in extract(text)] == [("pets", value)]
+
+
+@pytest.mark.parametrize(
+    ("text", "cue"),
+    [
+        ("下周二期末考", "期末"),  # as "final" in English
+        ("明早要去面签", "面签"),
+        ("下周四要拔智齿", "拔智齿"),
+        ("明天出发去旅游", "旅游"),  # as "trip"
+        ("I start my new job on Monday", "new job"),  # as 入职
+    ],
+)
+def test_more_event_cues_in_both_languages(text: str, cue: str) -> None:
+    assert event_cue(text) == cue
