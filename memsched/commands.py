@@ -185,6 +185,18 @@ RENAME_RULES: list[tuple[str, re.Pattern[str], bool]] = [
         ),
         False,
     ),
+    # "我叫李伟，不过大家都叫我小李", "My name's Elizabeth but everyone calls me Liz": the name, and then
+    # what people call the user, set against it: the latter is the name to use (the name itself is
+    # the profile's `name`). Before the plain "我叫X" / "my name is X", which would take the first.
+    (
+        "zh_name_but_called",
+        re.compile(
+            rf"{_CLAUSE}(?:我(?:的)?名字(?:叫|是)|我叫)[^，,。.!！?？]{{1,12}}[，,\s]*(?:不过|但是|但|可是|可)"
+            rf"(?:大家|朋友们?|身边的人|别人|他们|家里人|同事们?)(?:都|一般|通常)*{_ZH_CALL}{_name('new')}"
+            r"(?=$|[，,。.!！~～;；\s])"
+        ),
+        True,
+    ),
     (
         "zh_rename",
         re.compile(rf"(?:我(?:已经)?|把我的名字|我的名字)(?:改名|改)(?:叫|为|成|作)了?{_name('new')}"),
@@ -226,6 +238,17 @@ RENAME_RULES: list[tuple[str, re.Pattern[str], bool]] = [
             re.I,
         ),
         False,
+    ),
+    (
+        "en_name_but_called",
+        re.compile(
+            r"\bmy\s+name(?:'s|\s+is)\s+[A-Za-z][\w'-]*(?:\s+[A-Z][\w'-]*)?\s*,?\s+but\s+"
+            r"(?:everyone|everybody|people|most people|(?:all\s+)?my friends|friends|they(?:\s+all)?|"
+            r"my family)\s+(?:just\s+|usually\s+|all\s+)?calls?\s+me\s+"
+            rf"{_name('new')}",
+            re.I,
+        ),
+        True,
     ),
     (
         "en_my_name_is",
@@ -518,6 +541,18 @@ def detect(message: str) -> list[Command]:
         if any(c.kind == "rename" for c in found):
             break
     return found
+
+
+def stated_name(text: str) -> str | None:
+    """The name a statement "我叫X" / "my name is X" in `text` gives (not in a question), or None. With
+    "…, but everyone calls me Y" the rename is Y; this is the name itself (the profile's `name`)."""
+    for rule, pattern, _ in RENAME_RULES:
+        if rule not in ("zh_my_name_is", "en_my_name_is"):
+            continue
+        for m in pattern.finditer(text):
+            if not _clause_is_question(text, m.start(), m.end()) and (name := _clean_name(_group(m, "new"))):
+                return name
+    return None
 
 
 # -- applying ------------------------------------------------------------------------------------------

@@ -39,7 +39,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import BaseModel, Field
 
-from memsched.commands import detect
+from memsched.commands import detect, stated_name
 from memsched.errors import LLMError
 from memsched.jobs.tasks import TaskContext, task
 from memsched.model import Turn
@@ -678,6 +678,7 @@ def extract(text: str) -> list[Observation]:
         return []
     found: list[Observation] = []
     commands = detect(text)
+    given = stated_name(text)
     # "我上个月搬到杭州了", "We moved to Seattle last week": a relative time word says when, not what; the
     # rules read the statement without it (absolute dates, as in birthdays, are not relative times).
     for start, end in reversed(spans(text)):
@@ -686,6 +687,8 @@ def extract(text: str) -> list[Observation]:
     for cmd in commands:
         if cmd.kind == "rename" and cmd.value and cmd.rule in ("zh_my_name_is", "en_my_name_is"):
             found.append(Observation(NAME, cmd.value, rule=cmd.rule))
+        elif cmd.kind == "rename" and cmd.rule in ("zh_name_but_called", "en_name_but_called") and given:
+            found.append(Observation(NAME, given, rule=cmd.rule))  # "我叫李伟，不过大家都叫我小李": 李伟
     taken: list[tuple[int, int]] = []
     for rule, key, pattern, english in _RULES:
         for m in pattern.finditer(text):

@@ -34,6 +34,11 @@ from memsched.text.timeexpr import resolve
         ("my friends call me Dave, you can too", "Dave"),
         ("Everyone calls me Dave, so you can too", "Dave"),
         ("They call me Dave, you can call me that too", "Dave"),
+        # The name, then what people call the user set against it: the latter is the one to use.
+        ("My name's Elizabeth but everyone calls me Liz", "Liz"),
+        ("my name is Robert, but my friends call me Bob.", "Bob"),
+        ("我叫李伟，不过大家都叫我小李", "小李"),
+        ("我的名字是王芳，但朋友们都叫我芳芳。", "芳芳"),
     ],
 )
 def test_a_rename_said_as_a_permission_or_as_what_others_say(text: str, name: str) -> None:
@@ -191,6 +196,26 @@ def test_http_a_rename_in_other_words_holds_on_the_next_turn(
 
 
 @pytest.mark.parametrize(
+    ("said", "name", "called"),
+    [
+        ("My name's Elizabeth but everyone calls me Liz", "Elizabeth", "Liz"),
+        ("我叫李伟，不过大家都叫我小李", "李伟", "小李"),
+    ],
+)
+def test_http_the_name_and_what_everyone_calls_the_user(
+    server: str, fake: FakeOpenAI, said: str, name: str, called: str
+) -> None:
+    _chat(server, "liz", said, "2024-10-22T10:00:00+00:00")
+    _chat(server, "liz", "hi", "2024-10-23T08:00:00+00:00", session="s2")
+    system = fake.chat_requests[-1]["messages"][0]["content"]
+    assert f"preferred name (call the user this): {called}" in system
+    facts = httpx.get(f"{server}/v1/users/liz/profile", params={"current": "true"}, timeout=10).json()[
+        "facts"
+    ]
+    assert {(f["key"], f["value"]) for f in facts} >= {("name", name), ("preferred_name", called)}
+
+
+@pytest.mark.parametrize(
     ("first", "moved", "old", "new", "favourite", "liked"),
     [
         ("我住在北京", "我又搬家了，现在住在深圳", "北京", "深圳", "我最喜欢的食物是火锅", "火锅"),
@@ -274,6 +299,15 @@ def test_http_ba_the_last_message_deleted_leaves_search_and_context(server: str,
 )
 def test_more_commands_in_other_words(text: str, expected: list[tuple[str, str]]) -> None:
     assert [(c.kind, c.value) for c in detect(text)] == expected
+
+
+def test_the_name_before_what_everyone_calls_the_user_is_the_name() -> None:
+    assert [(o.key, o.value) for o in extract("my name is Robert, but my friends call me Bob.")] == [
+        ("name", "Robert")
+    ]
+    # What people call the user is no rename when it is no name ("call me lazy", "叫我别去").
+    assert [c.value for c in detect("my name is Sam but people call me lazy")] == ["Sam"]
+    assert [c.value for c in detect("我叫李伟，但是他们都叫我别去")] == ["李伟"]
 
 
 def test_a_birthday_said_by_a_relative_date_stores_no_verb() -> None:
