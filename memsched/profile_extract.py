@@ -21,7 +21,7 @@ still recalled by search); a false one would be shown on every turn.
 | pets | 我(家)的猫叫X, 我养了一只狗, 我养了一只柯基叫豆包 | my/our dog is called X, our cat Miso, I have a cat (called X) |
 | likes | 我(很/最…)喜欢X, 我爱吃X, 我最喜欢的Y是X | I love/like/enjoy/adore X, my favorite Y is X, I'm a fan of X |
 | dislikes | 我讨厌X, 我不喜欢X, 我受不了X | I hate/dislike X, I can't stand X, I don't like X |
-| allergies | 我(也)对X过敏, 我X过敏 | I'm (also) allergic to X, I have a X allergy |
+| allergies | 我(也)对X过敏, 我X过敏, 我不能吃X，(会)过敏 | I'm (also) allergic to X, I have a X allergy, I can't eat X, I'm allergic |
 | sleep_time | 我一般11点睡, 我平时晚上十一点半睡觉 | I usually go to bed at 11pm |
 
 A like retracts the same dislike and a dislike the same like ("I don't like jazz any more"); a negated
@@ -180,6 +180,17 @@ _RULES: list[tuple[str, str, re.Pattern[str], bool]] = [
         ),
         False,
     ),
+    # "I can't eat peanuts, I'm allergic", "我不能吃花生，会过敏": what cannot be eaten for an allergy is
+    # an allergy, not a diet (before the diet rules, which would take "can't eat X" as "no X").
+    (
+        "zh_cant_eat_allergic",
+        ALLERGIES,
+        re.compile(
+            rf"{_ZH_HEAD}我{_ZH_WHEN}(?:不能|不可以|没法|不敢)吃{_ZH_V}"
+            r"(?=[，,。\s]*(?:因为)?(?:我)?(?:对它|对这个)?(?:会|有点|很|严重)?过敏)"
+        ),
+        False,
+    ),
     ("zh_dont_eat", DIET, re.compile(rf"{_ZH_HEAD}我{_ZH_WHEN}{_ZH_ADV}(?:从来)?不吃{_ZH_V}"), False),
     (
         "en_vegetarian",
@@ -212,6 +223,16 @@ _RULES: list[tuple[str, str, re.Pattern[str], bool]] = [
         "en_keep_kosher",
         DIET,
         re.compile(r"\bI (?:keep|eat only|only eat|eat) (?P<v>kosher|halal)\b", re.I),
+        True,
+    ),
+    (
+        "en_cant_eat_allergic",
+        ALLERGIES,
+        re.compile(
+            rf"\bI {_EN_ADV}(?:can't|cannot|can not|mustn't|shouldn't) eat {_EN_V}"
+            r"(?=[^.!?\n]{0,40}?\bI(?:'m| am) (?:very |severely |deathly |highly |so )?allergic\b)",
+            re.I,
+        ),
         True,
     ),
     (

@@ -310,6 +310,31 @@ def test_the_name_before_what_everyone_calls_the_user_is_the_name() -> None:
     assert [c.value for c in detect("我叫李伟，但是他们都叫我别去")] == ["李伟"]
 
 
+@pytest.mark.parametrize(
+    ("text", "items"),
+    [
+        ("I can't eat peanuts, I'm allergic", ["peanuts"]),
+        ("I can't eat peanuts or cashews because I'm allergic to them.", ["peanuts", "cashews"]),
+        ("我不能吃花生，我过敏", ["花生"]),
+        ("我不能吃花生和芒果，会过敏", ["花生", "芒果"]),
+    ],
+)
+def test_what_cannot_be_eaten_for_an_allergy_is_an_allergy_not_a_diet(text: str, items: list[str]) -> None:
+    assert [(o.key, o.value) for o in extract(text)] == [("allergies", v) for v in items]
+
+
+@pytest.mark.parametrize(
+    ("text", "found"),
+    [
+        ("I can't eat pork", [("diet", "no pork")]),
+        ("I can't eat peanuts, I'm not allergic, I just hate them", [("diet", "no peanuts")]),
+        ("我不能吃辣", []),
+    ],
+)
+def test_cannot_eat_without_an_allergy_is_no_allergy(text: str, found: list[tuple[str, str]]) -> None:
+    assert [(o.key, o.value) for o in extract(text)] == found
+
+
 def test_a_birthday_said_by_a_relative_date_stores_no_verb() -> None:
     # "下周五" is taken out before the rules run: what was left ("我生日是") gave the birthday "是".
     assert [o for o in extract("我生日是下周五") if o.key == "birthday"] == []
