@@ -19,8 +19,8 @@ still recalled by search); a false one would be shown on every turn.
 | occupation | 我是一名X, 我的工作是X, 我是做X的, 我在一家游戏公司做策划 | I work as a X, my job is X, I'm a X by profession, I'm a nurse (at …), I became a X, a new job as X |
 | partner_name | 我男朋友/老婆/对象…叫X | my boyfriend/wife/partner… is called X, my wife is Anna, my girlfriend Emma, I'm married to X |
 | pets | 我(家)的猫叫X, 我养了一只狗, 我养了一只柯基叫豆包 | my/our dog is called X, our cat Miso, I have a cat (called X) |
-| likes | 我(很/最…)喜欢X, 我爱吃X, 我最喜欢的Y是X | I love/like/enjoy/adore X, my favorite Y is X, I'm a fan of X |
-| dislikes | 我讨厌X, 我不喜欢X, 我受不了X | I hate/dislike X, I can't stand X, I don't like X |
+| likes | 我(很/最…)喜欢X, 我爱吃X, 我最喜欢的Y是X, X我(很)喜欢 | I love/like/enjoy/adore X, my favorite Y is X, I'm a fan of X, I'm into X |
+| dislikes | 我讨厌X, 我不喜欢X, 我受不了X, X我受不了 | I hate/dislike X, I can't stand X, I don't like X, I'm not into X |
 | allergies | 我(也)对X过敏, 我X过敏, 我不能吃X，(会)过敏 | I'm (also) allergic to X, I have a X allergy, I can't eat X, I'm allergic |
 | sleep_time | 我一般11点睡, 我平时晚上十一点半睡觉 | I usually go to bed at 11pm |
 
@@ -350,6 +350,25 @@ _RULES: list[tuple[str, str, re.Pattern[str], bool]] = [
         re.compile(rf"{_ZH_HEAD}我{_ZH_ADV}(?:讨厌|不喜欢|不爱|受不了|烦){_ZH_V}"),
         False,
     ),
+    # The thing first, as Chinese often says it ("香菜我受不了", "猫我很喜欢"): the clause ends on the verb.
+    (
+        "zh_topic_dislike",
+        DISLIKES,
+        re.compile(
+            rf"{_ZH_HEAD}(?P<v>[^{_STOP}\s我你他她它]{{1,8}}?)我{_ZH_ADV}(?:受不了|不喜欢|讨厌|不爱)"
+            rf"(?=$|[{_STOP}\s]|了|啊|呀|吧|哦|呢)"
+        ),
+        False,
+    ),
+    (
+        "zh_topic_like",
+        LIKES,
+        re.compile(
+            rf"{_ZH_HEAD}(?P<v>[^{_STOP}\s我你他她它]{{1,8}}?)我{_ZH_ADV}(?:喜欢|爱|超爱)"
+            rf"(?=$|[{_STOP}\s]|了|啊|呀|吧|哦|呢)"
+        ),
+        False,
+    ),
     (
         "zh_like",
         LIKES,
@@ -530,6 +549,28 @@ _RULES: list[tuple[str, str, re.Pattern[str], bool]] = [
         LIKES,
         re.compile(
             rf"\bI(?:'m| am) (?:a |an )?(?:huge |big |massive |great |real |die-hard |longtime )?fan of {_EN_V}",
+            re.I,
+        ),
+        True,
+    ),
+    # "I'm really into jazz" (a like), "I'm not into horror films" (a dislike); "into the second week
+    # of my course" is no taste: no article or possessive may follow.
+    (
+        "en_into",
+        LIKES,
+        re.compile(
+            rf"\bI(?:'m| am) {_EN_ADV}(?:very |big |totally |really )?into "
+            rf"(?!(?:the|a|an|my|your|his|her|our|their|it|this|that|these|those)\b){_EN_V}",
+            re.I,
+        ),
+        True,
+    ),
+    (
+        "en_not_into",
+        DISLIKES,
+        re.compile(
+            rf"\bI(?:'m| am) not {_EN_ADV}(?:really |very |that |much )?into "
+            rf"(?!(?:the|a|an|my|your|his|her|our|their|it|this|that|these|those)\b){_EN_V}",
             re.I,
         ),
         True,
@@ -730,6 +771,8 @@ def extract(text: str) -> list[Observation]:
                 continue
             if rule == "en_favorite" and value.split()[0].lower() in _EN_NOT_ITEM_WORDS:
                 continue
+            if rule.startswith("zh_topic_") and _ZH_NOT_TOPIC.fullmatch(value):
+                continue  # "今天我很喜欢", "其实我不喜欢": a time or an adverb before 我, not a thing
             if key == LOCATION and not english and re.match(r"[一两几][个张只件箱台把条套]", m.group("v")):
                 continue  # "我搬来一个柜子" moved a thing, not the user
             one_value = (key == PETS and "kind" in pattern.groupindex) or (
@@ -800,6 +843,14 @@ def _list_items(text: str, first: str, end: int, *, english: bool) -> tuple[list
         items.append(value)
         end = m.end()
     return items, end
+
+
+# Words that stand before 我 without being what the user likes ("今天我很喜欢", "其实我不喜欢").
+_ZH_NOT_TOPIC = re.compile(
+    r"(?:今天|明天|昨天|前天|后天|今晚|现在|最近|平时|平常|其实|反正|本来|当时|那时|这次|每次|一直|有时候?|"
+    r"周末|晚上|早上|上午|下午|中午|以前|以后|后来|真的|说实话|老实说|总之|所以|但是|可是|不过|而且|"
+    r"嗯|哈哈|哎|唉|好吧|算了)+"
+)
 
 
 # "我是一名护士" is an occupation, "我是一个很懒的人" is not: a Chinese occupation ends like one.

@@ -335,6 +335,25 @@ def test_cannot_eat_without_an_allergy_is_no_allergy(text: str, found: list[tupl
     assert [(o.key, o.value) for o in extract(text)] == found
 
 
+@pytest.mark.parametrize(
+    ("text", "found"),
+    [
+        ("香菜我受不了", [("dislikes", "香菜")]),
+        ("猫我很喜欢，狗我受不了", [("dislikes", "狗"), ("likes", "猫")]),
+        ("I'm really into hiking and climbing", [("likes", "hiking"), ("likes", "climbing")]),
+        ("I'm not into horror films", [("dislikes", "horror films")]),
+        # a time or an adverb before 我, a course's week, a pronoun: no taste
+        ("今天我很喜欢", []),
+        ("其实我不喜欢", []),
+        ("这个我很喜欢", []),
+        ("I'm into the second week of my course", []),
+        ("I'm into it", []),
+    ],
+)
+def test_tastes_said_thing_first_or_as_into(text: str, found: list[tuple[str, str]]) -> None:
+    assert [(o.key, o.value) for o in extract(text)] == found
+
+
 def test_a_birthday_said_by_a_relative_date_stores_no_verb() -> None:
     # "下周五" is taken out before the rules run: what was left ("我生日是") gave the birthday "是".
     assert [o for o in extract("我生日是下周五") if o.key == "birthday"] == []
