@@ -85,6 +85,21 @@ DEFAULT_CUES: dict[str, dict[str, list[str]]] = {
         ),
     },
     # Words that make a feeling stronger; each found adds to the mood's intensity.
+    # Phrases that back a reading the learned parts already made, without being evidence for the mode
+    # themselves: they name an argument with the companion ("别烦我", "how could you") but also turn up
+    # in other talk, and as cue words they would feed the classifier (session 19: the labelled odd
+    # half lost a point). Found in a message the learned parts read as that mode, they count as its
+    # cue words for the user's mood (it is set, carried to the next morning, and the turn gets the
+    # mode's strong voice); they never change the mode. LoCoMo dev's 1,451 friendly messages hold
+    # none of them (BENCHMARKS.md "Conversation mode", session 22).
+    "backing": {
+        "conflict": _cues(
+            "过分|懒得理你|别跟我说话|不想跟你说话|别烦我|烦不烦|生你的气|生你气|每次都这样|说话不算话|不想听你|"
+            "你怎么能|凭什么|有完没完|so done with|i'm done with you|done talking to you|don't talk to me|"
+            "don't even talk to me|how could you|can't believe you|you don't care|you don't even care|furious|"
+            "annoyed with you|upset with you|you forgot again|unbelievable"
+        ),
+    },
     "intensifiers": {
         "all": _cues("真的|非常|特别|好|太|超|死了|极了|really|so|very|totally|extremely|!!|！！"),
     },
@@ -505,6 +520,7 @@ class Router:
         self._moods = {name: _compile(list(words)) for name, words in cues.get("moods", {}).items()}
         self._repair = {name: _compile(list(words)) for name, words in cues.get("repair", {}).items()}
         self._intense = _compile(list(cues.get("intensifiers", {}).get("all", [])))
+        self._backing = {mode: _compile(list(words)) for mode, words in cues.get("backing", {}).items()}
         self.late_night = late_night
         self.prototypes = prototypes
         self.weights = weights
@@ -722,6 +738,13 @@ class Router:
             n = len(self.own_cues(message, cues.get(own_mode, []))) + len(
                 self.own_cues(message, cues.get(mood, []))
             )
+            if not n and own_mode in self._backing:
+                # A phrase that backs the learned parts' reading ("别烦我" read as conflict).
+                backing = self.own_cues(message, self._found(self._backing[own_mode], message))
+                if backing:
+                    cues["backing"] = backing
+                    n = len(backing)
+                    notes.append(f"mood: the {own_mode} reading backed by {', '.join(backing)}")
             # An uncued conflict reading that repeats the previous message's (within the previous-mode
             # window) is corroborated, and counts as one cue word: the learned parts misread a single
             # neutral line now and then, but an argument without a cue word ("Seriously? You forgot

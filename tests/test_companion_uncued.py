@@ -3,8 +3,9 @@ parts read these lines), asserting on what reaches the (fake) upstream LLM.
 
 A walk-through found three faults (issue 7): an argument with no cue word ("Seriously? You forgot
 again. I'm so done with this." then "Don't even talk to me right now.") was routed as conflict but
-left a mood of 0.15 that was never reinforced, so the next morning got the casual strategy (still
-open: the test is an expected failure until a corroboration of such readings ships); one
+left a mood of 0.15 that was never reinforced, so the next morning got the casual strategy (since
+session 22 a phrase that backs the learned parts' reading, "you forgot again", "don't even talk to
+me", makes it the user's mood; an argument in words that name nothing is still an expected failure); one
 misread line ("What do you know about me?", "我现在住在成都", read as conflict) reached the prompt as
 "upset, intensity 0.15"; and someone else's feeling ("my sister is so sad lately", "布恩迪亚家族的孤独
 好像是遗传的") became the user's mood, so the next cooking question got the comfort strategy.
@@ -84,33 +85,52 @@ ARGUMENTS = {
 }
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="open (issue 7): corroborating consecutive uncued conflict readings "
-    "(ModeWeights.corroborate_margin) carries this argument, but is off by default: measured, not "
-    "shipped (BENCHMARKS.md 'Conversation mode', session 20)",
-)
 @pytest.mark.parametrize("lang", ["zh", "en"])
 def test_an_argument_without_a_cue_word_still_shapes_the_next_morning(
     server: str, fake: FakeOpenAI, lang: str
 ) -> None:
+    """No cue word of the mode in either line: the learned parts read them as conflict, and a phrase
+    that backs such a reading ("每次都这样", "不想听你", "you forgot again", "don't even talk to me")
+    makes it the user's mood, carried to the next morning."""
     fight, morning = ARGUMENTS[lang]
     first = chat(server, "sam", "night", fight[0], NIGHT)
     second = chat(server, "sam", "night", fight[1], NIGHT + timedelta(minutes=2))
     for t in (first, second):
         assert t["route"]["mode"] == "conflict" and not t["route"]["cues"].get("conflict")
-    # One uncued line is only noted; the second one like it corroborates it.
-    assert first["mood"]["after"]["label"] == "neutral"
-    assert second["route"]["mood_corroborated"] and second["mood"]["event"] == "set"
+        assert t["route"]["cues"]["backing"] and t["route"]["mood_cued"] and t["route"]["backed"]
+        assert t["strategy"]["name"] in ("repair", "conflict_cold")
+    assert first["mood"]["after"]["label"] == "upset"
     assert second["mood"]["after"]["label"] == "upset"
-    assert second["mood"]["after"]["cause_turn_ids"] == [first["turn_ids"][0], second["turn_ids"][0]]
+    assert second["mood"]["after"]["cause_turn_ids"][-1] == second["turn_ids"][0]
 
     trace = chat(server, "sam", "morning", morning, (NIGHT + timedelta(days=1)).replace(hour=8, minute=0))
     assert trace["route"]["mode"] == "conflict"
     assert trace["strategy"]["name"] == "conflict_cold"
     system = system_of(fake)
     assert "Conversation strategy: conflict_cold" in system
-    assert "current mood" in system and fight[0] in system and fight[1] in system
+    assert "current mood" in system and fight[1] in system
+
+
+# With neither a cue word nor a backing phrase, the learned parts' reading alone is only noted.
+BARE = {
+    "zh": (["你说的话我一句都不信了", "随你便吧，反正你也记不住"], "早"),
+    "en": (["Sure, go ahead, forget everything I say.", "No. Not now. Not after that."], "morning"),
+}
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="open (issue 7): an argument in words that neither a cue word nor a backing phrase names "
+    "sets no mood (the learned parts' reading alone is only noted; corroborating two such readings, "
+    "ModeWeights.corroborate_margin, is off: BENCHMARKS.md 'Conversation mode', sessions 20-22)",
+)
+@pytest.mark.parametrize("lang", ["zh", "en"])
+def test_an_argument_in_bare_words_shapes_the_next_morning(server: str, fake: FakeOpenAI, lang: str) -> None:
+    fight, morning = BARE[lang]
+    for i, line in enumerate(fight):
+        chat(server, "kim", "night", line, NIGHT + timedelta(minutes=2 * i))
+    trace = chat(server, "kim", "morning", morning, (NIGHT + timedelta(days=1)).replace(hour=8, minute=0))
+    assert trace["strategy"]["name"] == "conflict_cold"
 
 
 def test_misread_lines_set_no_mood_and_reach_no_prompt(server: str, fake: FakeOpenAI) -> None:
