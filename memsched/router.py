@@ -99,6 +99,13 @@ DEFAULT_CUES: dict[str, dict[str, list[str]]] = {
             "don't even talk to me|how could you|can't believe you|you don't care|you don't even care|furious|"
             "annoyed with you|upset with you|you forgot again|unbelievable"
         ),
+        # In the first person only: "a family struggling", "I'm not giving up" are no hard time.
+        "comfort": _cues(
+            "我撑不住了|我快撑不住|我不行了|我好难|我真的好难|我好绝望|我好想哭|我想家了|没人理解我|我什么都做不好|"
+            "i can't do this anymore|i'm struggling|i've been struggling|i'm having a rough time|"
+            "i'm having a hard time|i've had a rough day|i feel so alone|i feel so lost|i'm burnt out|"
+            "i'm burned out|i feel like giving up|i'm falling apart|i feel terrible|i feel awful|i feel so low"
+        ),
     },
     "intensifiers": {
         "all": _cues("真的|非常|特别|好|太|超|死了|极了|really|so|very|totally|extremely|!!|！！"),

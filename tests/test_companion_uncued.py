@@ -111,6 +111,19 @@ def test_an_argument_without_a_cue_word_still_shapes_the_next_morning(
     assert "current mood" in system and fight[1] in system
 
 
+@pytest.mark.parametrize("text", ["我快撑不住了", "I'm struggling with everything at work lately"])
+def test_a_hard_time_in_the_first_person_gets_comfort_and_a_sad_mood(
+    server: str, fake: FakeOpenAI, text: str
+) -> None:
+    """No comfort cue word: the learned parts read comfort, and a first-person phrase backs it."""
+    trace = chat(server, "ada", "s", text, NIGHT.replace(hour=18))
+    route = trace["route"]
+    assert route["mode"] == "comfort" and not route["cues"].get("comfort") and route["cues"]["backing"]
+    assert route["backed"] and trace["strategy"]["name"] == "comfort"
+    assert trace["mood"]["after"]["label"] == "sad"
+    assert "The user is having a hard time" in system_of(fake)
+
+
 # With neither a cue word nor a backing phrase, the learned parts' reading alone is only noted.
 BARE = {
     "zh": (["你说的话我一句都不信了", "随你便吧，反正你也记不住"], "早"),
