@@ -68,7 +68,8 @@ _EN_NOT_NAMES = frozenset(
     anytime again now soon maybe crazy please asap up out to a an the that this it what whatever by
     over not never old-fashioned old naive paranoid lazy stupid silly weird names anything
     something nothing anyone someone anymore any more so because and or but with for from about
-    just then there here your you him her them us me my his its our their ok okay sure yes no""".split()  # noqa: SIM905 - a word list reads better as text
+    just then there here your you him her them us me my his its our their ok okay sure yes no fine
+    alright good great cool right wrong correct true important funny""".split()  # noqa: SIM905 - a word list reads better as text
 )
 # Trailing words cut from an English name ("call me Da Wang from now on" -> "Da Wang").
 _EN_NAME_TAIL = frozenset(
@@ -250,6 +251,19 @@ RENAME_RULES: list[tuple[str, re.Pattern[str], bool]] = [
         ),
         True,
     ),
+    # "my name is not Tom, it's Tim", "my name isn't Tom — it's Tim", "you got my name wrong, it's Tim",
+    # "that's not my name, it's Tim": a correction names the wanted name after "it's" / "it is".
+    (
+        "en_name_correction",
+        re.compile(
+            rf"\b(?:my\s+name(?:\s+is\s+not|\s+isn'?t|'s\s+not)\s+{_name('old')}|"
+            r"(?:you\s+(?:got|have|spelled|spelt)\s+my\s+name\s+wrong|that'?s\s+not\s+my\s+name|"
+            r"that\s+is\s+not\s+my\s+name|wrong\s+name))\s*[,;.!:\u2014\u2013-]*\s*(?:actually\s+|but\s+)?"
+            rf"(?:it'?s|it\s+is|my\s+name\s+is|i'?m)\s+(?:actually\s+)?{_name('new')}",
+            re.I,
+        ),
+        True,
+    ),
     (
         "en_my_name_is",
         re.compile(rf"(?<!what's )(?<!what is )\bmy\s+name(?:'s|\s+is)\s+(?!not\b){_name('new')}", re.I),
@@ -341,7 +355,7 @@ FORGET_RULES: list[tuple[str, re.Pattern[str]]] = [
 # math" is not a request; "please forget everything about my ex" is).
 _EN_ASK = (
     r"(?:^|(?<=[.!?;,]\s)|(?<=[.!?;,]))\s*(?:(?:please|pls|can you|could you|would you|will you|just|"
-    r"ok|okay|hey|and|now|i want you to|i'd like you to|i need you to)[,\s]+)*"
+    r"ok|okay|hey|and|now|actually|also|so|oh|well|i want you to|i'd like you to|i need you to)[,\s]+)*"
 )
 _ZH_NOT_SUBJECT = r"(?<![我他她它])"
 
@@ -381,7 +395,7 @@ FORGET_ALL_RULES: list[tuple[str, re.Pattern[str]]] = [
 ]
 
 # "把关于我前任的事都忘了", "forget everything about my ex": every turn that mentions a topic.
-_ZH_TOPIC_WHAT = r"(?:事|事情|一切|内容|记忆|话|东西|消息|记录|部分)"
+_ZH_TOPIC_WHAT = r"(?:聊天记录|事|事情|一切|内容|记忆|话|东西|消息|记录|部分)"
 _ZH_TOPIC = r"(?P<topic>[^，,。！!？?、；;\s的]{1,20})"
 FORGET_TOPIC_RULES: list[tuple[str, re.Pattern[str]]] = [
     (
@@ -403,8 +417,32 @@ FORGET_TOPIC_RULES: list[tuple[str, re.Pattern[str]]] = [
     (
         "zh_ba_x_forget",
         re.compile(
-            rf"(?<![我他她它们])(?:把|将)(?:我(?:和|跟|的)?)?(?P<topic>(?!我?[说讲])[^，,。！!？?、；;\s的]{{2,20}}?)(?:有关|相关)?的"
+            rf"(?<![我他她它们])(?:把|将)(?:我(?:说|讲|提|聊)过的(?:(?:关于|有关)(?:我的?)?)?|我(?:和|跟|的)?)?(?P<topic>(?!我?[说讲])[^，,。！!？?、；;\s的]{{2,20}}?)(?:有关|相关)?的"
             rf"{_ZH_TOPIC_WHAT}(?:都|全部|全都|统统|全)?(?:给我)?{_ZH_ALL_VERB}"
+        ),
+    ),
+    # "忘掉我前任的事吧", "删掉我说过的演唱会的事": no 关于 and no 把, so only as a request at the start of a
+    # clause with a verb that asks (忘记 also tells: "忘记交作业的事了"), never after a negation ("不要忘掉…"
+    # asks to remember), and no feeling or demonstrative as the topic ("忘掉那些不开心的事吧" is consolation).
+    (
+        "zh_forget_x_thing",
+        re.compile(
+            rf"{_CLAUSE}{_ZH_ASK}(?:忘掉|删掉|删除|清除|抹掉)(?:我(?:说|讲|提|聊)过的)?(?:所有|全部|一切)?"
+            rf"(?:我的?)?(?P<topic>(?!我?[说讲]|[那这不])[^，,。！!？?、；;\s的]{{2,20}}?)(?:有关|相关)?的"
+            rf"{_ZH_TOPIC_WHAT}(?!了)"
+        ),
+    ),
+    # "erase all memories of my ex", "delete every message about the wedding", "wipe your memory of
+    # Jake": what is to go is named as memories or messages.
+    (
+        "en_memories_of_x",
+        re.compile(
+            _EN_ASK
+            + r"(?:forget|delete|erase|remove|wipe|clear|purge)\s+(?:(?:all|any|every|each)\s+)?(?:(?:of\s+)?"
+            r"(?:the|your|my|our)\s+)?(?:memories|memory|messages?|conversations?|chats?|mentions?|records?|"
+            r"notes?)\s+(?:(?:that\s+)?(?:i\s+(?:said|wrote|sent|shared)|we\s+had)\s+)?(?:of|about|regarding|"
+            r"involving|mentioning|on|with)\s+(?P<topic>[^.!?,;]{1,40})",
+            re.I,
         ),
     ),
     # "forget everything I said about my boss", "forget what I told you about the concert"; a bare

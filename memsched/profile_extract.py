@@ -747,7 +747,11 @@ def extract(text: str) -> list[Observation]:
         text = (text[:start] + text[end:]).replace("  ", " ")
     text = _zh_implied_subject(text)
     for cmd in commands:
-        if cmd.kind == "rename" and cmd.value and cmd.rule in ("zh_my_name_is", "en_my_name_is"):
+        if (
+            cmd.kind == "rename"
+            and cmd.value
+            and cmd.rule in ("zh_my_name_is", "en_my_name_is", "en_name_correction")
+        ):
             found.append(Observation(NAME, cmd.value, rule=cmd.rule))
         elif cmd.kind == "rename" and cmd.rule in ("zh_name_but_called", "en_name_but_called") and given:
             found.append(Observation(NAME, given, rule=cmd.rule))  # "我叫李伟，不过大家都叫我小李": 李伟

@@ -113,8 +113,8 @@ DEFAULT_CUES: dict[str, dict[str, list[str]]] = {
     "signals": {
         "recall": _cues(
             "记得|还记得|记不记得|上次|那次|那天|第一次|以前|之前说|我说过|我告诉过你|我叫什么|"
-            "忘了吗|remember|last time|that time|first time|i told you|i mentioned|"
-            "we talked about|you said|what's my name|what is my name|back when"
+            "忘了吗|来着|remember|last time|that time|first time|i told you|i mentioned|"
+            "we talked about|you said|what's my name|what is my name|back when|again?|did i ever tell you"
         ),
         "topic_shift": _cues(
             "换个话题|说点别的|聊点别的|不说这个了|不聊这个了|对了|话说|顺便问|另外|by the way|"
