@@ -23,7 +23,8 @@ from memsched.forget import COUNTS_RESET as COUNTS_RESET  # re-exported for the 
 from memsched.forget import after_forget
 from memsched.jobs.tasks import TaskContext, task
 from memsched.model import utcnow
-from memsched.profile import PREFERRED_NAME, Profile
+from memsched.profile import NAME, PREFERRED_NAME, Profile
+from memsched.text.places import is_place_en
 from memsched.text.segment import ENGLISH_STOP_WORDS
 
 if TYPE_CHECKING:
@@ -207,7 +208,7 @@ RENAME_RULES: list[tuple[str, re.Pattern[str], bool]] = [
         "zh_my_name_is",
         re.compile(
             rf"{_CLAUSE}(?:你好|嗨|哈喽)?[，,\s]*(?:我(?:的)?名字(?:叫|是)|我叫){_name('new')}"
-            r"(?=$|[，,。.!！~～;；\s])"
+            r"(?=(?:吧|啊|呀|哦|嘛|哈|呢|啦)*(?:$|[，,。.!！~～;；\s]))"
         ),
         True,
     ),
@@ -217,6 +218,41 @@ RENAME_RULES: list[tuple[str, re.Pattern[str], bool]] = [
             rf"\b(?:don'?t|do not|stop|quit|no more)\s+call(?:ing)?\s+me\s+{_name('old')}"
             rf"(?:\s+any\s?more)?{_EN_ASIDE}\s*[,;.!]*\s*(?:and\s+|but\s+)?{_EN_LEAD}(?:{_EN_FROM_NOW}[,\s]+)?"
             rf"(?:call\s+me|{_EN_PREFER})\s+{_name('new')}",
+            re.I,
+        ),
+        False,
+    ),
+    # "I'd rather you call me Liz", "I'd prefer to be called Liz", "I prefer going by Liz": a wish
+    # about how to be called, wherever it stands in the message.
+    (
+        "en_prefer_called",
+        re.compile(
+            r"\bI(?:'d|\s+would)?\s+(?:much\s+|really\s+|actually\s+|still\s+)?(?:prefer|rather|like)\s+(?:it\s+if\s+)?"
+            r"(?:you\s+(?:to\s+)?call(?:ed)?\s+me|(?:to\s+)?be(?:ing)?\s+called|(?:to\s+)?go(?:ing)?\s+by)\s+"
+            rf"{_name('new')}",
+            re.I,
+        ),
+        False,
+    ),
+    # "我更喜欢别人叫我小李", "我比较希望你叫我阿杰", "我更喜欢被叫做小李": what the user would rather
+    # be called.
+    (
+        "zh_prefer_called",
+        re.compile(
+            rf"{_CLAUSE}我(?:更|比较|还是|其实|倒是|会)*(?:喜欢|希望|想让|想要|愿意)(?:你|您|别人|大家|人家)?"
+            rf"(?:{_ZH_CALL}|被(?:叫做?|称为|称作|喊作?))(?:为|做)?{_name('new')}"
+        ),
+        False,
+    ),
+    # "I prefer Liz" said alone, by a user whose name the profile holds (the only context in which a
+    # bare capitalised word after "prefer" is a name rather than a taste: "I prefer Coke"): see
+    # `detect(named=...)`. Applied only then.
+    (
+        "en_prefer_bare",
+        re.compile(
+            r"^\s*(?:(?:well|actually|oh|no|hmm|um|sorry|haha|lol|hey)[,.!\s]+)*I(?:'d|\s+would)?\s+"
+            r"(?:much\s+|actually\s+|really\s+)?prefer\s+(?P<new>(?-i:[A-Z][a-z'\-]+))"
+            r"(?:\s*,?\s*(?:please|actually|instead|thanks|thank you|if you don't mind|tbh))*\s*[.!~]*\s*$",
             re.I,
         ),
         False,
@@ -546,11 +582,12 @@ def _clause_is_question(text: str, start: int, end: int) -> bool:
     return head.lower().endswith(("is", "was", "did", "do", "does", "remember"))
 
 
-def detect(message: str) -> list[Command]:
+def detect(message: str, *, named: bool = False) -> list[Command]:
     """The commands in `message`, a forget before a rename (the order they must be applied in).
 
     At most one forget (the widest asked for: everything about the user, a topic, or the last
-    message) and one rename; an empty list for ordinary chat.
+    message) and one rename; an empty list for ordinary chat. `named`: the user's profile holds a
+    name, so a bare "I prefer Liz" corrects it (without a name it is a taste: "I prefer Coke").
     """
     text = message.strip()
     if not text or len(text) > 500:  # commands are short; a pasted essay that quotes one is not one
@@ -562,6 +599,8 @@ def detect(message: str) -> list[Command]:
         if forget.kind == "forget_all":
             return found  # nothing of the user is kept, a new name included
     for rule, pattern, statement in RENAME_RULES:
+        if rule == "en_prefer_bare" and not (named and _prefer_a_name(text)):
+            continue
         for m in pattern.finditer(text):
             if statement and _clause_is_question(text, m.start(), m.end()):
                 continue
@@ -579,6 +618,30 @@ def detect(message: str) -> list[Command]:
         if any(c.kind == "rename" for c in found):
             break
     return found
+
+
+# Capitalised words after "I prefer" that are no one's name: days, months, languages and drinks
+# people name with a capital.
+_EN_NOT_PREFERRED = frozenset(
+    """monday tuesday wednesday thursday friday saturday sunday january february march april may june
+    july august september october november december english chinese mandarin cantonese spanish french
+    german japanese korean italian coke pepsi sprite""".split()  # noqa: SIM905 - a word list reads better as text
+)
+
+
+def _prefer_a_name(text: str) -> bool:
+    """Whether "I prefer X" names a person: X is no day, language, drink or known place."""
+    m = re.search(r"prefer\s+([A-Za-z'\-]+)", text)
+    word = m.group(1) if m else ""
+    return bool(word) and word.lower() not in _EN_NOT_PREFERRED and not is_place_en(word)
+
+
+def named(profile: Profile, user_id: str, message: str) -> bool:
+    """Whether `detect` should read a bare "I prefer X" in `message` as a rename: the message says
+    "prefer" and the user's profile holds a name (one profile read, only for such a message)."""
+    if "prefer" not in message.lower():
+        return False
+    return profile.get(user_id, NAME) is not None or profile.get(user_id, PREFERRED_NAME) is not None
 
 
 def stated_name(text: str) -> str | None:

@@ -23,12 +23,13 @@ from typing import Any
 
 from memsched.model import as_utc, utcnow
 from memsched.store import Store, Tx
-from memsched.text.timeexpr import local_now
+from memsched.text.timeexpr import local_now, zone_label
 
 PREFERRED_NAME = "preferred_name"
 NAME = "name"
 BIRTHDAY = "birthday"
 LOCATION = "location"
+HOMETOWN = "hometown"  # where the user comes from; `location` is where they live now
 OCCUPATION = "occupation"
 PARTNER_NAME = "partner_name"
 PETS = "pets"
@@ -50,6 +51,7 @@ KEYS: tuple[str, ...] = (
     PETS,
     BIRTHDAY,
     LOCATION,
+    HOMETOWN,
     OCCUPATION,
     SLEEP_TIME,
     LIKES,
@@ -68,6 +70,7 @@ KEY_LABELS: dict[str, str] = {
     ALLERGIES: "allergies (never suggest these)",
     DIET: "diet (suggest food that fits it)",
     SLEEP_TIME: "usual bedtime",
+    HOMETOWN: "hometown (where the user comes from, not where they live)",
 }
 
 SECTION_HEADER = "User profile (current facts; they override anything said earlier):"
@@ -307,6 +310,8 @@ def _line(key: str, facts: list[dict[str, Any]], timezone: str | None = None) ->
         values = list(dict.fromkeys(f["value"] for f in current))
         return f"- {label}: {', '.join(values)}"
     fact = current[-1]
+    if key == TIMEZONE:
+        return f"- {label}: {zone_label(fact['value'])}"
     since = local_now(datetime.fromtimestamp(fact["valid_from"], UTC), timezone).strftime("%Y-%m-%d")
     former: list[str] = []
     if key in FORMERLY_KEYS:

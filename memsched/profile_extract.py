@@ -39,7 +39,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import BaseModel, Field
 
-from memsched.commands import detect, stated_name
+from memsched.commands import detect, named, stated_name
 from memsched.errors import LLMError
 from memsched.jobs.tasks import TaskContext, task
 from memsched.model import Turn
@@ -48,6 +48,7 @@ from memsched.profile import (
     BIRTHDAY,
     DIET,
     DISLIKES,
+    HOMETOWN,
     KEYS,
     LIKES,
     LOCATION,
@@ -62,6 +63,7 @@ from memsched.profile import (
     Profile,
 )
 from memsched.store import Tx
+from memsched.text.places import is_place_en, is_place_zh
 from memsched.text.timeexpr import spans
 
 if TYPE_CHECKING:
@@ -103,7 +105,8 @@ _EN_CLAUSE = (
     r"and|but|or|because|so|since|though|although|when|whenever|while|if|unless|until|whereas|who|which|"
     r"where|that's|please|too|as well|with (?:my|our|his|her|their)|at (?:the|a|my|our)|in the|(?-i:in (?=[A-Z]))|"
     r"last|next|yesterday|today|tonight|this|ago|anymore|any more|now|again|recently|lately|"
-    r"by the way|btw|to be honest|tbh|honestly|lol|haha|after all"
+    r"by the way|btw|to be honest|tbh|honestly|lol|haha|after all|these days|nowadays|at the moment|for now|"
+    r"for good|originally"
 )
 _EN_V = rf"(?P<v>[^.,!?;:\n]{{1,60}}?)(?=$|[.,!?;:\n]|\s+(?:{_EN_CLAUSE})\b)"
 # A value ending at a fixed word ("我对花生过敏"): the clause may not end there.
@@ -120,6 +123,13 @@ _EN_CAP_NAME = (
     r"(?-i:(?P<v>[A-Z][a-z'\-]+(?: [A-Z][a-z'\-]+)?))(?![A-Za-z'\-])"
 )
 _ZH_HEAD = r"(?:^|(?<=[，,。.!！?？；;~～\s]))"
+# A place name in English: capitalised words ("New York", "Hong Kong"), case-sensitive, not one's
+# team ("I'm from Google's team").
+_EN_PLACE = (
+    r"(?!(?:Monday|Tuesday|Wednesday|Thursday|Friday|Saturday|Sunday|January|February|March|April|May|"
+    r"June|July|August|September|October|November|December)\b)"
+    r"(?-i:(?P<v>[A-Z][A-Za-z'\-]*(?:[ \-][A-Z][A-Za-z'\-]*){0,2}))(?![A-Za-z'\-]|'s)"
+)
 _ZH_ADV = r"(?:真的|其实|一直|特别|非常|超级|超|很|最|好|挺|还挺|也|都|还是|比较)*"
 _EN_ADV = (
     r"(?:really |absolutely |just |totally |kinda |kind of |also |still |truly |so |recently |finally |now )*"
@@ -251,6 +261,62 @@ _RULES: list[tuple[str, str, re.Pattern[str], bool]] = [
         ),
         False,
     ),
+    # Where the user comes from (`hometown`), kept apart from where they live (`location`): "I'm from
+    # Berlin but I live in Paris" is both. A Chinese place must be a known one (`text.places`: "我是
+    # 成都人", not "我是好人"); an English one is capitalised and no department ("I'm from HR", "I'm
+    # from work", "I'm from the future" name none).
+    (
+        "zh_hometown_ren",
+        HOMETOWN,
+        re.compile(
+            rf"{_ZH_HEAD}我{_ZH_WHEN}是(?:土生土长的|地道的|正宗的|纯正的)?(?P<v>[{_CJK}]{{2,8}}?)人"
+            r"(?=$|[，,。.!！?？；;~～\s]|啊|呀|哦|呢|吧|哈|嘛|来的)"
+        ),
+        False,
+    ),
+    (
+        "zh_hometown",
+        HOMETOWN,
+        re.compile(
+            rf"{_ZH_HEAD}我(?:的)?(?:老家|家乡|故乡|祖籍|籍贯)(?:是|在)(?P<v>[{_CJK}]{{2,8}}?)(?:的|那边|那儿)?"
+            r"(?=$|[，,。.!！?？；;~～\s]|啊|呀|哦|呢|吧|哈|嘛)"
+        ),
+        False,
+    ),
+    (
+        "zh_come_from",
+        HOMETOWN,
+        re.compile(
+            rf"{_ZH_HEAD}我{_ZH_WHEN}(?:来自|出生在|出生于|生在)(?P<v>[{_CJK}]{{2,8}}?)(?:的)?"
+            r"(?=$|[，,。.!！?？；;~～\s]|啊|呀|哦|呢|吧|哈|嘛)"
+        ),
+        False,
+    ),
+    (
+        "zh_born_in",
+        HOMETOWN,
+        re.compile(
+            rf"{_ZH_HEAD}我{_ZH_WHEN}(?:是)?在(?P<v>[{_CJK}]{{2,8}}?)(?:出生|长大|土生土长)的?"
+            r"(?=$|[，,。.!！?？；;~～\s]|啊|呀|哦|呢|吧|哈|嘛)"
+        ),
+        False,
+    ),
+    (
+        "en_from",
+        HOMETOWN,
+        re.compile(
+            r"\bI(?:'m| am| come| came) (?:originally |actually |also |all the way )?from (?:the )?"
+            rf"{_EN_PLACE}",
+            re.I,
+        ),
+        True,
+    ),
+    (
+        "en_grew_up_in",
+        HOMETOWN,
+        re.compile(rf"\bI (?:grew up|was born(?: and raised)?|was raised) in (?:the )?{_EN_PLACE}", re.I),
+        True,
+    ),
     (
         "zh_live_in",
         LOCATION,
@@ -264,6 +330,38 @@ _RULES: list[tuple[str, str, re.Pattern[str], bool]] = [
         LOCATION,
         re.compile(rf"{_ZH_HEAD}我(?:们)?{_ZH_WHEN}在(?P<v>[{_CJK}]{{2,8}}?)(?:生活|定居|住)"),
         False,
+    ),
+    # "我现在在上海", "我现在住上海", "I'm in Shanghai now": where the user is now is where they live
+    # only for a known place (`text.places`), never "我现在在公司", "I'm in the kitchen now", "I'm in
+    # Starbucks now"; in English a time word says it is the new state ("now", "these days").
+    (
+        # "我在深圳工作": where one works, for a known place, is where one lives ("我在公司上班" is none).
+        "zh_work_in",
+        LOCATION,
+        re.compile(
+            rf"{_ZH_HEAD}我(?:们)?{_ZH_WHEN}在(?P<v>[{_CJK}]{{2,8}}?)(?:工作|上班|打工)"
+            r"(?=$|[，,。.!！?？；;~～\s]|了|呢|啊|呀|哦|吧|哈|嘛)"
+        ),
+        False,
+    ),
+    (
+        "zh_now_in",
+        LOCATION,
+        re.compile(
+            rf"{_ZH_HEAD}我(?:们)?{_ZH_WHEN}(?:人)?(?:住|(?<=现在|目前|如今|已经|在人|前人|今人)在)(?P<v>[{_CJK}]{{2,8}}?)"
+            r"(?:了|呢|啦)?(?=$|[，,。.!！?？；;~～\s]|啊|呀|哦|吧|哈|嘛)"
+        ),
+        False,
+    ),
+    (
+        "en_now_in",
+        LOCATION,
+        re.compile(
+            rf"\b(?:I(?:'m| am)|we(?:'re| are)) (?P<pre>now |currently |back )?(?:in|based in|living in) (?:the )?{_EN_PLACE}"
+            r"(?=(?P<post>\s+(?:now|these days|nowadays|for good|permanently)\b)?)",
+            re.I,
+        ),
+        True,
     ),
     (
         "zh_occupation",
@@ -318,6 +416,16 @@ _RULES: list[tuple[str, str, re.Pattern[str], bool]] = [
         re.compile(
             rf"我(?:家)?养了(?:一|两|三|几)?(?:只|条|头)(?P<kind>[{_CJK}]{{1,4}}?)"
             rf"[，,]?(?:它|他|她)?(?:的名字)?叫{_ZH_NAME}"
+        ),
+        False,
+    ),
+    (
+        # "我有一只猫叫咪咪", "我家有两条狗": 有 with an animal's measure word and a pet's kind.
+        "zh_pet_have_you",
+        PETS,
+        re.compile(
+            rf"我(?:家)?(?:也|还)?有(?:一|两|三|几)?(?:只|条)(?P<kind>[{_CJK}]{{0,2}}?(?:{_PET_KINDS_ZH}))"
+            rf"(?:[，,]?(?:它|他|她)?(?:的名字)?叫{_ZH_NAME}|(?P<bare>)(?=$|[{_STOP}\s]|了|呢|啊|呀|哦))"
         ),
         False,
     ),
@@ -382,6 +490,18 @@ _RULES: list[tuple[str, str, re.Pattern[str], bool]] = [
         re.compile(rf"^(?:hi|hello|hey|hiya)(?: there)?[,!.~\s]+(?:I'm|I am|this is) {_EN_CAP_NAME}", re.I),
         True,
     ),
+    # "I'm Sarah, by the way", "Name's Jack": a capitalised name that ends its clause, not a state,
+    # a nationality or a place ("I'm Fine.", "I'm Chinese", "I'm Paris-based" say no name).
+    (
+        "en_im_name",
+        NAME,
+        re.compile(
+            rf"(?:^|(?<=[.!?]\s))(?:I'm|I am) {_EN_CAP_NAME}(?=\s*(?:,\s*(?:by the way|btw|nice to meet you)|[.!~]|$))",
+            re.I,
+        ),
+        True,
+    ),
+    ("en_names", NAME, re.compile(rf"(?:^|(?<=[.!?]\s))(?:the )?name's {_EN_CAP_NAME}", re.I), True),
     (
         "en_birthday",
         BIRTHDAY,
@@ -418,7 +538,10 @@ _RULES: list[tuple[str, str, re.Pattern[str], bool]] = [
     (
         "en_work_as",
         OCCUPATION,
-        re.compile(rf"\bI(?:'m| am)? (?:now )?work(?:ing)? as (?:an? )?{_EN_V}", re.I),
+        re.compile(
+            rf"\bI(?:'m| am)? (?:now )?work(?:ing)?(?: (?:at|for|in) [^,.!?;\n]{{1,40}}?)? as (?:an? )?{_EN_V}",
+            re.I,
+        ),
         True,
     ),
     (
@@ -501,6 +624,29 @@ _RULES: list[tuple[str, str, re.Pattern[str], bool]] = [
         "en_pet_apposition",
         PETS,
         re.compile(rf"\b(?:my|our) (?P<kind>{_PET_KINDS_EN}) {_EN_CAP_NAME}", re.I),
+        True,
+    ),
+    # "my cat is Miso", "our dog's Rex": a capitalised name, not a breed ("my cat is Siamese"; "my dog
+    # is a Labrador" has an article and names no one).
+    (
+        "en_pet_is",
+        PETS,
+        re.compile(
+            rf"\b(?:my|our) (?P<kind>{_PET_KINDS_EN})(?:'s| is) {_EN_CAP_NAME}"
+            r"(?=\s*$|\s*[.,!;:~)]|\s+(?:and|but|lol|haha|btw)\b)",
+            re.I,
+        ),
+        True,
+    ),
+    (
+        # "Miso is my cat": the name first.
+        "en_name_is_pet",
+        PETS,
+        re.compile(
+            rf"(?:^|(?<=[.!?,]\s))(?-i:(?P<v>[A-Z][a-z'\-]+)) is (?:my|our) (?P<kind>{_PET_KINDS_EN})\b"
+            r"(?=\s*$|\s*[.,!;:~)]|\s+(?:and|but|lol|haha|btw)\b)",
+            re.I,
+        ),
         True,
     ),
     (
@@ -629,11 +775,11 @@ _RETRACT_RULES: list[tuple[str, str, re.Pattern[str], bool]] = [
 _ZH_NUM = {"一": 1, "二": 2, "两": 2, "三": 3, "四": 4, "五": 5, "六": 6, "七": 7, "八": 8, "九": 9, "十": 10}
 _SLEEP_ZH = re.compile(
     r"我(?:一般|通常|平时|平常|每天|每晚|基本上?|总是)*(?:都)?(?:是)?(?P<part>晚上|夜里|凌晨|半夜)?"
-    r"(?P<h>\d{1,2}|[一二两三四五六七八九十]{1,3})[点:：](?P<m>\d{2}|半)?(?:左右|前|多)?(?:就)?(?:睡|上床)"
+    r"(?P<h>\d{1,2}|[一二两三四五六七八九十]{1,3})[点:：](?P<m>\d{2}|半)?(?:左右|前|多)?(?:就|才)?(?:睡|上床)"
 )
 _SLEEP_EN = re.compile(
     r"\bI (?:usually |normally |always |often |typically |generally )?(?:go to bed|go to sleep|sleep|fall asleep|turn in)"
-    r" (?:at |around |by |before |about )+(?P<h>\d{1,2})(?::(?P<m>\d{2}))?\s*(?P<ampm>am|pm|a\.m\.|p\.m\.)?",
+    r" (?:at |around |by |before |about )+(?:(?P<midnight>midnight)|(?P<h>\d{1,2})(?::(?P<m>\d{2}))?\s*(?P<ampm>am|pm|a\.m\.|p\.m\.)?)",
     re.I,
 )
 
@@ -660,6 +806,8 @@ def _sleep_time(text: str) -> Observation | None:
             h += 12
         return Observation(SLEEP_TIME, f"{h % 24:02d}:{minute:02d}", rule="zh_sleep_time")
     m = _SLEEP_EN.search(text)
+    if m and m.group("midnight"):
+        return Observation(SLEEP_TIME, "00:00", rule="en_sleep_time")
     if m:
         h, minute = int(m.group("h")), int(m.group("m") or 0)
         ampm = (m.group("ampm") or "").lower().replace(".", "")
@@ -671,6 +819,169 @@ def _sleep_time(text: str) -> Observation | None:
             h = 0
         return Observation(SLEEP_TIME, f"{h % 24:02d}:{minute:02d}", rule="en_sleep_time")
     return None
+
+
+# -- the timezone in words -------------------------------------------------------------------------
+
+# The zone a name or an abbreviation most often means (documented in docs/design.md). A US region's
+# name or abbreviation is that region's zone with its daylight saving time ("PST" in July is still
+# the user's Pacific time), not a fixed offset. CST is US Central time in English and China Standard
+# Time in a Chinese message; IST is India's; GMT and UTC are UTC.
+_ZONE_WORDS: dict[str, str] = {
+    "pacific": "America/Los_Angeles",
+    "pt": "America/Los_Angeles",
+    "pst": "America/Los_Angeles",
+    "pdt": "America/Los_Angeles",
+    "mountain": "America/Denver",
+    "mt": "America/Denver",
+    "mst": "America/Denver",
+    "mdt": "America/Denver",
+    "central": "America/Chicago",
+    "ct": "America/Chicago",
+    "cst": "America/Chicago",
+    "cdt": "America/Chicago",
+    "eastern": "America/New_York",
+    "et": "America/New_York",
+    "est": "America/New_York",
+    "edt": "America/New_York",
+    "alaska": "America/Anchorage",
+    "akst": "America/Anchorage",
+    "hawaii": "Pacific/Honolulu",
+    "hst": "Pacific/Honolulu",
+    "gmt": "UTC",
+    "utc": "UTC",
+    "bst": "Europe/London",
+    "uk": "Europe/London",
+    "british": "Europe/London",
+    "cet": "Europe/Berlin",
+    "cest": "Europe/Berlin",
+    "central european": "Europe/Berlin",
+    "eet": "Europe/Athens",
+    "eastern european": "Europe/Athens",
+    "ist": "Asia/Kolkata",
+    "india": "Asia/Kolkata",
+    "indian": "Asia/Kolkata",
+    "jst": "Asia/Tokyo",
+    "japan": "Asia/Tokyo",
+    "kst": "Asia/Seoul",
+    "korea": "Asia/Seoul",
+    "hkt": "Asia/Hong_Kong",
+    "sgt": "Asia/Singapore",
+    "aest": "Australia/Sydney",
+    "aedt": "Australia/Sydney",
+    "nzst": "Pacific/Auckland",
+    "beijing": "Asia/Shanghai",
+    "china": "Asia/Shanghai",
+    "chinese": "Asia/Shanghai",
+    "北京": "Asia/Shanghai",
+    "中国": "Asia/Shanghai",
+    "美东": "America/New_York",
+    "美西": "America/Los_Angeles",
+    "美中": "America/Chicago",
+    "太平洋": "America/Los_Angeles",
+    "东部": "America/New_York",
+    "西部": "America/Los_Angeles",
+    "日本": "Asia/Tokyo",
+    "东京": "Asia/Tokyo",
+    "韩国": "Asia/Seoul",
+    "首尔": "Asia/Seoul",
+    "伦敦": "Europe/London",
+    "英国": "Europe/London",
+    "纽约": "America/New_York",
+    "洛杉矶": "America/Los_Angeles",
+    "新加坡": "Asia/Singapore",
+    "香港": "Asia/Hong_Kong",
+    "悉尼": "Australia/Sydney",
+}
+_ZH_ZONE_CST = "Asia/Shanghai"
+_OFFSET = r"(?:UTC|GMT)\s*(?P<sign>[+\-−])\s*(?P<h>\d{1,2})(?::?(?P<m>\d{2}))?"
+_ZONE_ABBR = "|".join(sorted((k for k in _ZONE_WORDS if k.isascii()), key=len, reverse=True))
+_ZONE_ZH = "|".join(sorted((k for k in _ZONE_WORDS if not k.isascii()), key=len, reverse=True))
+_IANA = r"(?P<iana>[A-Z][a-z]+/[A-Z][A-Za-z_]+(?:/[A-Z][A-Za-z_]+)?)"
+_TZ_EN = re.compile(
+    r"\b(?:(?P<mine>my (?:time ?zone|tz) is)(?: in)?|I(?:'m| am) (?:on|in|using)(?: the)?|we(?:'re| are) (?:on|in)(?: the)?|"
+    r"I live (?:on|in) the) "
+    rf"(?:{_OFFSET}|{_IANA}|(?P<word>{_ZONE_ABBR})(?P<suffix>\s+(?:time|standard time|daylight time)(?:\s*zone)?|"
+    r"\s*timezone)?)(?![A-Za-z+\-\d])",
+    re.I,
+)
+_ZH_NUMERALS = {"一": 1, "二": 2, "三": 3, "四": 4, "五": 5, "六": 6, "七": 7, "八": 8, "九": 9, "十": 10}
+_TZ_ZH = re.compile(
+    r"我(?:们)?(?:这边|这里|那边|这儿)?(?:的时区)?(?:是|在|用的?是?|按|属于)?"
+    rf"(?:(?P<ew>[东西])(?P<n>十[一二]?|[一二三四五六七八九十]|\d{{1,2}})区|{_OFFSET}|(?P<zh>{_ZONE_ZH})时间|"
+    rf"(?P<word>{_ZONE_ABBR})(?P<suffix>时间|时区)?(?![A-Za-z]))"
+    r"(?![^，,。.!！?？；;\n]*(?:吗|么|[?？]))",
+    re.I,
+)
+
+
+def _fixed(sign: str, hours: int, minutes: int = 0) -> str | None:
+    """An offset as an IANA zone: whole hours are Etc/GMT∓N (the sign is POSIX's, reversed); a
+    half-hour offset has no Etc zone and is left out."""
+    if minutes or hours > 14:
+        return None
+    if hours == 0:
+        return "UTC"
+    return f"Etc/GMT{'-' if sign == '+' else '+'}{hours}"
+
+
+def _zh_hours(raw: str) -> int:
+    if raw.isdigit():
+        return int(raw)
+    return 10 + _ZH_NUMERALS.get(raw[1:], 0) if raw.startswith("十") else _ZH_NUMERALS.get(raw, 0)
+
+
+def _timezone(text: str) -> Observation | None:
+    """The timezone a message states in words, as an IANA zone ("我在东八区" -> Etc/GMT-8, "I'm on
+    Pacific time" -> America/Los_Angeles, "我这边是北京时间" -> Asia/Shanghai), or None."""
+    from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
+
+    for pattern, english in ((_TZ_ZH, False), (_TZ_EN, True)):
+        m = pattern.search(text)
+        if m is None or _hypothetical(text, m.start()):
+            continue
+        g = m.groupdict()
+        zone: str | None = None
+        if g.get("ew"):
+            n = _zh_hours(g["n"])
+            zone = _fixed("+" if g["ew"] == "东" else "-", n) if 0 < n <= 12 else None
+        elif g.get("h"):
+            zone = _fixed("-" if g["sign"] in "-−" else "+", int(g["h"]), int(g["m"] or 0))
+        elif g.get("zh"):
+            zone = _ZONE_WORDS[g["zh"]]
+        elif g.get("word"):
+            # A bare word is a zone only as an abbreviation in capitals ("I'm on PST"), or after "my
+            # timezone is": "I'm in central London", "I'm in PT" (therapy) name no zone.
+            bare = not g.get("suffix") and not g.get("mine")
+            if bare and not (g["word"].isupper() and len(g["word"]) >= 3):
+                continue
+            word = g["word"].lower()
+            zone = _ZH_ZONE_CST if word == "cst" and not english else _ZONE_WORDS.get(word)
+        elif g.get("iana"):
+            try:
+                ZoneInfo(g["iana"])
+                zone = g["iana"]
+            except (ZoneInfoNotFoundError, ValueError):
+                zone = None
+        if zone is not None:
+            return Observation(TIMEZONE, zone, rule="zh_timezone" if not english else "en_timezone")
+    return None
+
+
+# "如果我叫小王的话", "if I'm allergic to nuts", "要是我对花生过敏": a clause that supposes states nothing.
+_HYPOTHETICAL = re.compile(
+    r"(?:如果|要是|假如|假设|万一|如若|倘若|若是|就算|即使|哪怕|\b(?:if|suppose|supposing|imagine|pretend|"
+    r"unless|whether|even though|wish)\b)",
+    re.I,
+)
+
+
+def _hypothetical(text: str, start: int) -> bool:
+    """Whether the clause that holds text[start] supposes: a conditional word before it in the clause,
+    or 的话 after it ("我叫小王的话")."""
+    head = re.split(r"[，,。.!！?？；;\n]", text[:start])[-1]
+    tail = re.split(r"[，,。.!！?？；;\n]", text[start:])[0]
+    return bool(_HYPOTHETICAL.search(head)) or "的话" in tail
 
 
 # A diet reads the same whatever form said it ("素食主义者" and "吃素", "pescetarian"); what the user
@@ -760,7 +1071,11 @@ def extract(text: str) -> list[Observation]:
         for m in pattern.finditer(text):
             if any(s <= m.start() < e for s, e in taken) or _is_question(text, m.end()):
                 continue
-            if key == PETS and "kind" in pattern.groupindex:
+            if _hypothetical(text, m.start()):
+                continue
+            if key == PETS and "kind" in pattern.groupindex and m.group("v") is None:
+                value = m.group("kind")  # "我有一只猫": the kind alone
+            elif key == PETS and "kind" in pattern.groupindex:
                 name = _clean(m.group("v"), english=english)
                 value = f"{m.group('kind').lower()} {name}" if name else None
             else:
@@ -777,12 +1092,26 @@ def extract(text: str) -> list[Observation]:
                 continue
             if rule.startswith("zh_topic_") and _ZH_NOT_TOPIC.fullmatch(value):
                 continue  # "今天我很喜欢", "其实我不喜欢": a time or an adverb before 我, not a thing
+            if not _place_ok(rule, key, value, m, english=english):
+                continue
+            if rule == "en_pet_is" and _is_breed(value):
+                continue
+            said = (m.group("v") or "").lower()
+            if rule in ("en_im_name", "en_names", "en_name_is_pet") and (
+                said in _EN_NOT_GREETING_NAMES or said in _EN_PRONOUNS or is_place_en(said)
+            ):
+                continue
             if key == LOCATION and not english and re.match(r"[一两几][个张只件箱台把条套]", m.group("v")):
                 continue  # "我搬来一个柜子" moved a thing, not the user
             one_value = (key == PETS and "kind" in pattern.groupindex) or (
                 key == DIET and not rule.endswith("dont_eat")
             )
-            if key in MULTI_KEYS and not one_value:
+            named_pets = _EN_PET_NAMES.match(text, m.end()) if rule == "en_pet_have" else None
+            if named_pets is not None:  # "I have two cats, Mochi and Tofu": each cat by its name
+                kind = re.sub(r"s$", "", value.lower()) if value.lower() != "guinea pigs" else "guinea pig"
+                names = re.findall(r"[A-Z][a-z'\-]+", named_pets.group("names"))
+                values, end = [f"{kind} {n}" for n in names], named_pets.end()
+            elif key in MULTI_KEYS and not one_value:
                 values, end = _list_items(text, value, m.end(), english=english)
             else:
                 values, end = [value], m.end()
@@ -793,7 +1122,7 @@ def extract(text: str) -> list[Observation]:
     for rule, key, pattern, english in _RETRACT_RULES:
         for m in pattern.finditer(text):
             value = _clean(m.group("v"), english=english)
-            if value is not None and not _is_question(text, m.end()):
+            if value is not None and not _is_question(text, m.end()) and not _hypothetical(text, m.start()):
                 found = [ob for ob in found if not (ob.key == key and ob.op == "set")]
                 values, _ = _list_items(text, value, m.end(), english=english)
                 if key == DIET:
@@ -802,7 +1131,60 @@ def extract(text: str) -> list[Observation]:
     sleep = _sleep_time(text)
     if sleep is not None:
         found.append(sleep)
+    zone = _timezone(text)
+    if zone is not None:
+        found.append(zone)
     return found
+
+
+# The names after "I have two cats": ", Mochi and Tofu", " named Mochi and Tofu", ": Mochi & Tofu".
+_EN_PET_NAMES = re.compile(
+    r"(?:\s*[,:(\-–]\s*|\s+)(?:(?:named|called)\s+)?(?-i:(?P<names>[A-Z][a-z'\-]+(?:\s*(?:,|and|&|,\s*and)\s*[A-Z][a-z'\-]+)*))"
+    r"(?=\s*$|\s*[.,!;:~)]|\s+(?:and|but|lol|haha|btw)\b)"
+)
+_EN_PRONOUNS = frozenset("he she it this that there who what which everyone nobody someone".split())  # noqa: SIM905
+
+
+# Capitalised words after "I'm from" that name a part of an organisation, not a place ("I'm from HR").
+_EN_NOT_PLACES = frozenset(
+    """hr it pr qa r&d sales marketing accounting finance legal support engineering management admin ops
+    customer service headquarters hq corporate""".split()  # noqa: SIM905 - a word list reads better as text
+)
+
+
+def _place_ok(rule: str, key: str, value: str, m: re.Match[str], *, english: bool) -> bool:
+    """Whether a place a rule read is one: a Chinese hometown or a Chinese place one is "now" in is a
+    known place; an English hometown is no department; an English "I'm in X" is a known place said
+    to be the new state ("now", "these days")."""
+    if key not in (HOMETOWN, LOCATION) or rule in ("zh_live_in", "zh_live_in_2"):
+        return True
+    if not english:
+        return (key == LOCATION and rule not in ("zh_now_in", "zh_work_in")) or is_place_zh(value)
+    if rule == "en_now_in":
+        return bool(m.group("pre") or m.group("post")) and is_place_en(value)
+    if value.endswith("'s"):
+        return False  # "I'm from Google's team"
+    if key == HOMETOWN:
+        first = value.split()[0].lower()
+        if first in _EN_NOT_PLACES or value.lower() in _EN_NOT_GREETING_NAMES:
+            return False
+        return not (value.isupper() and not is_place_en(value))  # "IT", "HR"; "US" is a place
+    return True
+
+
+# Words after "my cat is" that say what breed or colour, not which name: a few common ones, and any
+# word like a demonym (Siamese, Burmese, Maltese; nationalities are in `_EN_NOT_GREETING_NAMES`).
+_EN_BREEDS = frozenset(
+    """siamese persian bengal himalayan abyssinian ragdoll sphynx sphinx tabby calico labrador lab
+    poodle beagle husky corgi chihuahua dachshund pug bulldog retriever shepherd terrier spaniel
+    collie rottweiler doberman pomeranian samoyed akita shiba boxer dalmatian greyhound mastiff
+    maine coon angora""".split()  # noqa: SIM905 - a word list reads better as text
+)
+
+
+def _is_breed(value: str) -> bool:
+    word = value.split()[-1].lower()
+    return word in _EN_BREEDS or word in _EN_NOT_GREETING_NAMES or word.endswith("ese")
 
 
 # A list after a verb of a several-valued key ("allergic to penicillin, peanuts and latex", "我对芒果和
@@ -940,7 +1322,7 @@ def apply_turns(profile: Profile, turns: Sequence[Turn], *, tx: Tx | None = None
     users = [t for t in turns if t.role == "user" and t.id is not None]
     for turn in sorted(users, key=lambda t: (t.created_at, t.seq or 0, t.id or 0)):
         assert turn.id is not None
-        for cmd in detect(turn.content):
+        for cmd in detect(turn.content, named=named(profile, turn.user_id, turn.content)):
             if cmd.kind == "rename" and not cmd.value and cmd.old:
                 profile.retract(turn.user_id, PREFERRED_NAME, cmd.old, at=turn.created_at, tx=tx)
                 out.append(Observation(PREFERRED_NAME, cmd.old, "retract", rule=cmd.rule).as_dict())

@@ -59,6 +59,7 @@ from memsched.commands import (
     keeps_turn,
     last_message_ids,
     mark_forget_command,
+    named,
     next_seq,
 )
 from memsched.companion import Before, Companion, Plan
@@ -532,7 +533,7 @@ class Scheduler:
         handed_off = False
         try:
             at = as_utc(now) if now is not None else utcnow()
-            commands = detect(content) if role == "user" else []
+            commands = detect(content, named=named(self.profile, user_id, content)) if role == "user" else []
             forget_ids: list[int] = []
             if any(c.kind == "forget_last" for c in commands):
                 forget_ids = last_message_ids(self.store, user_id, session_id)
@@ -940,7 +941,8 @@ class Scheduler:
     def _commands(self, t: _TurnState, skip_kinds: set[str]) -> None:
         """Detect commands and apply them before the reply (consistency blocking)."""
         with t.sw.stage("commands"):
-            t.commands = [c for c in detect(t.message) if c.kind not in skip_kinds]
+            said = detect(t.message, named=named(self.profile, t.user_id, t.message))
+            t.commands = [c for c in said if c.kind not in skip_kinds]
             for cmd in t.commands:
                 t0 = time.perf_counter()
                 if cmd.kind == "rename":

@@ -432,9 +432,18 @@ def searchable_text(turn: Turn) -> str:
     return f"{turn.text} {extra}" if extra else turn.text
 
 
+def zone_label(timezone: str) -> str:
+    """A zone's name as a reader takes it: the IANA fixed offsets read with POSIX's reversed sign
+    (Etc/GMT-8 is eight hours *ahead*), so they are shown as `UTC+08:00`; other names as they are."""
+    m = re.fullmatch(r"Etc/GMT([+-])(\d{1,2})", timezone)
+    if m is None:
+        return timezone
+    return f"UTC{'-' if m.group(1) == '+' else '+'}{int(m.group(2)):02d}:00"
+
+
 def clock_line(now: datetime, timezone: str | None) -> str:
     """The user's local date, weekday and time for the system prompt:
     `Now (user's local time): 2024-10-22 Tuesday 15:00 (Asia/Shanghai)`."""
     local = local_now(now, timezone)
-    zone = timezone if timezone and local.tzinfo is not UTC else "UTC"
+    zone = zone_label(timezone) if timezone and local.tzinfo is not UTC else "UTC"
     return f"Now (user's local time): {local:%Y-%m-%d} {_WEEKDAYS_EN[local.weekday()].title()} {local:%H:%M} ({zone})"
