@@ -12,17 +12,22 @@ still recalled by search); a false one would be shown on every turn.
 
 | key | 中文 | English |
 |---|---|---|
-| name | 我叫X, 我的名字是X (via `commands.detect`) | my name is X |
-| preferred_name | 叫我X, 你可以叫我X, 别叫我X了(，…，还是叫我Y) (a P1 command in `commands.py`) | call me X, my friends call me X, you can too, stop calling me X(, I prefer Y) |
+| name | 我叫X, 我的名字是X (via `commands.detect`) | my name is X, I'm Sarah(, by the way), name's Jack |
+| preferred_name | 叫我X, 你可以叫我X, 别叫我X了(，…，还是叫我Y), 我更喜欢别人叫我X (a P1 command in `commands.py`) | call me X, my friends call me X, you can too, stop calling me X(, I prefer Y), I'd rather you call me X, I prefer X (a user with a known name) |
 | birthday | 我的生日是X, 我是X出生的 (三月三号 too) | my birthday is / 's on X, I was born on X (1990-03-03, 3/3/1990 too) |
-| location | 我住在X, 我(们)(上个月/刚)搬到了X, 搬来/搬家到X, 我在X生活 | I/we live in X, I/we (just) moved/relocated to X, I'm based in X, I'm living in X |
+| location | 我住在X, 我(们)(上个月/刚)搬到了X, 搬来/搬家到X, 我在X生活; for a known place: 我现在在X, 我(现在)住X, 我在X工作 | I/we live in X, I/we (just) moved/relocated to X, I'm based in X, I'm living in X, I'm (now) in X (now/these days) for a known place |
+| hometown | 我是X人, 我老家是X的, 我来自X, 我是在X长大的 (a known place) | I'm (originally) from X, I grew up in X, I was born in X (capitalised, no department) |
+| timezone | 我在东八区, 我这边是北京时间, 我这边是CST | I'm on Pacific time, my timezone is PST, I'm in UTC+8, my time zone is Europe/Berlin |
 | occupation | 我是一名X, 我的工作是X, 我是做X的, 我在一家游戏公司做策划 | I work as a X, my job is X, I'm a X by profession, I'm a nurse (at …), I became a X, a new job as X |
 | partner_name | 我男朋友/老婆/对象…叫X | my boyfriend/wife/partner… is called X, my wife is Anna, my girlfriend Emma, I'm married to X |
-| pets | 我(家)的猫叫X, 我养了一只狗, 我养了一只柯基叫豆包 | my/our dog is called X, our cat Miso, I have a cat (called X) |
+| pets | 我(家)的猫叫X, 我养了一只狗, 我养了一只柯基叫豆包, 我有一只猫(叫X) | my/our dog is called X, our cat Miso, my cat is Miso (not a breed), Miso is my cat, I have a cat (called X), I have two cats, Mochi and Tofu |
 | likes | 我(很/最…)喜欢X, 我爱吃X, 我最喜欢的Y是X, X我(很)喜欢 | I love/like/enjoy/adore X, my favorite Y is X, I'm a fan of X, I'm into X |
 | dislikes | 我讨厌X, 我不喜欢X, 我受不了X, X我受不了 | I hate/dislike X, I can't stand X, I don't like X, I'm not into X |
 | allergies | 我(也)对X过敏, 我X过敏, 我不能吃X，(会)过敏 | I'm (also) allergic to X, I have a X allergy, I can't eat X, I'm allergic |
-| sleep_time | 我一般11点睡, 我平时晚上十一点半睡觉 | I usually go to bed at 11pm |
+| sleep_time | 我一般11点睡, 我平时晚上十一点半睡觉, 我通常凌晨一点才睡 | I usually go to bed at 11pm / around midnight |
+
+A supposition states nothing: 如果/要是/假如/if/suppose/wish before the statement in its clause, or
+的话 after it ("如果我叫小王的话", "if I'm allergic to nuts, …").
 
 A like retracts the same dislike and a dislike the same like ("I don't like jazz any more"); a negated
 allergy ("我其实对芒果不过敏", "I'm not allergic to walnuts after all") retracts that allergy.

@@ -47,7 +47,8 @@ def _tags() -> dict[str, str]:
     _jieba()
     import jieba.posseg
 
-    return jieba.posseg.dt.word_tag_tab  # type: ignore[no-any-return]
+    tags: dict[str, str] = jieba.posseg.dt.word_tag_tab
+    return tags
 
 
 def _cedict_place(word: str) -> str | None:
@@ -101,3 +102,9 @@ def is_place_en(value: str) -> bool:
     """Whether the English `value` is a known place name ("Lisbon", "New York", "Germany")."""
     name = re.sub(r"^the\s+", "", value.strip(), flags=re.I).lower()
     return bool(name) and name in _english_names()
+
+
+def warm_up() -> None:
+    """Load jieba's tags, CC-CEDICT and the English names now, so that no turn waits for them."""
+    is_place_zh("上海")
+    is_place_en("Lisbon")
