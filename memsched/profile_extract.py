@@ -986,7 +986,7 @@ def _hypothetical(text: str, start: int) -> bool:
     or 的话 after it ("我叫小王的话")."""
     head = re.split(r"[，,。.!！?？；;\n]", text[:start])[-1]
     tail = re.split(r"[，,。.!！?？；;\n]", text[start:])[0]
-    return bool(_HYPOTHETICAL.search(head)) or "的话" in tail
+    return bool(_HYPOTHETICAL.search(head)) or re.search(r"的话(?!题|剧|筒)", tail) is not None
 
 
 # A diet reads the same whatever form said it ("素食主义者" and "吃素", "pescetarian"); what the user
