@@ -25,6 +25,7 @@ from memsched.jobs.queue import Job, Priority
 from memsched.labeller import label_job
 from memsched.model import Turn
 from memsched.mood import Mood, MoodUpdate
+from memsched.nudges import Nudge, follow_ups_since
 from memsched.router import Carried, Route, Router, hhmm, local_time
 from memsched.strategy import Choice, StrategyTable
 
@@ -32,6 +33,24 @@ if TYPE_CHECKING:
     from memsched.memory import Memory
 
 MOOD_HEADER = "The user's current mood (carried across conversations; it fades with time):"
+FOLLOW_UP_HEADER = "Since the user last wrote, something they said was coming has happened:"
+
+
+def follow_up_section(nudges: Sequence[Nudge], at: datetime, timezone: str | None) -> str:
+    """The follow-ups due for the system prompt: each event's day (and how long ago, on the user's
+    clock) with the user's own words, and what to do with it."""
+    today = local_time(at, timezone)[0].date()
+    lines = [FOLLOW_UP_HEADER]
+    for n in nudges:
+        ago = (today - datetime.fromisoformat(n.event_date).date()).days if n.event_date else None
+        when = {0: "today", 1: "yesterday"}.get(ago, f"{ago} days ago") if ago is not None else ""
+        quote = n.quote if len(n.quote) <= 160 else n.quote[:157].rstrip() + "…"
+        lines.append(f"- {n.event_date} ({when}): “{quote}”")
+    lines.append(
+        "If the message leaves room for it, ask how it went (once, naturally); if the user already"
+        " says how it went, respond to that instead."
+    )
+    return "\n".join(lines)
 
 
 @dataclass(slots=True)
@@ -46,6 +65,7 @@ class Before:
     late_source: str = "default"
     llm_label: dict[str, Any] | None = None  # the LLM labeller's reading of the session's last message
     previous_reading_turn: int | None = None  # the user turn `carried.previous_reading` was read from
+    follow_ups: list[Nudge] = field(default_factory=list)  # fell due since the user's previous message
 
 
 @dataclass(slots=True)
@@ -72,6 +92,10 @@ class Plan:
                 "llm_label": before.llm_label,
             },
             "routine": {**before.routine.as_dict(), "late_window_source": before.late_source},
+            "follow_ups": [
+                {"event_date": n.event_date, "reason": n.reason, "source_turn_ids": list(n.source_turn_ids)}
+                for n in before.follow_ups
+            ],
         }
 
 
@@ -97,10 +121,11 @@ class Companion:
         at: datetime,
         state: dict[str, Any],
         last: Sequence[Turn] | None = None,
+        timezone: str | None = None,
     ) -> Before:
         """What the turn starts from: the user's mood and routine, the session's last mode, whether
-        the last turn was an apology. `last`: the session's last turn (a list of at most one), when
-        the caller has read it."""
+        the last turn was an apology, the follow-ups that fell due since the user last wrote. `last`:
+        the session's last turn (a list of at most one), when the caller has read it."""
         mood = moods.from_row(self.store.mood_get(user_id)).at(at)
         routine = routines.from_row(self.store.routine_get(user_id))
         window, source = routine.late_window()
@@ -112,6 +137,15 @@ class Companion:
         previous_apology = bool(
             last and last[0].role == "assistant" and self.router.repair_cues(last[0].content)[0]
         )
+        previous = self.store.last_active(user_id)
+        follow_ups = follow_ups_since(
+            self.memory,
+            user_id,
+            datetime.fromtimestamp(previous, UTC) if previous is not None else None,
+            at,
+            timezone=timezone,
+            routine=routine,
+        )
         return Before(
             mood=mood,
             routine=routine,
@@ -121,6 +155,7 @@ class Companion:
             late_source=source,
             llm_label=state.get("mode_label"),
             previous_reading_turn=state.get("last_reading_turn"),
+            follow_ups=follow_ups,
         )
 
     # -- after routing -----------------------------------------------------------------------------
@@ -159,6 +194,9 @@ class Companion:
         cap = int(budget * strategy.share("mood"))
         if mood_text and cap > 0:
             sections.append(counter.truncate(mood_text, cap))
+        cap = int(budget * strategy.share("follow_ups"))
+        if before.follow_ups and cap > 0:
+            sections.append(counter.truncate(follow_up_section(before.follow_ups, at, timezone), cap))
         return Plan(
             choice=choice,
             mood=upd,

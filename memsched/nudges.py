@@ -235,11 +235,7 @@ def due_nudges(
     tz = timezone or routine.timezone or _profile_timezone(memory, user_id)
     zone = _zone(tz)
     out: list[Nudge] = []
-    follow_minute = (
-        (routine.wake_minute + 60) % 1440
-        if routine.learned and routine.wake_minute
-        else DEFAULT_FOLLOW_UP_TIME
-    )
+    follow_minute = _follow_minute(routine)
     since = (now - LOOKBACK).timestamp()
     ids = [tid for tid, ts in store.user_turn_times(user_id, since) if ts <= now.timestamp()]
     seen: set[str] = set()
@@ -307,6 +303,50 @@ def due_nudges(
                 )
             )
     out.sort(key=lambda n: n.due_at)
+    return out
+
+
+def _follow_minute(routine: routines.Routine) -> int:
+    """The local minute of the day a follow-up falls due: an hour after the learned wake-up time."""
+    if routine.learned and routine.wake_minute:
+        return (routine.wake_minute + 60) % 1440
+    return DEFAULT_FOLLOW_UP_TIME
+
+
+def follow_ups_since(
+    memory: Memory,
+    user_id: str,
+    since: datetime | None,
+    now: datetime,
+    *,
+    timezone: str | None = None,
+    routine: routines.Routine | None = None,
+) -> list[Nudge]:
+    """The follow-ups that became askable after `since` (the user's previous message) and by `now`:
+    what a companion brings up the first time the user writes after an event they said was coming
+    ("明天面试" → from the next day on, "how did it go?"), and not again after that. In conversation
+    an event is asked about once its day is over (local midnight), not only from the proactive
+    nudge's due time (`due_nudges`, for a message sent unprompted).
+
+    So unless a local midnight lies between `since` and `now` nothing can have become askable and no
+    turn is read: the recent turns are scanned at most about once a day per user, not on every
+    message."""
+    if since is None or since >= now:
+        return []
+    if routine is None:
+        routine = routines.from_row(memory.store.routine_get(user_id))
+    tz = timezone or routine.timezone or _profile_timezone(memory, user_id)
+    zone = _zone(tz)
+    first, last = since.astimezone(zone).date(), now.astimezone(zone).date()
+    if first == last:
+        return []
+    out = []
+    for n in due_nudges(memory, user_id, now, timezone=tz, include_upcoming=True):
+        if n.kind != "follow_up" or n.event_date is None:
+            continue
+        askable = datetime.combine(date.fromisoformat(n.event_date) + timedelta(days=1), time(0), zone)
+        if since < askable <= now:
+            out.append(n)
     return out
 
 

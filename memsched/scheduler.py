@@ -1020,7 +1020,9 @@ class Scheduler:
         with t.sw.stage("route"):
             # Nothing writes the session's state between the overflow check and here (but compressing).
             state = t.state if t.state is not None else self.store.session_state(t.user_id, t.session_id)
-            t.before = self.companion.carried(t.user_id, t.session_id, t.at, state, last=t.tail[-1:])
+            t.before = self.companion.carried(
+                t.user_id, t.session_id, t.at, state, last=t.tail[-1:], timezone=t.timezone
+            )
             t.segment_users = self._topic_segment(t, int(state.get("topic_pending", -1)))
 
     def _route(self, t: _TurnState, timezone: str | None) -> None:

@@ -20,7 +20,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 from memsched.errors import ConfigError
 
 STRATEGIES_ENV = "MEMSCHED_STRATEGIES"
-SOURCES = ("recent", "recalled", "bookmarks", "summaries", "profile", "mood")
+SOURCES = ("recent", "recalled", "bookmarks", "summaries", "profile", "mood", "follow_ups")
 MODES = ("casual", "conflict", "comfort", "intimacy")
 MOODS = ("upset", "sad", "anxious", "happy", "affectionate", "neutral")
 SIGNALS = ("recall", "topic_shift", "late_night", "command", "overflow")

@@ -162,3 +162,94 @@ def test_http_a_topic_forget_in_other_words_deletes_it(
 def test_http_a_question_about_the_past_gets_the_recall_signal(server: str, question: str) -> None:
     trace = _chat(server, "u", question, "2024-10-22T10:00:00+00:00")
     assert trace["route"]["signals"]["recall"]
+
+
+# -- follow-ups brought up when the user comes back -----------------------------------------------
+
+FOLLOW_UP = "Since the user last wrote, something they said was coming has happened:"
+
+
+def _system(fake: FakeOpenAI) -> str:
+    return str(
+        next(
+            b["messages"][0]["content"]
+            for b in reversed(fake.chat_requests)
+            if str(b["messages"][0].get("content", "")).startswith("You are Xiaoyu.")
+        )
+    )
+
+
+@pytest.mark.parametrize(
+    ("said", "said_at", "back_at", "event_day"),
+    [
+        (
+            "I have a job interview at Google next Wednesday, so nervous!",
+            "2025-05-01T01:00:00+00:00",
+            "2025-05-08T12:00:00+00:00",
+            "2025-05-07",
+        ),
+        ("明天下午要面试了，好紧张", "2025-05-01T13:00:00+00:00", "2025-05-03T01:00:00+00:00", "2025-05-02"),
+    ],
+)
+def test_http_an_event_that_has_happened_is_brought_up_once_when_the_user_comes_back(
+    server: str, fake: FakeOpenAI, said: str, said_at: str, back_at: str, event_day: str
+) -> None:
+    def chat(text: str, at: str, session: str) -> dict[str, Any]:
+        r = httpx.post(
+            f"{server}/v1/chat/completions",
+            json={
+                "model": "fake-model",
+                "user": "u",
+                "metadata": {"session_id": session, "timestamp": at, "timezone": "Asia/Shanghai"},
+                "messages": [
+                    {"role": "system", "content": "You are Xiaoyu."},
+                    {"role": "user", "content": text},
+                ],
+            },
+            timeout=60,
+        )
+        assert r.status_code == 200, r.text
+        out = httpx.get(f"{server}/v1/traces/{r.headers[TRACE_HEADER]}", timeout=10).json()
+        assert isinstance(out, dict)
+        return out
+
+    first = chat(said, said_at, "s1")
+    assert first["follow_ups"] == [] and FOLLOW_UP not in _system(fake)
+    back = chat("hey / 早", back_at, "s2")
+    system = _system(fake)
+    assert FOLLOW_UP in system and said in system and event_day in system
+    assert [f["event_date"] for f in back["follow_ups"]] == [event_day]
+    # Asked once: the next message, a minute later, does not bring it up again.
+    again = chat("not much", back_at.replace(":00:00+", ":01:00+"), "s2")
+    assert again["follow_ups"] == [] and FOLLOW_UP not in _system(fake)
+
+
+def test_http_a_strategy_with_no_follow_up_share_leaves_it_out(server: str, fake: FakeOpenAI) -> None:
+    """After an argument the cold strategy (follow_ups = 0 in strategies.toml) does not ask about the
+    interview: the follow-up is in the trace, not in the prompt."""
+
+    def chat(text: str, at: str) -> dict[str, Any]:
+        r = httpx.post(
+            f"{server}/v1/chat/completions",
+            json={
+                "model": "fake-model",
+                "user": "u",
+                "metadata": {"session_id": at[:10], "timestamp": at, "timezone": "Asia/Shanghai"},
+                "messages": [
+                    {"role": "system", "content": "You are Xiaoyu."},
+                    {"role": "user", "content": text},
+                ],
+            },
+            timeout=60,
+        )
+        assert r.status_code == 200, r.text
+        out = httpx.get(f"{server}/v1/traces/{r.headers[TRACE_HEADER]}", timeout=10).json()
+        assert isinstance(out, dict)
+        return out
+
+    chat("明天下午要面试了", "2025-05-01T01:00:00+00:00")
+    chat("你根本不在乎我！我真的很生气", "2025-05-02T14:30:00+00:00")  # 22:30 on the interview's day
+    morning = chat("早。", "2025-05-03T00:10:00+00:00")
+    assert morning["strategy"]["name"] == "conflict_cold"
+    assert [f["event_date"] for f in morning["follow_ups"]] == ["2025-05-02"]
+    assert FOLLOW_UP not in _system(fake)
