@@ -27,6 +27,7 @@ import numpy as np
 from memsched.classify import ModeClassifier
 from memsched.text.segment import cjk_ratio, length_units
 from memsched.topic import TopicJudgement
+from memsched.vision import IMAGE_LINE
 
 if TYPE_CHECKING:
     from memsched.embed.base import Embedder
@@ -536,8 +537,10 @@ class Router:
     @staticmethod
     def _found(compiled: tuple[list[str], re.Pattern[str] | None], text: str) -> list[str]:
         # A title in book-title marks names a work, not the user's feeling or intent: 孤独 in
-        # "最近在读《百年孤独》" is no comfort cue (`_TITLE`).
-        text = _TITLE.sub("《》", text)
+        # "最近在读《百年孤独》" is no comfort cue (`_TITLE`). Nor is an image's caption the user's words:
+        # "[image: a screenshot of an angry text conversation]" is not the user angry with the
+        # companion (the caption still reaches the learned parts through the message's vectors).
+        text = IMAGE_LINE.sub("", _TITLE.sub("《》", text))
         cjk, pattern = compiled
         hits = [c for c in cjk if c in text]
         if pattern is not None:
@@ -552,7 +555,7 @@ class Router:
     def own_cues(text: str, found: Sequence[str]) -> list[str]:
         """The cue words of `found` that name the user's own feeling in `text` (see `_CLAUSE`): a cue
         every occurrence of which is about someone else is left out."""
-        text = _TITLE.sub("《》", text)
+        text = IMAGE_LINE.sub("", _TITLE.sub("《》", text))
         return [c for c in found if not _about_someone_else(text, c)]
 
     def repair_cues(self, text: str) -> tuple[bool, bool]:

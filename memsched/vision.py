@@ -15,6 +15,7 @@ at the HTTP edge (`server/validate.py`: a clear 4xx).
 from __future__ import annotations
 
 import hashlib
+import re
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -24,6 +25,8 @@ from memsched.config import Config
 from memsched.errors import LLMError
 
 NOT_DESCRIBED = "[image: not described]"
+# The lines `with_captions` adds to a message: what a picture shows, not what the user says.
+IMAGE_LINE = re.compile(r"^\[image: [^\n]*\]$", re.M)
 NO_VISION_MODEL = "no vision model configured (set MEMSCHED_VISION_MODEL)"
 MAX_CAPTION_CHARS = 400
 

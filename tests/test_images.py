@@ -193,3 +193,26 @@ def test_responses_api_input_images_are_described_and_sent_on(
             "a cat asleep on a keyboard" in turns[0]["content"]
             and turns[0]["meta"]["images"][0]["ref"] == url
         )
+
+
+@pytest.mark.parametrize(
+    ("text", "caption"),
+    [
+        ("", "A screenshot of an angry text message conversation: 'I hate you, leave me alone'"),
+        ("看看这个", "一张截图：聊天记录里有人说“我真的很生气，你根本不在乎我”"),
+    ],
+)
+def test_feelings_in_a_caption_are_not_the_users_anger(
+    server: str, fake: FakeOpenAI, text: str, caption: str
+) -> None:
+    """A caption describes the picture: its cue words ("angry", "leave me alone", 生气) are not the
+    user angry with the companion, so they set no upset mood and get no cold or repair voice."""
+    fake.script_caption(caption)
+    r = _chat(server, text)
+    assert r.status_code == 200, r.text
+    trace = httpx.get(f"{server}/v1/traces/{r.headers['X-Memsched-Trace-Id']}", timeout=10).json()
+    assert trace["route"]["cues"].get("conflict", []) == [], trace["route"]["cues"]
+    assert trace["strategy"]["name"] not in ("conflict_cold", "repair")
+    assert trace["mood"]["after"]["label"] != "upset"
+    _, reply = _split(fake)
+    assert caption in str(reply[-1]["messages"][-1]["content"])  # the caption still reaches the model
