@@ -105,7 +105,10 @@ DEFAULT_CUES: dict[str, dict[str, list[str]]] = {
             "我撑不住了|我快撑不住|我不行了|我好难|我真的好难|我好绝望|我好想哭|我想家了|没人理解我|我什么都做不好|"
             "i can't do this anymore|i'm struggling|i've been struggling|i'm having a rough time|"
             "i'm having a hard time|i've had a rough day|i feel so alone|i feel so lost|i'm burnt out|"
-            "i'm burned out|i feel like giving up|i'm falling apart|i feel terrible|i feel awful|i feel so low"
+            "i'm burned out|i feel like giving up|i'm falling apart|i feel terrible|i feel awful|i feel so low|"
+            "i feel down|i feel really down|i feel so down|i'm feeling down|i'm feeling really down|"
+            "i've been feeling down|i'm feeling low|i've been feeling low|i feel really low|"
+            "我心情好低落|我好低落|我很低落|我好沮丧|我很沮丧"
         ),
     },
     "intensifiers": {

@@ -111,7 +111,15 @@ def test_an_argument_without_a_cue_word_still_shapes_the_next_morning(
     assert "current mood" in system and fight[1] in system
 
 
-@pytest.mark.parametrize("text", ["我快撑不住了", "I'm struggling with everything at work lately"])
+@pytest.mark.parametrize(
+    "text",
+    [
+        "我快撑不住了",
+        "I'm struggling with everything at work lately",
+        "I feel really down today",
+        "最近我好低落",
+    ],
+)
 def test_a_hard_time_in_the_first_person_gets_comfort_and_a_sad_mood(
     server: str, fake: FakeOpenAI, text: str
 ) -> None:
