@@ -33,7 +33,7 @@ if TYPE_CHECKING:
     from memsched.embed.base import Embedder
 
 MODES = ("casual", "conflict", "comfort", "intimacy")
-SIGNALS = ("recall", "topic_shift", "late_night", "command", "overflow")
+SIGNALS = ("recall", "topic_shift", "late_night", "command", "overflow", "repair")
 
 
 # Cue lexicons. A cue with CJK characters matches as a substring; a Latin cue matches whole words,
@@ -811,6 +811,9 @@ class Router:
             local = at.isoformat(timespec="minutes")
         signals["command"] = command
         signals["overflow"] = overflow
+        # The user apologises or forgives ("sorry I snapped at you", "好啦，不生你气了"): a strategy
+        # can answer the gesture instead of the argument it ends.
+        signals["repair"] = bool(cues.get("apology") or cues.get("acceptance"))
         return Route(
             mode=mode,
             signals=signals,

@@ -23,7 +23,7 @@ STRATEGIES_ENV = "MEMSCHED_STRATEGIES"
 SOURCES = ("recent", "recalled", "bookmarks", "summaries", "profile", "mood", "follow_ups")
 MODES = ("casual", "conflict", "comfort", "intimacy")
 MOODS = ("upset", "sad", "anxious", "happy", "affectionate", "neutral")
-SIGNALS = ("recall", "topic_shift", "late_night", "command", "overflow")
+SIGNALS = ("recall", "topic_shift", "late_night", "command", "overflow", "repair")
 
 
 class _When(BaseModel):

@@ -152,6 +152,15 @@ def test_mood_decays_and_resets_on_repair(
     trace = chat(server, "mei", "evening", apology, night + timedelta(minutes=20))
     assert trace["route"]["apology"]
     assert trace["mood"]["event"] == "softened"  # an apology alone halves it ...
+    # ... and the reply is asked to accept it, not to stay cool (the mood is still upset here).
+    assert trace["route"]["signals"]["repair"] and trace["mood"]["after"]["label"] == "upset"
+    assert trace["strategy"]["name"] == "accept_apology"
+    apology_system = next(
+        str(b["messages"][0]["content"])
+        for b in reversed(fake.chat_requests)
+        if apology in str(b["messages"])
+    )
+    assert "Conversation strategy: accept_apology" in apology_system and "conflict_cold" not in apology_system
     repaired = state(server, "mei", night + timedelta(minutes=25))["mood"]
     assert repaired["label"] == "neutral"  # ... and the reply that accepts it resets it
     assert repaired["cause_turn_ids"] == trace["turn_ids"]  # the apology and the reply

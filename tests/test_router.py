@@ -100,7 +100,7 @@ def test_route_as_dict_is_json_ready() -> None:
     route = Router().route("别叫我小王了", now=datetime(2024, 1, 1, tzinfo=UTC), command=True)
     data = json.loads(json.dumps(route.as_dict()))
     assert data["signals"]["command"] is True
-    assert set(data["signals"]) == {"recall", "topic_shift", "late_night", "command", "overflow"}
+    assert set(data["signals"]) == {"recall", "topic_shift", "late_night", "command", "overflow", "repair"}
 
 
 def test_the_labelled_set_is_bilingual_balanced_and_apart_from_the_prototypes() -> None:
