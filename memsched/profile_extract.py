@@ -799,6 +799,43 @@ def _hour(raw: str) -> int | None:
     return _ZH_NUM.get(raw)
 
 
+# Facts said in the second half of a statement whose first half a rule already read (the rules skip
+# a match that starts inside another's): "I work as a nurse in Leeds" (an occupation, then where),
+# "I'm vegetarian and allergic to shellfish" (a diet, then an allergy).
+_EN_WORK_IN = re.compile(
+    rf"\bI (?:now |currently |still )?work(?: (?:as|at|for) [^,.!?;\n]{{1,40}}?)? in (?:the )?{_EN_PLACE}",
+    re.I,
+)
+_EN_AND_ALLERGIC = re.compile(
+    rf"\bI(?:'m| am) (?:(?!not\b|never\b|no\b)[a-z\-]+ ){{1,3}}?(?:and|,) (?:also |very |severely )*allergic to {_EN_V}",
+    re.I,
+)
+
+
+def _second_predicates(text: str, found: Sequence[Observation]) -> list[Observation]:
+    out: list[Observation] = []
+    m = _EN_WORK_IN.search(text)
+    if (
+        m is not None
+        and not any(o.key == LOCATION for o in found)
+        and not _is_question(text, m.end())
+        and not _hypothetical(text, m.start())
+        and is_place_en(m.group("v"), gazetteer=True)
+    ):
+        out.append(Observation(LOCATION, m.group("v"), rule="en_work_in"))
+    m = _EN_AND_ALLERGIC.search(text)
+    if (
+        m is not None
+        and not any(o.key == ALLERGIES for o in found)
+        and not _is_question(text, m.end())
+        and not _hypothetical(text, m.start())
+        and (value := _clean(m.group("v"), english=True)) is not None
+    ):
+        values, _ = _list_items(text, value, m.end(), english=True)
+        out += [Observation(ALLERGIES, v, rule="en_and_allergic_to") for v in values]
+    return out
+
+
 def _sleep_time(text: str) -> Observation | None:
     m = _SLEEP_ZH.search(text)
     if m:
@@ -809,6 +846,8 @@ def _sleep_time(text: str) -> Observation | None:
         part = m.group("part")
         if (part in ("晚上", "夜里") and 6 <= h < 12) or (part is None and 7 <= h < 12):
             h += 12
+        if h == 12:  # 十二点睡 (晚上, 半夜, 凌晨 or none): a bedtime at twelve is midnight
+            h = 0
         return Observation(SLEEP_TIME, f"{h % 24:02d}:{minute:02d}", rule="zh_sleep_time")
     m = _SLEEP_EN.search(text)
     if m and m.group("midnight"):
@@ -820,7 +859,7 @@ def _sleep_time(text: str) -> Observation | None:
             return None
         if (ampm == "pm" and h < 12) or (not ampm and 7 <= h < 12):
             h += 12
-        if ampm == "am" and h == 12:
+        if h == 12 and ampm != "pm":  # "at 12" / "12am": a bedtime at twelve is midnight
             h = 0
         return Observation(SLEEP_TIME, f"{h % 24:02d}:{minute:02d}", rule="en_sleep_time")
     return None
@@ -1136,6 +1175,7 @@ def extract(text: str) -> list[Observation]:
     sleep = _sleep_time(text)
     if sleep is not None:
         found.append(sleep)
+    found += _second_predicates(text, found)
     zone = _timezone(text)
     if zone is not None:
         found.append(zone)
@@ -1166,7 +1206,7 @@ def _place_ok(rule: str, key: str, value: str, m: re.Match[str], *, english: boo
     if not english:
         return (key == LOCATION and rule not in ("zh_now_in", "zh_work_in")) or is_place_zh(value)
     if rule == "en_now_in":
-        return bool(m.group("pre") or m.group("post")) and is_place_en(value)
+        return bool(m.group("pre") or m.group("post")) and is_place_en(value, gazetteer=True)
     if value.endswith("'s"):
         return False  # "I'm from Google's team"
     if key == HOMETOWN:

@@ -363,3 +363,44 @@ def test_http_a_taste_after_prefer_renames_nobody(server: str, fake: FakeOpenAI)
 def test_http_pets_reach_the_profile_and_breeds_do_not(server: str, said: str, pets: list[str]) -> None:
     _chat(server, "c", said, "2024-10-22T10:00:00+00:00")
     assert [f["value"] for f in _profile(server, "c") if f["key"] == "pets"] == pets
+
+
+# -- the lead's walk (session 23): a second fact in one statement, bedtimes at twelve -------------
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        # The second half of a statement whose first half another rule read.
+        (
+            "Hi! I'm Tom, I work as a nurse in Leeds.",
+            [("name", "Tom"), ("occupation", "nurse"), ("location", "Leeds")],
+        ),
+        ("I work at a hospital in Austin", [("location", "Austin")]),
+        (
+            "I work as a software engineer in Seattle",
+            [("occupation", "software engineer"), ("location", "Seattle")],
+        ),
+        (
+            "By the way I'm vegetarian and allergic to shellfish.",
+            [("diet", "vegetarian"), ("allergies", "shellfish")],
+        ),
+        (
+            "I'm vegetarian and allergic to shellfish and peanuts",
+            [("diet", "vegetarian"), ("allergies", "shellfish"), ("allergies", "peanuts")],
+        ),
+        # A bedtime at twelve is midnight, in either language.
+        ("我一般十二点睡", [("sleep_time", "00:00")]),
+        ("我晚上十二点睡觉", [("sleep_time", "00:00")]),
+        ("I usually go to bed at 12", [("sleep_time", "00:00")]),
+        # Not a place, not the user's, not a statement.
+        ("I work in Marketing", []),
+        ("Do I work in London?", []),
+        ("I'm not vegetarian and allergic to nothing", []),
+        ("I live in York but I work in Leeds", [("location", "York")]),
+    ],
+)
+def test_a_second_fact_in_one_statement_and_bedtimes_at_twelve(
+    text: str, expected: list[tuple[str, str]]
+) -> None:
+    assert [(o.key, o.value) for o in extract(text)] == expected

