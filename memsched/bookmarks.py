@@ -672,6 +672,9 @@ def _register_jobs() -> None:
         # Idempotent: the page's bookmarks are replaced, never added to.
         memory, user_id, payload = _job_parts(ctx, job)
         result = generate_bookmarks(memory, user_id, [int(payload["page_id"])], llm=_ctx_llm(ctx, memory))
+        # In a process that serves queries the user's next one finds their term postings built (the
+        # page may have given them their vocabulary) instead of building them inside its turn.
+        memory.warm_terms(user_id)
         # Counts only at INFO: the trace holds the user's words (keywords, summaries).
         log.info("bookmarked page %s of %s: %d bookmarks", payload["page_id"], user_id, len(result.bookmarks))
         log.debug("bookmark trace of page %s: %s", payload["page_id"], result.trace)

@@ -220,6 +220,15 @@ class Memory:
         self.forget_caches(user_id)
         return n
 
+    def warm_terms(self, user_id: str) -> bool:
+        """Build what the soft-term layer holds of the user in memory (`Pager.warm_terms`) before
+        their next query; background work. Only in a process that serves queries (its pager exists:
+        a retrieval ran here): a process that only runs jobs, e.g. `memsched worker`, never reads
+        them. Returns whether it built them."""
+        if self._pager is None or self.config.paging_mode not in ("retrieve", "both"):
+            return False
+        return self._pager.warm_terms(user_id)
+
     def forget_caches(self, user_id: str) -> None:
         """Drop what in-process caches hold of the user's text (after a hard delete): the pager's
         per-user caches and the text-keyed token-count, segmentation and word-vector caches."""

@@ -191,6 +191,9 @@ class TermVectors:
         return np.stack([np.asarray(self._known[w], dtype=np.float32) for w in words])
 
 
+PAUSE_EVERY = 128  # turns segmented between two pauses of a background build (~3-8 ms of CPU)
+
+
 class TermPostings:
     """Which of one user's turns use each search term, in memory: the soft layer's candidates.
 
@@ -229,7 +232,7 @@ class TermPostings:
         if (newest, count) == self.version:
             return
         if newest >= self.version[0] and count > self.version[1]:
-            fresh = [(t.id, t.content) for t in store.iter_turns(self.user_id, self.version[0]) if t.id]
+            fresh = self._read(store, self.version[0])
             if fresh and self.version[1] + len(fresh) == count:
                 self._add(fresh)
                 self.version = (int(self._ids[-1]), count)
@@ -237,17 +240,38 @@ class TermPostings:
         # Out of step: turns were deleted (or a lower id appeared late). Start over.
         self._ids = np.zeros(0, dtype=np.int64)
         self._postings, self.nbytes = {}, 0
-        everything = [(t.id, t.content) for t in store.iter_turns(self.user_id) if t.id]
+        everything = self._read(store, 0)
         self._add(everything)
         self.version = (int(self._ids[-1]) if len(self._ids) else 0, len(everything))
 
+    def _read(self, store: Store, after_id: int) -> list[tuple[int, str]]:
+        """(id, text) of the user's turns with ids above `after_id`; background work pauses
+        every `PAUSE_EVERY` rows (see `_add`)."""
+        from memsched.embed.base import background_pause
+
+        pause = background_pause()
+        out: list[tuple[int, str]] = []
+        for n, t in enumerate(store.iter_turns(self.user_id, after_id), 1):
+            if t.id:
+                out.append((t.id, t.content))
+            if pause is not None and n % PAUSE_EVERY == 0:
+                pause()
+        return out
+
     def _add(self, turns: list[tuple[int, str]]) -> None:
-        """Append turns whose ids are all above the ones held (positions stay in id order)."""
+        """Append turns whose ids are all above the ones held (positions stay in id order).
+        Background work (`Pager.warm_terms`, on an index no query holds yet) pauses every
+        `PAUSE_EVERY` turns for a turn in flight."""
+        from memsched.embed.base import background_pause
+
+        pause = background_pause()
         turns.sort()
         start = len(self._ids)
         index: dict[str, int] = {}
         term_of: list[int] = []
         for position, (_, content) in enumerate(turns, start):
+            if pause is not None and position > start and (position - start) % PAUSE_EVERY == 0:
+                pause()
             for term in set(terms(content)):
                 i = index.get(term)
                 if i is None:

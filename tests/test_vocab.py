@@ -447,3 +447,76 @@ def test_query_terms_are_embedded_beside_a_message_call_in_flight_not_behind_it(
         batcher.close()
     side = batcher.side()  # closed with its batcher: calls now run directly
     assert side.submit(["after"]).result(timeout=10).shape == (1, inner.dim)
+
+
+def _bookmark_page(mem: Memory, user: str) -> int:
+    """Run the bookmark job of the user's first page through a worker; returns the page id."""
+    from memsched.jobs.queue import Job, JobQueue
+    from memsched.jobs.worker import Worker
+
+    page = mem.store.pages(user)[0].id
+    assert page is not None
+    queue = JobQueue(mem.store, backoff_base=0.0)
+    queue.enqueue([Job(kind="bookmark", user_id=user, payload={"page_id": page})])
+    assert Worker(mem, queue=queue, llm=None, poll=0.01).drain(timeout=30) >= 1
+    return page
+
+
+_TENNIS = [("Bob", "I played tennis."), ("Bob", "A grey week."), ("Bob", "tennis again, and golf"), ("Bob", "golf")]
+
+
+def test_a_bookmark_job_builds_the_term_postings_where_queries_are_served(mem: Memory, tmp_path: Path) -> None:
+    """The first query after a user gets a vocabulary used to build their postings inside its turn;
+    the bookmark job builds them, in a process that serves queries, and the layer finds the same."""
+    mem.add_many(_turns("u", _TENNIS))
+    query = "Does Bob play tennis?"
+    assert "terms" not in mem.pager.retrieve("u", query).layers  # no vocabulary yet: no layer, no postings
+    assert "u" not in mem.pager._postings
+    _bookmark_page(mem, "u")
+    assert "u" in mem.pager._postings and len(mem.pager._postings.get("u") or []) == 4
+    warmed = mem.pager.retrieve("u", query).layers["terms"]
+    cold = Pager(mem).retrieve("u", query).layers["terms"]  # its own caches: builds them in the query
+    assert warmed and [(h.turn_id, h.score) for h in warmed] == [(h.turn_id, h.score) for h in cold]
+    assert mem.pager.warm_terms("u") is False  # held already: not built again
+
+    # A process that has served no query (a `memsched worker`) builds none.
+    other = Memory(home=tmp_path / "other", embedders="hash", page_size=4)
+    try:
+        other.add_many(_turns("v", _TENNIS))
+        _bookmark_page(other, "v")
+        assert other._pager is None
+    finally:
+        other.close()
+
+
+def test_a_background_postings_build_pauses_for_turns_and_is_dropped_after_a_forget(mem: Memory) -> None:
+    from memsched import vocab
+
+    rows = [("Bob", f"tennis match number {i}") for i in range(2 * vocab.PAUSE_EVERY + 5)]
+    mem.add_many(_turns("u", rows))
+    maintain_bookmarks(mem, "u")  # the vocabulary
+    pager = mem.pager
+    pauses: list[int] = []
+    with base.background(lambda: pauses.append(1)):
+        assert pager.warm_terms("u") is True
+    assert len(pauses) >= 4  # reading and segmenting, each every PAUSE_EVERY turns
+    assert len(pager._postings.get("u") or []) == len(rows)
+
+    # A forget while the build waits in a pause: what it built is not put in.
+    mem.forget_caches("u")
+    assert "u" not in pager._postings
+    first = [t.id for t in mem.store.iter_turns("u")][0]
+
+    def delete_then_go_on() -> None:  # a turn of another thread deletes one while the build waits
+        if not pauses:
+            pauses.append(1)
+            other = threading.Thread(target=mem.delete_turns, args=("u", [first]))
+            other.start()
+            other.join()
+
+    pauses.clear()
+    with base.background(delete_then_go_on):
+        assert pager.warm_terms("u") is False
+    assert "u" not in pager._postings
+    hits = pager.retrieve("u", "tennis").layers.get("terms", [])
+    assert hits and first not in {h.turn_id for h in hits}
