@@ -462,10 +462,17 @@ def _bookmark_page(mem: Memory, user: str) -> int:
     return page
 
 
-_TENNIS = [("Bob", "I played tennis."), ("Bob", "A grey week."), ("Bob", "tennis again, and golf"), ("Bob", "golf")]
+_TENNIS = [
+    ("Bob", "I played tennis."),
+    ("Bob", "A grey week."),
+    ("Bob", "tennis again, and golf"),
+    ("Bob", "golf"),
+]
 
 
-def test_a_bookmark_job_builds_the_term_postings_where_queries_are_served(mem: Memory, tmp_path: Path) -> None:
+def test_a_bookmark_job_builds_the_term_postings_where_queries_are_served(
+    mem: Memory, tmp_path: Path
+) -> None:
     """The first query after a user gets a vocabulary used to build their postings inside its turn;
     the bookmark job builds them, in a process that serves queries, and the layer finds the same."""
     mem.add_many(_turns("u", _TENNIS))
@@ -505,7 +512,7 @@ def test_a_background_postings_build_pauses_for_turns_and_is_dropped_after_a_for
     # A forget while the build waits in a pause: what it built is not put in.
     mem.forget_caches("u")
     assert "u" not in pager._postings
-    first = [t.id for t in mem.store.iter_turns("u")][0]
+    first = next(t.id for t in mem.store.iter_turns("u"))
 
     def delete_then_go_on() -> None:  # a turn of another thread deletes one while the build waits
         if not pauses:
