@@ -4,9 +4,8 @@ Two kinds, each with its date and the turns it comes from (`source_turn_ids`):
 
 * `follow_up` — the user said something was coming ("明天面试", "my exam is next Friday"): ask how it
   went the day after the event, from their usual wake-up time (10:00 until it is learned). The date
-  is resolved from the message's own timestamp in the user's timezone (`text/timeexpr.py`), or is
-  the coming day of a bare weekday ("on Friday", "周五") when the message does not speak of the past;
-  an event cue must sit in the same message, so "明天见" alone is not an event;
+  is resolved from the message's own timestamp in the user's timezone (`text/timeexpr.py`; a bare
+  weekday, "on Friday" / "周五", is the coming one unless its clause speaks of the past); an event cue must sit in the same message, so "明天见" alone is not an event;
 * `late_night` — the user is still writing after their usual bedtime (learned by `routine.py`; the
   default window until then): time to tell them to go to sleep.
 
@@ -18,7 +17,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
-from datetime import UTC, date, datetime, time, timedelta
+from datetime import UTC, datetime, time, timedelta
 from typing import TYPE_CHECKING, Any
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
@@ -142,39 +141,6 @@ _ZH_SIT_EXAM = re.compile(
     r"(?<![思参备报招高中])考(?![虑验察究核古量勤评证据了过完得])(?P<what>[\u4e00-\u9fffA-Za-z0-9]{1,4})"
 )
 
-# A bare weekday next to an event ("my exam is on Friday", "周五要去拔牙"): the coming one. `timeexpr`
-# leaves bare weekdays unresolved for stored turns, because their week is a guess; an event someone
-# says they have is ahead of them, unless the message says it is past ("I had my exam on Friday",
-# "周五去拔牙了").
-_EN_WEEKDAYS = ("monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday")
-_EN_BARE_WEEKDAY = re.compile(rf"\b(?:on|this coming|coming|till|until)\s+({'|'.join(_EN_WEEKDAYS)})\b", re.I)
-_ZH_BARE_WEEKDAY = re.compile(r"(?<![上下这本每])(?:周|星期|礼拜)([一二三四五六日天])")
-_ZH_WEEKDAYS = {"一": 0, "二": 1, "三": 2, "四": 3, "五": 4, "六": 5, "日": 6, "天": 6}
-_EN_PAST = re.compile(
-    r"\b(?:had|was|were|went|did|got back|yesterday|last|ago|finished|passed|failed|went well|went badly)\b",
-    re.I,
-)
-_ZH_FUTURE = re.compile(r"要|会|得|准备|打算|将|该|有个|有场|有一")
-_ZH_PAST = re.compile(r"了|过|完")
-
-
-def bare_weekday(text: str, said_on: date) -> tuple[str, date] | None:
-    """The coming day a bare weekday of `text` names (strictly after `said_on`), or None when there is
-    none or the message speaks of the past."""
-    m = _EN_BARE_WEEKDAY.search(text)
-    if m is not None:
-        if _EN_PAST.search(text):
-            return None
-        weekday = _EN_WEEKDAYS.index(m.group(1).lower())
-    else:
-        m = _ZH_BARE_WEEKDAY.search(text)
-        if m is None or (_ZH_PAST.search(text) and not _ZH_FUTURE.search(text)):
-            return None
-        weekday = _ZH_WEEKDAYS[m.group(1)]
-    ahead = (weekday - said_on.weekday()) % 7 or 7
-    return m.group(0), said_on + timedelta(days=ahead)
-
-
 def event_cue(text: str) -> str | None:
     """The first event cue in `text`, or None."""
     for c in _CJK:
@@ -249,8 +215,6 @@ def due_nudges(
             for ref in resolve(turn.content, turn.created_at, tz)
             if ref.granularity == "day" and ref.date >= said_on
         ]
-        if not days and (bare := bare_weekday(turn.content, said_on)) is not None:
-            days.append(bare)
         for text, day in days:
             key = f"{day}:{cue}"
             if key in seen:

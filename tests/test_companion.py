@@ -244,7 +244,7 @@ def test_one_am_is_late_for_an_early_sleeper_not_for_a_night_owl(
 
 @pytest.mark.parametrize(
     ("text", "event_date"),
-    [("明天面试，好紧张", "2024-10-15"), ("I have a job interview next Friday", "2024-10-18")],
+    [("明天面试，好紧张", "2024-10-15"), ("I have a job interview next Friday", "2024-10-25")],
 )
 def test_follow_up_nudges_come_the_day_after_with_their_dates(
     server: str, fake: FakeOpenAI, text: str, event_date: str

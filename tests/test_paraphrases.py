@@ -116,12 +116,12 @@ SAID = datetime(2024, 10, 22, 12, tzinfo=UTC)  # a Tuesday
 @pytest.mark.parametrize(
     ("text", "label", "granularity"),
     [
-        ("a couple of days ago I went to Hangzhou", "2024-10-20", "week"),
-        ("couple days ago", "2024-10-20", "week"),
-        ("a couple of weeks ago", "2024-10-08", "week"),
-        ("in a couple of days", "2024-10-24", "week"),
-        ("我前两天去了杭州", "2024-10-20", "week"),
-        ("前两天我去了杭州", "2024-10-20", "week"),
+        ("a couple of days ago I went to Hangzhou", "about 2024-10-20", "week"),
+        ("couple days ago", "about 2024-10-20", "week"),
+        ("a couple of weeks ago", "about 2024-10-08", "week"),
+        ("in a couple of days", "about 2024-10-24", "week"),
+        ("我前两天去了杭州", "about 2024-10-20", "week"),
+        ("前两天我去了杭州", "about 2024-10-20", "week"),
         ("半年前", "2024-04", "month"),
         ("half a year ago", "2024-04", "month"),
     ],
@@ -269,8 +269,8 @@ def test_http_a_couple_of_days_ago_is_stored_as_a_date_in_both_languages(server:
     hits = httpx.get(f"{server}/v1/users/u/search", params={"q": "2024-10-20"}).json()
     dated = {h["content"]: h["dates"] for h in hits if h["role"] == "user"}
     assert dated == {
-        "前两天我去了杭州出差": ["前两天 = 2024-10-20"],
-        "A couple of days ago I was in Hangzhou": ["A couple of days ago = 2024-10-20"],
+        "前两天我去了杭州出差": ["前两天 = about 2024-10-20"],
+        "A couple of days ago I was in Hangzhou": ["A couple of days ago = about 2024-10-20"],
     }
 
 

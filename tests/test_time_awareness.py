@@ -188,3 +188,35 @@ def test_http_a_new_timezone_is_the_profile_timezone_on_its_own_turn(server: str
     assert "- timezone: America/New_York" in system and "Asia/Shanghai" not in system
     facts = httpx.get(f"{server}/v1/users/li/profile", params={"key": "timezone", "current": "true"}).json()
     assert [f["value"] for f in facts["facts"]] == ["America/New_York"]
+
+
+@pytest.mark.parametrize(
+    ("said", "tz", "asked", "note"),
+    [
+        # Said on Friday 2026-11-27: a bare weekday in the past tense is the Tuesday gone by.
+        ("周二我去看牙了，拔了一颗智齿", "Asia/Shanghai", "我上次看牙是哪天？", "周二 = 2026-11-24"),
+        (
+            "On Tuesday I went to the dentist",
+            "America/Los_Angeles",
+            "When did I see the dentist?",
+            "Tuesday = 2026-11-24",
+        ),
+        # Next week's Thursday, as 下周四; a vague time of the month keeps its approximation.
+        (
+            "My sister's wedding is Thursday after next",
+            "America/Los_Angeles",
+            "When is the wedding?",
+            "Thursday after next = 2026-12-10",
+        ),
+        ("月底要交房租", "Asia/Shanghai", "房租什么时候交？", "月底 = late 2026-11"),
+    ],
+)
+def test_http_second_walk_forms_reach_the_recalled_memory(
+    server: str, fake: FakeOpenAI, said: str, tz: str, asked: str, note: str
+) -> None:
+    friday = "2026-11-27T10:00:00+08:00" if tz == "Asia/Shanghai" else "2026-11-27T10:00:00-08:00"
+    assert _chat(server, said, friday, "s1", tz=tz).status_code == 200
+    fake.clear()
+    assert _chat(server, asked, "2026-12-01T09:00:00+08:00", "s2", tz=tz).status_code == 200
+    system = fake.chat_requests[-1]["messages"][0]["content"]
+    assert f"{said} ({note})" in system

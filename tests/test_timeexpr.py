@@ -26,8 +26,8 @@ CASES = [
     ("I went hiking yesterday", "yesterday", "2024-10-21", "dateparser"),
     ("last week I moved", "last week", "2024-10-15", "dateparser"),
     ("Two days ago we argued", "Two days ago", "2024-10-20", "dateparser"),
-    ("I met her last Tuesday", "last Tuesday", "2024-10-15", "dateparser"),
-    ("My interview is next Friday", "next Friday", "2024-10-25", "dateparser"),
+    ("I met her last Tuesday", "last Tuesday", "2024-10-15", "rule"),
+    ("My interview is next Friday", "next Friday", "2024-11-01", "rule"),  # next week's, as 下周五
     ("We fly out in two weeks", "in two weeks", "2024-11-05", "dateparser"),
     # more forms
     ("大前天", "大前天", "2024-10-19", "dateparser"),
@@ -49,7 +49,7 @@ CASES = [
     ("three weeks later", "three weeks later", "2024-11-12", "dateparser"),
     ("a month ago", "a month ago", "2024-09", "dateparser"),
     ("last year", "last year", "2023", "dateparser"),
-    ("Last Friday I met him", "Last Friday", "2024-10-18", "dateparser"),
+    ("Last Friday I met him", "Last Friday", "2024-10-18", "rule"),
     ("半个月前我们分手了", "半个月前", "2024-10-07", "rule"),
     ("半月后回国", "半月后", "2024-11-06", "rule"),
     ("We broke up the week before last", "the week before last", "2024-10-08", "rule"),
@@ -96,8 +96,6 @@ def test_several_expressions_in_one_message_keep_text_order() -> None:
         "How are you today?",
         "a few days ago",
         "几天前",
-        "周三见",
-        "on Friday",
         "三小时前",
         "前面那家店",
         "may I ask",
