@@ -179,3 +179,10 @@ def test_calendar_dates_and_bare_weekdays_are_not_stripped_as_relative_time() ->
 )
 def test_each_clause_has_its_own_tense(message: str, notes: list[str]) -> None:
     assert [r.note for r in resolve(message, TUE_SH, SH)] == notes
+
+
+def test_an_approximate_date_is_searchable_in_every_form(mem: Memory) -> None:
+    turn = mem.add("u", "s", "user", "月底要交房租", created_at=TUE_SH, timezone=SH)
+    assert turn.meta["dates"] == ["月底 = late 2026-12"]
+    for query in ("2026-12", "2026年12月", "December 2026"):
+        assert turn.id in [h.turn_id for h in mem.store.search_bm25("u", query)], query

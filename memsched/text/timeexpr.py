@@ -910,6 +910,7 @@ def search_terms(meta: dict[str, Any]) -> str:
     for note in turn_dates(meta):
         label = note.rsplit(" = ", 1)[-1]
         out.append(label)
+        label = label.rsplit(" ", 1)[-1]  # "late 2026-12", "summer 2025": the date after the qualifier
         m = _ISO_DAY.match(label)
         if m:
             year, month, day = m.group(1), int(m.group(2)), m.group(3)
