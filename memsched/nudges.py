@@ -141,6 +141,7 @@ _ZH_SIT_EXAM = re.compile(
     r"(?<![思参备报招高中])考(?![虑验察究核古量勤评证据了过完得])(?P<what>[\u4e00-\u9fffA-Za-z0-9]{1,4})"
 )
 
+
 def event_cue(text: str) -> str | None:
     """The first event cue in `text`, or None."""
     for c in _CJK:
