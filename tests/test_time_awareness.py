@@ -220,3 +220,34 @@ def test_http_second_walk_forms_reach_the_recalled_memory(
     assert _chat(server, asked, "2026-12-01T09:00:00+08:00", "s2", tz=tz).status_code == 200
     system = fake.chat_requests[-1]["messages"][0]["content"]
     assert f"{said} ({note})" in system
+
+
+@pytest.mark.parametrize(
+    ("at", "tz", "local"),
+    [
+        ("2024-10-22T22:30:00", "Asia/Shanghai", "2024-10-22 Tuesday 22:30 (Asia/Shanghai)"),
+        ("2024-10-22T22:30:00", "America/New_York", "2024-10-22 Tuesday 22:30 (America/New_York)"),
+    ],
+)
+def test_http_a_timestamp_without_offset_is_local_time_in_the_request_timezone(
+    server: str, fake: FakeOpenAI, at: str, tz: str, local: str
+) -> None:
+    """A chat app that sends the user's wall-clock time and their zone beside it: the time is read in
+    that zone (it was refused with a 400 before, as it still is without a zone)."""
+    assert _chat(server, "上周我去杭州出差了", at, "s1", tz=tz).status_code == 200
+    assert local in fake.chat_requests[-1]["messages"][0]["content"]
+    hit = httpx.get(f"{server}/v1/users/li/memories", params={"q": "杭州"}).json()[0]
+    assert hit["dates"] == ["上周 = 2024-10-15"]
+    offset = "+08:00" if tz == "Asia/Shanghai" else "-04:00"
+    assert datetime.fromisoformat(hit["created_at"]) == datetime.fromisoformat(at + offset)
+    bare = httpx.post(
+        f"{server}/v1/chat/completions",
+        json={
+            "model": "m",
+            "user": "li",
+            "metadata": {"timestamp": at},
+            "messages": [{"role": "user", "content": "hi"}],
+        },
+        timeout=30,
+    )
+    assert bare.status_code == 400 and "no UTC offset" in bare.text

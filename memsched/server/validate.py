@@ -31,11 +31,12 @@ _MAGIC = (
 )
 
 
-def request_time(value: str | None, field: str = "timestamp") -> datetime | None:
-    """The aware UTC time of an ISO 8601 timestamp with a zone; None when absent.
+def request_time(value: str | None, field: str = "timestamp", timezone: str | None = None) -> datetime | None:
+    """The aware UTC time of an ISO 8601 timestamp; None when absent.
 
-    A time without a UTC offset is refused (it would be read in the server's zone, not the user's),
-    and so is one before 1970 or more than a day ahead of the server's clock (year 9999).
+    A time without a UTC offset is the user's local time in `timezone` (the request's IANA zone,
+    checked first) when one is given, and is refused otherwise (it would be read in the server's
+    zone, not the user's); so is one before 1970 or more than a day ahead of the server's clock.
     """
     if value is None:
         return None
@@ -49,7 +50,12 @@ def request_time(value: str | None, field: str = "timestamp") -> datetime | None
             f"{field}: {value!r} is not an ISO 8601 time such as 2024-05-08T13:56:00+08:00"
         ) from None
     if parsed.tzinfo is None or parsed.utcoffset() is None:
-        raise InputError(f"{field}: {value!r} has no UTC offset; add one (+08:00) or Z for UTC")
+        if timezone is None:
+            raise InputError(
+                f"{field}: {value!r} has no UTC offset; add one (+08:00) or Z for UTC,"
+                " or send the user's timezone with it"
+            )
+        parsed = parsed.replace(tzinfo=ZoneInfo(check_timezone(timezone) or "UTC"))
     at = parsed.astimezone(UTC)
     if at < EARLIEST:
         raise InputError(f"{field}: {value!r} is before 1970")

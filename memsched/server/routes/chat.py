@@ -77,8 +77,8 @@ async def chat(body: ChatRequest, request: Request, svc: Service = Depends(get_s
     if not message.strip() and not images:
         raise InputError(f"messages.{last}.content: the last user message is empty")
     check_message_tokens(svc.memory.counter, message_texts(messages), svc.config.max_message_tokens)
-    now = when(meta.timestamp if meta else None, "metadata.timestamp")
-    check_timezone(meta.timezone if meta else None, "metadata.timezone")
+    zone = check_timezone(meta.timezone if meta else None, "metadata.timezone")
+    now = when(meta.timestamp if meta else None, "metadata.timestamp", zone)
     check_images(messages, svc.config.max_image_bytes)
     upstream = svc.upstream
     if upstream is None:

@@ -22,8 +22,8 @@ from memsched.server.validate import check_timezone, request_time
 router = APIRouter(tags=["context"])
 
 
-def when(value: str | None, field: str = "timestamp") -> datetime | None:
-    return request_time(value, field)
+def when(value: str | None, field: str = "timestamp", timezone: str | None = None) -> datetime | None:
+    return request_time(value, field, timezone)
 
 
 @router.post("/v1/context", response_model=ContextResponse, responses=ERRORS, summary="Build a context")
@@ -31,8 +31,8 @@ async def context(
     body: ContextRequest, request: Request, svc: Service = Depends(get_service)
 ) -> JSONResponse:
     user = user_id(request, body.user)
-    now = when(body.timestamp)
     check_timezone(body.timezone)
+    now = when(body.timestamp, timezone=body.timezone)
     if not body.message.strip():
         raise InputError("message: the message is empty")
     check_message_tokens(svc.memory.counter, [body.message], svc.config.max_message_tokens)
@@ -60,8 +60,8 @@ async def turns(body: TurnRequest, request: Request, svc: Service = Depends(get_
     if body.role not in ("user", "assistant", "system"):
         raise InputError(f"role must be user, assistant or system, got {body.role!r}")
     check_message_tokens(svc.memory.counter, [body.content], svc.config.max_message_tokens)
-    at = when(body.timestamp)
     timezone = check_timezone(body.timezone)
+    at = when(body.timestamp, timezone=timezone)
     rec = await asyncio.to_thread(
         svc.scheduler.record,
         user,

@@ -49,8 +49,8 @@ async def create_response(
     dumped = body.model_dump(exclude_unset=True)
     parsed = responses_api.parse_input(dumped["input"], body.instructions)
     check_message_tokens(svc.memory.counter, parsed.texts, svc.config.max_message_tokens)
-    now = when(meta.timestamp if meta else None, "metadata.timestamp")
-    check_timezone(meta.timezone if meta else None, "metadata.timezone")
+    zone = check_timezone(meta.timezone if meta else None, "metadata.timezone")
+    now = when(meta.timestamp if meta else None, "metadata.timestamp", zone)
     check_images(parsed.chat_view, svc.config.max_image_bytes, field="input")
     upstream = svc.upstream
     if upstream is None:
