@@ -449,6 +449,13 @@ _RULES: list[tuple[str, str, re.Pattern[str], bool]] = [
         False,
     ),
     ("zh_allergic_to", ALLERGIES, re.compile(rf"我{_ZH_WHEN}对{_ZH_W}过敏"), False),
+    # "我乳糖不耐受", "我有点麸质不耐受": an intolerance, kept with the allergies (what not to serve).
+    (
+        "zh_intolerant",
+        ALLERGIES,
+        re.compile(rf"{_ZH_HEAD}我{_ZH_ADV}(?:有点|有)?(?!对)(?P<v>[{_CJK}]{{2,4}}?)不耐受?(?!烦)"),
+        False,
+    ),
     ("zh_x_allergic", ALLERGIES, re.compile(rf"{_ZH_HEAD}我(?P<v>[^{_STOP}\s对]{{1,6}}?)过敏"), False),
     (
         # "我最喜欢的食物是火锅", "我最爱的歌手是周杰伦": the favourite thing is a like.
@@ -485,7 +492,9 @@ _RULES: list[tuple[str, str, re.Pattern[str], bool]] = [
     (
         "zh_like",
         LIKES,
-        re.compile(rf"{_ZH_HEAD}我{_ZH_ADV}(?:喜欢|爱吃|爱喝|爱看|爱听|爱玩|热爱|迷上了|超爱){_ZH_V}"),
+        re.compile(
+            rf"{_ZH_HEAD}我{_ZH_ADV}(?:喜欢吃|喜欢喝|喜欢|爱吃|爱喝|爱看|爱听|爱玩|热爱|迷上了|超爱){_ZH_V}"
+        ),
         False,
     ),
     # "Hi! I'm Sarah, …": a capitalised name right after a greeting ("hi, I'm tired" is not one).
@@ -581,8 +590,8 @@ _RULES: list[tuple[str, str, re.Pattern[str], bool]] = [
         "en_im_a",
         OCCUPATION,
         re.compile(
-            r"\bI(?:'m| am) (?:now |currently |actually |also |just )?an? (?P<v>[a-z][a-z\- ]{1,40}?)"
-            r"(?=$|[.,!?;:\n]|\s+(?:at|in|for|with|from|on|of|and|but|so|who|which|by)\b)",
+            r"\bI(?:'m| am|'ve been| have been) (?:now |currently |actually |also |just )?an? (?P<v>[a-z][a-z\- ]{1,40}?)"
+            r"(?=$|[.,!?;:\n]|\s+(?:at|in|for|with|from|on|of|and|but|so|who|which|by|since)\b)",
             re.I,
         ),
         True,
@@ -732,6 +741,43 @@ _RULES: list[tuple[str, str, re.Pattern[str], bool]] = [
         re.compile(
             rf"\bI {_EN_ADV}(?:hate|dislike|detest|can't stand|cannot stand|don't like|do not like){_EN_V.replace('(?P<v>', ' (?P<v>', 1)}",
             re.I,
+        ),
+        True,
+    ),
+    (
+        # "I teach high school math" -> a high school math teacher; "I teach at a primary school" -> a
+        # teacher. Not "I teach my son to swim", "I teach myself Spanish" (a person taught: no job).
+        "en_teach",
+        OCCUPATION,
+        re.compile(
+            r"\bI (?:now |currently |still |also )?teach (?:(?P<at>at|in) [^.,!?;:\n]{1,40}|"
+            r"(?!(?:my|your|his|her|our|their|him|them|me|us|you|myself|people|someone|how|to|the kids? to)\b)"
+            r"(?P<v>[a-z][a-z\- ]{1,30}?))(?=$|[.,!?;:\n]|\s+(?:at|in|for|to|on|every|once|twice|part|full|now|and|but|so|since)\b)",
+            re.I,
+        ),
+        True,
+    ),
+    (
+        # "I prefer tea", "I prefer cats to dogs", "I prefer Coke over Pepsi": the one preferred. A
+        # capitalised value needs its comparison ("I prefer Liz" is a name, `commands.py`); "I'd prefer",
+        # "I prefer to …", "I prefer not …" are requests or habits, not tastes.
+        "en_prefer",
+        LIKES,
+        re.compile(
+            r"\bI (?:much |really |generally |usually |definitely |always )?prefer "
+            r"(?!(?:to|not|it|that|this|you|them|him|her|when|if|we|a|an|the)\b)"
+            r"(?P<v>(?-i:[a-z][a-z\- ]{0,30}?)|[A-Za-z][A-Za-z\- ]{0,30}?(?=\s+(?:over|to|rather than)\s))"
+            r"(?=$|[.,!?;:\n]|\s+(?:over|to|rather than|and|but|so|because|anyway)\b)",
+            re.I,
+        ),
+        True,
+    ),
+    (
+        # "I'm lactose intolerant", "I'm gluten-intolerant": kept with the allergies (what not to serve).
+        "en_intolerant",
+        ALLERGIES,
+        re.compile(
+            r"\bI(?:'m| am) (?:very |severely |a bit |slightly )?(?P<v>[a-z]{3,12})[ \-]intolerant\b", re.I
         ),
         True,
     ),
@@ -1122,10 +1168,16 @@ def extract(text: str) -> list[Observation]:
             elif key == PETS and "kind" in pattern.groupindex:
                 name = _clean(m.group("v"), english=english)
                 value = f"{m.group('kind').lower()} {name}" if name else None
+            elif rule == "en_teach" and m.group("v") is None:
+                value = "teacher"  # "I teach at a high school"
             else:
                 value = _clean(m.group("v"), english=english)
             if value is None:
                 continue
+            if rule == "en_teach" and m.group("v") is not None:
+                value = f"{value} teacher"
+            elif rule.endswith("_intolerant"):
+                value = f"{value} intolerance" if english else f"{value}不耐受"
             if key == OCCUPATION and not english and not _looks_like_occupation(value, m):
                 continue
             if rule in ("en_im_a", "en_became_a") and value.split()[-1].lower() not in _EN_OCCUPATIONS:

@@ -196,6 +196,30 @@ def test_names_in_other_words(text: str, found: list[tuple[str, str]]) -> None:
         ("I don't have any pets", []),
         ("我没有养宠物", []),
         ("我不是程序员", []),
+        # tastes said as preferences; jobs said by what one does or for how long; intolerances
+        ("I prefer tea", [("likes", "tea")]),
+        ("I prefer cats to dogs", [("likes", "cats")]),
+        ("I prefer Coke over Pepsi", [("likes", "Coke")]),
+        ("I prefer Liz", []),  # a name, when one is known (commands.py), never a taste
+        ("I prefer going by Liz", []),
+        ("I'd prefer if you didn't", []),
+        ("I prefer not to talk about it", []),
+        ("I prefer to stay in tonight", []),
+        ("我特别喜欢吃火锅", [("likes", "火锅")]),  # as 我最爱吃火锅: the dish, not the eating
+        ("我喜欢喝奶茶", [("likes", "奶茶")]),
+        ("我喜欢跑步", [("likes", "跑步")]),
+        ("I teach high school math", [("occupation", "high school math teacher")]),
+        ("I teach at a primary school", [("occupation", "teacher")]),
+        ("I teach yoga on weekends", [("occupation", "yoga teacher")]),
+        ("I teach my son to swim", []),
+        ("I teach myself Spanish", []),
+        ("I've been a nurse for ten years", [("occupation", "nurse")]),
+        ("I've been a mess lately", []),
+        ("I'm lactose intolerant", [("allergies", "lactose intolerance")]),
+        ("I'm gluten-intolerant", [("allergies", "gluten intolerance")]),
+        ("我乳糖不耐受", [("allergies", "乳糖不耐受")]),
+        ("我有点不耐烦了", []),
+        ("我对这个不耐烦", []),
     ],
 )
 def test_more_facts_and_non_facts(text: str, found: list[tuple[str, str]]) -> None:
