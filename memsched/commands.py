@@ -822,12 +822,9 @@ def apposed_names(text: str, terms: Sequence[str]) -> list[str]:
         if re.search(rf"[{_CJK}]", term):
             if term not in text:
                 continue
-            from memsched.text.segment import _jieba
+            from memsched.text import postag
 
-            _jieba()
-            import jieba.posseg
-
-            cut = jieba.posseg.lcut(text)
+            cut = postag.lcut(text)
             for i, w in enumerate(cut):
                 if w.word != term and not w.word.endswith(term):
                     continue

@@ -233,7 +233,7 @@ class Memory:
         """Drop what in-process caches hold of the user's text (after a hard delete): the pager's
         per-user caches and the text-keyed token-count, segmentation and word-vector caches."""
         from memsched import vocab
-        from memsched.text import gloss
+        from memsched.text import gloss, postag
         from memsched.text.segment import clear_caches
 
         if self._pager is not None:
@@ -242,6 +242,7 @@ class Memory:
             self._counter.count.cache_clear()
         clear_caches()
         gloss.clear_caches()
+        postag.clear_caches()
         vocab.clear_caches()
 
     # -- reading -------------------------------------------------------------------------------------

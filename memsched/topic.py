@@ -47,7 +47,7 @@ from typing import Any
 
 import numpy as np
 
-from memsched.text import timeexpr
+from memsched.text import postag, timeexpr
 from memsched.text.segment import _CJK_RE, CHINESE_STOP_WORDS, _jieba, cjk_ratio, terms, words
 
 Vectors = Mapping[str, np.ndarray]  # one message's vectors, by embedder name
@@ -125,11 +125,8 @@ def without_time(text: str) -> str:
         for i in range(a, b):
             drop[i] = True
     if _CJK_RE.search(text):
-        _jieba()
-        import jieba.posseg
-
         pos = 0
-        for w in jieba.posseg.lcut(text):
+        for w in postag.lcut(text):
             end = pos + len(w.word)
             if w.flag == "t" or w.word.lower() in TIME_WORDS:
                 for i in range(pos, end):

@@ -45,46 +45,6 @@ def test_traditional_characters_and_variants() -> None:
     assert lookup("臺灣") == lookup("台湾")
 
 
-def test_the_tagger_cuts_and_tags_as_jiebas_posseg_does() -> None:
-    """`gloss` cuts with posseg's tokenizer whose HMM pass over unknown runs is cached: every word and
-    tag is posseg's, on the bilingual set's Chinese texts and on hand-picked ones (names, runs the
-    dictionary does not join, digits and Latin letters inside a Han run, non-Han CJK), cached or not."""
-    import json
-
-    import jieba.posseg
-
-    from memsched.text import gloss as module
-
-    data = json.loads(
-        (Path(__file__).parents[1] / "benchmarks" / "data" / "bilingual_memory.json").read_text()
-    )
-    zh = data["languages"]["zh"]
-    texts = [t["content"] for t in zh["turns"]] + [q["question"] for q in zh["questions"]]
-    texts += [
-        "我男朋友叫陈浩，他在学大提琴",
-        "周晓婷这周末要去大连",
-        "我还能说哪种语言？管它叫啥",
-        "OT算法3.5版和GPT4哪个好",
-        "㐀㐁丂 咖啡ｶﾌｪ",
-        "是干哪",
-    ]
-    module.clear_caches()
-    for _ in range(2):  # filling the cache, then from it
-        for text in texts:
-            want = [(w, t) for w, t in jieba.posseg.lcut(text)]
-            assert [(w, t) for w, t in module._tagger().lcut(text)] == want, text
-    assert module._unknown_run.cache_info().hits > 0
-
-
-def test_forgetting_empties_the_cache_of_unknown_runs() -> None:
-    from memsched.text import gloss as module
-
-    gloss("周晓婷这周末要去大连")
-    assert module._unknown_run.cache_info().currsize > 0
-    module.clear_caches()
-    assert module._unknown_run.cache_info().currsize == 0
-
-
 def test_has_han() -> None:
     assert has_han("user: 你好") and not has_han("hello") and not has_han("こんにちは")
 

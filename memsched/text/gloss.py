@@ -22,9 +22,9 @@ import re
 import threading
 from functools import lru_cache
 from importlib import resources
-from typing import Any
 
-from memsched.text.segment import _CJK_RE, _TOKEN_RE, CHINESE_STOP_WORDS, _jieba
+from memsched.text import postag
+from memsched.text.segment import _CJK_RE, _TOKEN_RE, CHINESE_STOP_WORDS
 
 DEFAULT_SENSES = 2  # senses kept per word: the first is the common one; a second often names the synonym
 
@@ -184,59 +184,10 @@ def gloss(text: str, senses: int = DEFAULT_SENSES) -> str:
     for m in _TOKEN_RE.finditer(text):
         tok = m.group(0)
         if _CJK_RE.match(tok) and has_han(tok):
-            out.extend(g for w, tag in _tagger().lcut(tok) if (g := _gloss_word(w, tag, senses)))
+            out.extend(g for w, tag in postag.lcut(tok) if (g := _gloss_word(w, tag, senses)))
         else:
             out.append(tok)
     return " ".join(out)
-
-
-_tagger_: Any = None
-
-
-def _tagger() -> Any:
-    """jieba's part-of-speech tokenizer (`jieba.posseg.dt`: its dictionary, tags and user words)
-    with its HMM pass over unknown runs cached: the same words and tags, in a fraction of the time.
-
-    posseg cuts a run of Han characters by the dictionary and tags each word from it; what is left
-    is runs of single characters the dictionary does not join ("是干哪", "周晓婷这"), and those it cuts
-    and tags with an HMM over 256 word-position and tag states (Viterbi in pure Python: most of a
-    Chinese message's ~0.4 ms gloss, which its model call waits for). That pass depends on the run
-    alone, and the same runs come back message after message ("我跟你说", "想找", a name: the
-    bilingual set's 1,350 Chinese turns have 1,820 such runs, 761 distinct), so `_unknown_run`
-    keeps its result for each run. The subclass only replaces the method posseg calls
-    for such a run (`__cut_detail`, by its mangled name); a test checks the whole against posseg."""
-    global _tagger_
-    if _tagger_ is None:
-        with _lock:
-            if _tagger_ is None:
-                _jieba()  # initialised once, quietly
-                import jieba.posseg
-
-                class _Tagger(jieba.posseg.POSTokenizer):
-                    def __init__(self) -> None:
-                        pass  # posseg's own tables (read through below), not a second load of them
-
-                    @property
-                    def tokenizer(self) -> Any:
-                        return jieba.posseg.dt.tokenizer
-
-                    @property
-                    def word_tag_tab(self) -> Any:
-                        return jieba.posseg.dt.word_tag_tab
-
-                    def _POSTokenizer__cut_detail(self, sentence: str) -> Any:
-                        return iter(_unknown_run(sentence))
-
-                _tagger_ = _Tagger()
-    return _tagger_
-
-
-@lru_cache(maxsize=20_000)
-def _unknown_run(run: str) -> tuple[Any, ...]:
-    """posseg's words and tags for a run of characters its dictionary does not join (its HMM)."""
-    import jieba.posseg
-
-    return tuple(jieba.posseg.dt._POSTokenizer__cut_detail(run))
 
 
 def warm_up() -> None:
@@ -249,5 +200,4 @@ def warm_up() -> None:
 def clear_caches() -> None:
     """Forget the words cached here (after a hard delete; the table itself holds no user text)."""
     _gloss_word.cache_clear()
-    _unknown_run.cache_clear()  # runs of a message's characters (names among them)
     lookup.cache_clear()
