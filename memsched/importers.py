@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
+from zoneinfo import ZoneInfo
 
 from memsched.errors import ImportFileError, InputError
 from memsched.model import ROLES, Turn, as_utc
@@ -41,8 +42,9 @@ def detect_format(path: Path) -> str:
     return "jsonl"
 
 
-def parse_timestamp(value: Any, where: str) -> datetime:
-    """An aware UTC datetime from ISO 8601 text or epoch seconds; naive text is taken as UTC."""
+def parse_timestamp(value: Any, where: str, zone: str | None = None) -> datetime:
+    """An aware UTC datetime from ISO 8601 text or epoch seconds; naive text is local time in the IANA
+    `zone` when one is given (an app asking "as of 10:00" means the user's 10:00), else UTC."""
     if isinstance(value, int | float) and not isinstance(value, bool):
         try:
             return as_utc(datetime.fromtimestamp(float(value)).astimezone())
@@ -52,13 +54,19 @@ def parse_timestamp(value: Any, where: str) -> datetime:
         raise InputError(f"{where}: timestamp missing or not a string")
     text = value.strip().replace("Z", "+00:00")
     try:
-        return as_utc(datetime.fromisoformat(text))
+        iso = datetime.fromisoformat(text)
     except ValueError:
         pass
+    else:
+        if iso.tzinfo is None and zone:
+            iso = iso.replace(tzinfo=ZoneInfo(zone))
+        return as_utc(iso)
     import dateparser
 
     try:
-        parsed = dateparser.parse(text, settings={"TIMEZONE": "UTC", "RETURN_AS_TIMEZONE_AWARE": True})
+        parsed = dateparser.parse(
+            text, settings={"TIMEZONE": zone or "UTC", "RETURN_AS_TIMEZONE_AWARE": True}
+        )
     except (ValueError, OverflowError, OSError):
         parsed = None
     if parsed is None:

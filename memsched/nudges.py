@@ -319,3 +319,10 @@ def _profile_timezone(memory: Memory, user_id: str) -> str | None:
     """The timezone the user last sent with a turn (a profile fact), if any."""
     fact = Profile(memory.store).get(user_id, TIMEZONE)
     return fact.value if fact is not None else None
+
+
+def user_timezone(memory: Memory, user_id: str) -> str | None:
+    """The user's timezone as nudges read it: the one their routine was learned in, else the one they
+    last sent or stated (a profile fact); None when neither is known."""
+    routine = routines.from_row(memory.store.routine_get(user_id))
+    return routine.timezone or _profile_timezone(memory, user_id)

@@ -279,6 +279,30 @@ def test_follow_up_nudges_come_the_day_after_with_their_dates(
     assert r.status_code == 400 and "either at or now" in r.text
 
 
+def test_a_time_without_offset_asks_for_nudges_on_the_user_clock(
+    server: str, fake: FakeOpenAI, tmp_path: Path
+) -> None:
+    """ "As of 09:30" is the user's 09:30 (their zone from their turns, or `timezone`): the follow-up on
+    yesterday's interview is asked from their wake-up time (10:00 by default), not at 09:30 UTC."""
+    chat(server, "fang", "s", "明天面试，好紧张", DAY.replace(hour=21))  # Monday 2024-10-14, Shanghai
+
+    def due(at: str, **extra: str) -> list[str]:
+        r = httpx.get(f"{server}/v1/users/fang/nudges", params={"at": at, **extra})
+        assert r.status_code == 200, r.text
+        return [n["event_date"] for n in r.json() if n["kind"] == "follow_up"]
+
+    assert due("2024-10-16T09:30:00") == []  # 09:30 in Shanghai (01:30 UTC): not yet
+    assert due("2024-10-16T10:30:00") == ["2024-10-15"]
+    assert due("2024-10-16T09:30:00+00:00") == ["2024-10-15"]  # an explicit offset is kept: 17:30 there
+    assert due("2024-10-16T19:30:00", timezone="America/New_York") == ["2024-10-15"]
+    r = httpx.get(
+        f"{server}/v1/users/fang/nudges", params={"at": "2024-10-16T09:30:00", "timezone": "Mars/Base"}
+    )
+    assert r.status_code == 400 and "time zone" in r.text
+    state = httpx.get(f"{server}/v1/users/fang/state", params={"at": "2024-10-15T08:00:00"}).json()
+    assert state["last_active"] is not None
+
+
 def test_state_and_nudges_of_an_unknown_user_are_404(server: str) -> None:
     for path in ("state", "nudges"):
         r = httpx.get(f"{server}/v1/users/nobody/{path}")

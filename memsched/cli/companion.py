@@ -16,7 +16,12 @@ from memsched.importers import parse_timestamp
 @reports_errors
 def proactive(
     user: str = typer.Option(..., "--user", "-u", help="Whose nudges."),
-    at: str | None = typer.Option(None, "--at", "--now", help="As of this time (ISO 8601); default now."),
+    at: str | None = typer.Option(
+        None,
+        "--at",
+        "--now",
+        help="As of this time (ISO 8601; without an offset, the user's local time); default now.",
+    ),
     timezone: str | None = typer.Option(None, "--timezone", help="IANA timezone; default the user's."),
     upcoming: bool = typer.Option(False, "--upcoming", help="Also list follow-ups not due yet."),
     as_json: bool = typer.Option(False, "--json", help="Print the nudges as JSON."),
@@ -26,13 +31,14 @@ def proactive(
     """The proactive nudges due for a user (follow-ups on what they said was coming, late-night care),
     with their dates. Computes only: nothing is sent."""
     from memsched.memory import Memory
-    from memsched.nudges import due_nudges
+    from memsched.nudges import due_nudges, user_timezone
     from memsched.server.validate import check_timezone
 
-    when = parse_timestamp(at, "--at") if at else None
     check_timezone(timezone, "--timezone")
     with Memory(load_config(home=home, db=db), embedders={}) as memory:
         memory.require_user(user)
+        # A time without a UTC offset is the user's local time.
+        when = parse_timestamp(at, "--at", timezone or user_timezone(memory, user)) if at else None
         found = due_nudges(memory, user, when, timezone=timezone, include_upcoming=upcoming)
     if as_json:
         console.print_json(json.dumps([n.as_dict() for n in found], ensure_ascii=False))
@@ -57,15 +63,18 @@ def proactive(
 @reports_errors
 def state(
     user: str = typer.Option(..., "--user", "-u", help="Whose state."),
-    at: str | None = typer.Option(None, "--at", help="Decay the mood to this time (ISO 8601)."),
+    at: str | None = typer.Option(
+        None, "--at", help="Decay the mood to this time (ISO 8601; without an offset, the user's local time)."
+    ),
     home: Path | None = HomeOption,
     db: str | None = StoreOption,
 ) -> None:
     """A user's carried mood (decayed to now), learned routine and last activity, as JSON."""
     from memsched.companion import user_state
     from memsched.memory import Memory
+    from memsched.nudges import user_timezone
 
-    when = parse_timestamp(at, "--at") if at else None
     with Memory(load_config(home=home, db=db), embedders={}) as memory:
         memory.require_user(user)
+        when = parse_timestamp(at, "--at", user_timezone(memory, user)) if at else None
         console.print_json(json.dumps(user_state(memory, user, when), ensure_ascii=False))

@@ -12,10 +12,11 @@ from pydantic import BaseModel, Field
 from memsched.companion import user_state
 from memsched.errors import InputError
 from memsched.importers import parse_timestamp
-from memsched.nudges import due_nudges
+from memsched.nudges import due_nudges, user_timezone
 from memsched.server.errors import ERRORS
 from memsched.server.identity import user_id
 from memsched.server.service import Service, get_service
+from memsched.server.validate import check_timezone
 
 router = APIRouter(tags=["companion"])
 
@@ -50,13 +51,14 @@ class NudgeOut(BaseModel):
     source_turn_ids: list[int]
 
 
-def _at(value: str | None, now: str | None = None) -> datetime | None:
-    """The `at` query parameter, or its alias `now` (an app asking "as of now" says either)."""
+def _at(value: str | None, now: str | None = None, zone: str | None = None) -> datetime | None:
+    """The `at` query parameter, or its alias `now` (an app asking "as of now" says either); a time
+    without a UTC offset is local time in `zone` (the user's)."""
     if value and now and value != now:
         raise InputError("give either at or now, not both")
     if value:
-        return parse_timestamp(value, "at")
-    return parse_timestamp(now, "now") if now else None
+        return parse_timestamp(value, "at", zone)
+    return parse_timestamp(now, "now", zone) if now else None
 
 
 _NOW = Query(default=None, description="Alias of `at`")
@@ -71,13 +73,17 @@ _NOW = Query(default=None, description="Alias of `at`")
 async def state(
     request: Request,
     user: str,
-    at: str | None = Query(default=None, description="Decay the mood to this time (ISO 8601); default now"),
+    at: str | None = Query(
+        default=None,
+        description="Decay the mood to this time (ISO 8601; without a UTC offset, the user's local time); default now",
+    ),
     now: str | None = _NOW,
     svc: Service = Depends(get_service),
 ) -> StateOut:
     uid = user_id(request, user)
     svc.memory.require_user(uid)
-    data = await asyncio.to_thread(user_state, svc.memory, uid, _at(at, now))
+    zone = await asyncio.to_thread(user_timezone, svc.memory, uid) if (at or now) else None
+    data = await asyncio.to_thread(user_state, svc.memory, uid, _at(at, now, zone))
     return StateOut.model_validate(data)
 
 
@@ -90,7 +96,10 @@ async def state(
 async def nudges(
     request: Request,
     user: str,
-    at: str | None = Query(default=None, description="As of this time (ISO 8601); default now"),
+    at: str | None = Query(
+        default=None,
+        description="As of this time (ISO 8601; without a UTC offset, local time in `timezone`, default the user's); default now",
+    ),
     now: str | None = _NOW,
     timezone: str | None = Query(default=None, description="IANA timezone; default the user's"),
     upcoming: bool = Query(default=False, description="Also list follow-ups not due yet"),
@@ -98,7 +107,11 @@ async def nudges(
 ) -> list[NudgeOut]:
     uid = user_id(request, user)
     svc.memory.require_user(uid)
+    check_timezone(timezone)
+    zone = timezone
+    if zone is None and (at or now):
+        zone = await asyncio.to_thread(user_timezone, svc.memory, uid)
     found = await asyncio.to_thread(
-        due_nudges, svc.memory, uid, _at(at, now), timezone=timezone, include_upcoming=upcoming
+        due_nudges, svc.memory, uid, _at(at, now, zone), timezone=timezone, include_upcoming=upcoming
     )
     return [NudgeOut.model_validate(n.as_dict()) for n in found]
