@@ -347,6 +347,34 @@ def test_the_shipped_classifier_routes_fresh_messages_in_both_languages(tmp_path
         memory.close()
 
 
+@pytest.mark.parametrize(
+    ("text", "mood"),
+    [
+        ("so nervous about tomorrow", "anxious"),
+        ("kinda worried about the results", "anxious"),
+        ("ugh, today was exhausting", "sad"),
+        ("feeling so drained lately", "sad"),
+        ("completely worn out after this week", "sad"),
+    ],
+)
+def test_nerves_and_exhaustion_said_without_i_am_are_a_moment_for_comfort(
+    tmp_path: Path, text: str, mood: str
+) -> None:
+    """Words for worry and exhaustion are comfort cue words as "anxious" and "exhausted" were: said
+    without "I'm", the learned parts alone read these as casual (no mood, no comfort) before."""
+    from memsched.memory import Memory
+    from memsched.router import Prototypes
+
+    router = Router(prototypes=Prototypes(), classifier=ModeClassifier.load())
+    memory = Memory(home=tmp_path / "m")
+    try:
+        route = _route(router, memory, text)
+    finally:
+        memory.close()
+    assert route.mode == "comfort", route.mode_reason
+    assert route.mood == mood
+
+
 # Hard cases written for this test (not in the labelled or the blind set): sarcasm, "算了吧" and
 # "whatever" in every mode, teasing that borrows conflict words, distress passed off as a joke.
 HARD_CASES = [
