@@ -1,0 +1,778 @@
+"""The patterns the profile rules read facts with (`profile_extract.extract` applies them).
+
+Rules are conservative, like the commands in `commands.py`: a statement at the start of a clause,
+never a question ("我对花生过敏" is a fact, "你对花生过敏吗？" is not), values cut at the clause's
+end (punctuation, a conjunction, a relative clause, "with my …", "跟我…", "而且…": "I'm allergic to
+peanuts and my sister is too" -> peanuts) and checked against stop lists (pronouns, "that", "it"). For
+a key that holds several values (likes, dislikes, allergies) a list is one fact per item ("allergic to
+penicillin, peanuts and latex", "我对芒果和花生过敏"), as long as each further item is a short noun
+phrase ("I love hiking and my sister does too" -> hiking). A missed fact costs little (the turn is
+still recalled by search); a false one would be shown on every turn.
+
+| key | 中文 | English |
+|---|---|---|
+| name | 我叫X, 我的名字是X (via `commands.detect`) | my name is X, I'm Sarah(, by the way), name's Jack |
+| preferred_name | 叫我X, 你可以叫我X, 别叫我X了(，…，还是叫我Y), 我更喜欢别人叫我X (a P1 command in `commands.py`) | call me X, my friends call me X, you can too, stop calling me X(, I prefer Y), I'd rather you call me X, I prefer X (a user with a known name) |
+| birthday | 我的生日是X, 我是X出生的 (三月三号 too) | my birthday is / 's on X, I was born on X (1990-03-03, 3/3/1990 too) |
+| location | 我住在X, 我(们)(上个月/刚)搬到了X, 搬来/搬家到X, 我在X生活; for a known place: 我现在在X, 我(现在)住X, 我在X工作 | I/we live in X, I/we (just) moved/relocated to X, I'm based in X, I'm living in X, I'm (now) in X (now/these days) for a known place |
+| hometown | 我是X人, 我老家是X的, 我来自X, 我是在X长大的 (a known place) | I'm (originally) from X, I grew up in X, I was born in X (capitalised, no department) |
+| timezone | 我在东八区, 我这边是北京时间, 我这边是CST | I'm on Pacific time, my timezone is PST, I'm in UTC+8, my time zone is Europe/Berlin |
+| occupation | 我是一名X, 我的工作是X, 我是做X的, 我在一家游戏公司做策划 | I work as a X, my job is X, I'm a X by profession, I'm / I've been a nurse (at …), I became a X, a new job as X, I teach X (an X teacher) |
+| partner_name | 我男朋友/老婆/对象…叫X | my boyfriend/wife/partner… is called X, my wife is Anna, my girlfriend Emma, I'm married to X |
+| pets | 我(家)的猫叫X, 我养了一只狗, 我养了一只柯基叫豆包, 我有一只猫(叫X) | my/our dog is called X, our cat Miso, my cat is Miso (not a breed), Miso is my cat, I have a cat (called X), I have two cats, Mochi and Tofu |
+| likes | 我(很/最…)喜欢X, 我(喜欢/爱)吃X, 我最喜欢的Y是X, X我(很)喜欢 | I love/like/enjoy/adore X, my favorite Y is X, I'm a fan of X, I'm into X, I prefer X (over Y) |
+| dislikes | 我讨厌X, 我不喜欢X, 我受不了X, X我受不了 | I hate/dislike X, I can't stand X, I don't like X, I'm not into X |
+| allergies | 我(也)对X过敏, 我X过敏, 我不能吃X，(会)过敏, 我X不耐受 | I'm (also) allergic to X, I have a X allergy, I can't eat X, I'm allergic, I'm X intolerant |
+| sleep_time | 我一般11点睡, 我平时晚上十一点半睡觉, 我通常凌晨一点才睡 | I usually go to bed at 11pm / around midnight |
+
+A supposition states nothing: 如果/要是/假如/if/suppose/wish before the statement in its clause, or
+的话 after it ("如果我叫小王的话", "if I'm allergic to nuts, …").
+
+A like retracts the same dislike and a dislike the same like ("I don't like jazz any more"); a negated
+allergy ("我其实对芒果不过敏", "I'm not allergic to walnuts after all") retracts that allergy.
+
+"""
+
+from __future__ import annotations
+
+import re
+
+from memsched.profile import (
+    ALLERGIES,
+    BIRTHDAY,
+    DIET,
+    DISLIKES,
+    HOMETOWN,
+    LIKES,
+    LOCATION,
+    NAME,
+    OCCUPATION,
+    PARTNER_NAME,
+    PETS,
+)
+
+_CJK = "\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff"
+_STOP = r"，,。.!！?？；;、~～\n"
+# A CJK value runs to the end of its clause or to a sentence particle.
+# Words that start a new clause or a second thing ("我住在杭州跟我爸妈一起", "我喜欢爬山而且…"). A bare
+# 和/跟 joins two values ("猫和狗") and is kept; 和我/跟我 ("with me …") starts a clause.
+_ZH_CLAUSE = "的时候|因为|但是|可是|所以|而且|并且|还有|不过|然后|虽然|如果|和我|跟我|与我|陪我|一起"
+ZH_V = rf"(?P<v>[^{_STOP}\s]{{1,16}}?)(?=$|[{_STOP}\s]|了|啊|呀|吧|哦|呢|哈|嘛|{_ZH_CLAUSE})"
+_ZH_NAME = rf"(?P<v>[{_CJK}·]{{1,6}}?|[A-Za-z][A-Za-z'\-]*(?: [A-Za-z][A-Za-z'\-]*)?)(?=$|[{_STOP}\s]|吧|啊|呀|哦|了)"
+# An English value runs to the end of its clause: punctuation, a conjunction, a relative or
+# subordinate clause ("which is cold", "while …"), a companion phrase ("with my wife"), a place or
+# time phrase ("at the city hospital", "in the spring") or a time word.
+_EN_CLAUSE = (
+    r"and|but|or|because|so|since|though|although|when|whenever|while|if|unless|until|whereas|who|which|"
+    r"where|that's|please|too|as well|with (?:my|our|his|her|their)|at (?:the|a|my|our)|in the|(?-i:in (?=[A-Z]))|"
+    r"last|next|yesterday|today|tonight|this|ago|anymore|any more|now|again|recently|lately|"
+    r"by the way|btw|to be honest|tbh|honestly|lol|haha|after all|these days|nowadays|at the moment|for now|"
+    r"for good|originally"
+)
+EN_V = rf"(?P<v>[^.,!?;:\n]{{1,60}}?)(?=$|[.,!?;:\n]|\s+(?:{_EN_CLAUSE})\b)"
+# A value ending at a fixed word ("我对花生过敏"): the clause may not end there.
+_ZH_W = rf"(?P<v>[^{_STOP}\s](?:[^{_STOP}\s]|、){{0,15}}?)"
+_EN_DATE = (
+    r"(?P<v>\d{4}-\d{1,2}-\d{1,2}|\d{1,2}/\d{1,2}/\d{2,4}|(?:January|February|March|April|May|June|July|August|September|October|November|December)"
+    r"\.? \d{1,2}(?:st|nd|rd|th)?(?:,? \d{4})?|\d{1,2}(?:st|nd|rd|th)? (?:of )?(?:January|February|March|April|"
+    r"May|June|July|August|September|October|November|December)(?:,? \d{4})?)"
+)
+_EN_NAME = r"(?P<v>[A-Z][a-z'\-]+(?: [A-Z][a-z'\-]+)?)"
+_EN_CAP_NAME = (
+    r"(?!(?:Monday|Tuesday|Wednesday|Thursday|Friday|Saturday|Sunday|January|February|March|April|May|"
+    r"June|July|August|September|October|November|December)\b)"
+    r"(?-i:(?P<v>[A-Z][a-z'\-]+(?: [A-Z][a-z'\-]+)?))(?![A-Za-z'\-])"
+)
+_ZH_HEAD = r"(?:^|(?<=[，,。.!！?？；;~～\s]))"
+# A place name in English: capitalised words ("New York", "Hong Kong"), case-sensitive, not one's
+# team ("I'm from Google's team").
+EN_PLACE = (
+    r"(?!(?:Monday|Tuesday|Wednesday|Thursday|Friday|Saturday|Sunday|January|February|March|April|May|"
+    r"June|July|August|September|October|November|December)\b)"
+    r"(?-i:(?P<v>[A-Z][A-Za-z'\-]*(?:[ \-][A-Z][A-Za-z'\-]*){0,2}))(?![A-Za-z'\-]|'s)"
+)
+_ZH_ADV = r"(?:真的|其实|一直|特别|非常|超级|超|很|最|好|挺|还挺|也|都|还是|比较)*"
+_EN_ADV = (
+    r"(?:really |absolutely |just |totally |kinda |kind of |also |still |truly |so |recently |finally |now )*"
+)
+# Adverbs of time and manner between 我 and the verb of a location or allergy ("我刚搬到杭州", "我也对
+# 花生过敏"); relative time words ("上个月") are taken out of the text before the rules run.
+_ZH_WHEN = (
+    r"(?:其实|现在|目前|已经|刚刚?|才|就|终于|也|又|还|一直|从小|都|最近|前阵子|前段时间|不久前|这两天)*"
+)
+
+_ZH_NOT_VALUES = frozenset(
+    "你 你们 他 她 它 他们 她们 它们 这 那 这个 那个 这样 那样 这些 那些 什么 吗 自己 我 有点 有些 好像 会 一点 上 过 是 在".split()  # noqa: SIM905 - a word list reads better as text
+)
+_EN_NOT_VALUES = frozenset(
+    """you it that this them him her these those what which me us so much one ones doing being here there
+    the a an my some to
+    yourself yours mine his hers ours theirs everything anything something nothing talking chatting""".split()  # noqa: SIM905 - a word list reads better as text
+)
+# Capitalised words that follow "Hi, I'm" without being a name.
+EN_NOT_GREETING_NAMES = frozenset(
+    """back home here fine good great okay ok sorry tired bored new free done ready english british
+    american chinese japanese korean french german spanish italian indian canadian australian irish
+    scottish welsh mexican russian brazilian dutch swedish vietnamese thai filipino muslim christian
+    catholic jewish buddhist hindu vegan vegetarian single married""".split()  # noqa: SIM905 - a word list reads better as text
+)
+_PET_KINDS_ZH = "猫咪|小猫|猫|狗狗|小狗|狗|犬|兔子|仓鼠|鹦鹉|乌龟|金鱼|龙猫"
+_PET_KINDS_EN = "cat|kitten|dog|puppy|rabbit|bunny|hamster|parrot|turtle|goldfish|guinea pig"
+_ZH_PARTNER = "男朋友|女朋友|男友|女友|老公|老婆|丈夫|妻子|太太|先生|对象|爱人|未婚夫|未婚妻"
+_EN_PARTNER = "boyfriend|girlfriend|husband|wife|partner|fiancée|fiancee|fiance|fiancé|spouse"
+
+
+def clean_value(value: str, *, english: bool) -> str | None:
+    v = value.strip().strip("\"“”'‘’「」《》").strip()
+    if english:
+        v = re.sub(r"^(?:the|a|an|my|some|to)\s+", "", v, flags=re.I).strip()
+        words = v.split()
+        if not words or len(words) > 5 or v.lower() in _EN_NOT_VALUES or words[0].lower() in _EN_NOT_VALUES:
+            return None
+    else:
+        v = re.sub(r"^(?:一个|一只|一条|一名|一位|一些)", "", v)
+        if not v or v in _ZH_NOT_VALUES or v[0] in "你他她它这那我的":
+            return None
+    return v or None
+
+
+# -- rules ---------------------------------------------------------------------------------------
+
+# (rule, key, pattern, english)
+RULES: list[tuple[str, str, re.Pattern[str], bool]] = [
+    # Diet first, so that "我是素食主义者" is not read as an occupation: what the user eats or avoids by
+    # habit or belief ("我吃素", "我不吃猪肉和牛肉"); a one-off ("我今天不吃了") names nothing: the time
+    # word is taken out and nothing but 了 is left.
+    (
+        "zh_vegetarian",
+        DIET,
+        re.compile(
+            rf"{_ZH_HEAD}我{_ZH_WHEN}(?:是(?:一个|一名|个)?)?(?P<v>吃全素|吃素|纯素食?主义者|纯素食者|素食主义者|素食者)"
+        ),
+        False,
+    ),
+    # "I can't eat peanuts, I'm allergic", "我不能吃花生，会过敏": what cannot be eaten for an allergy is
+    # an allergy, not a diet (before the diet rules, which would take "can't eat X" as "no X").
+    (
+        "zh_cant_eat_allergic",
+        ALLERGIES,
+        re.compile(
+            rf"{_ZH_HEAD}我{_ZH_WHEN}(?:不能|不可以|没法|不敢)吃{ZH_V}"
+            r"(?=[，,。\s]*(?:因为)?(?:我)?(?:对它|对这个)?(?:会|有点|很|严重)?过敏)"
+        ),
+        False,
+    ),
+    ("zh_dont_eat", DIET, re.compile(rf"{_ZH_HEAD}我{_ZH_WHEN}{_ZH_ADV}(?:从来)?不吃{ZH_V}"), False),
+    (
+        "en_vegetarian",
+        DIET,
+        re.compile(
+            rf"\bI(?:'m| am|'ve been| have been) {_EN_ADV}(?:currently |strictly |fully |mostly )?(?:an? )?"
+            r"(?P<v>vegetarian|vegan|pescatarian|pescetarian|plant-based)\b",
+            re.I,
+        ),
+        True,
+    ),
+    (
+        "en_went_vegetarian",
+        DIET,
+        re.compile(
+            r"\bI (?:went|turned|became|have gone|'ve gone) (?P<v>vegetarian|vegan|pescatarian|pescetarian|plant-based)\b",
+            re.I,
+        ),
+        True,
+    ),
+    (
+        "en_on_a_diet",
+        DIET,
+        re.compile(
+            r"\bI(?:'m| am) (?:now |currently |still )?on an? (?P<v>[a-z][a-z\- ]{1,20}?) diet\b", re.I
+        ),
+        True,
+    ),
+    (
+        "en_keep_kosher",
+        DIET,
+        re.compile(r"\bI (?:keep|eat only|only eat|eat) (?P<v>kosher|halal)\b", re.I),
+        True,
+    ),
+    (
+        "en_cant_eat_allergic",
+        ALLERGIES,
+        re.compile(
+            rf"\bI {_EN_ADV}(?:can't|cannot|can not|mustn't|shouldn't) eat {EN_V}"
+            r"(?=[^.!?\n]{0,40}?\bI(?:'m| am) (?:very |severely |deathly |highly |so )?allergic\b)",
+            re.I,
+        ),
+        True,
+    ),
+    (
+        "en_dont_eat",
+        DIET,
+        re.compile(rf"\bI {_EN_ADV}(?:don't|do not|never|can't|cannot|no longer) eat {EN_V}", re.I),
+        True,
+    ),
+    ("zh_birthday", BIRTHDAY, re.compile(rf"我的?生日(?:是|在)?{ZH_V}"), False),
+    (
+        "zh_born_on",
+        BIRTHDAY,
+        re.compile(
+            r"我(?:是)?(?P<v>(?:(?:\d{4}|[零〇一二三四五六七八九]{4})年)?(?:\d{1,2}|[一二三四五六七八九十]{1,3})月"
+            r"(?:\d{1,2}|[一二三四五六七八九十]{1,3})[日号])(?:出生|生)的?"
+        ),
+        False,
+    ),
+    # Where the user comes from (`hometown`), kept apart from where they live (`location`): "I'm from
+    # Berlin but I live in Paris" is both. A Chinese place must be a known one (`text.places`: "我是
+    # 成都人", not "我是好人"); an English one is capitalised and no department ("I'm from HR", "I'm
+    # from work", "I'm from the future" name none).
+    (
+        "zh_hometown_ren",
+        HOMETOWN,
+        re.compile(
+            rf"{_ZH_HEAD}我{_ZH_WHEN}是(?:土生土长的|地道的|正宗的|纯正的)?(?P<v>[{_CJK}]{{2,8}}?)人"
+            r"(?=$|[，,。.!！?？；;~～\s]|啊|呀|哦|呢|吧|哈|嘛|来的)"
+        ),
+        False,
+    ),
+    (
+        "zh_hometown",
+        HOMETOWN,
+        re.compile(
+            rf"{_ZH_HEAD}我(?:的)?(?:老家|家乡|故乡|祖籍|籍贯)(?:是|在)(?P<v>[{_CJK}]{{2,8}}?)(?:的|那边|那儿)?"
+            r"(?=$|[，,。.!！?？；;~～\s]|啊|呀|哦|呢|吧|哈|嘛)"
+        ),
+        False,
+    ),
+    (
+        "zh_come_from",
+        HOMETOWN,
+        re.compile(
+            rf"{_ZH_HEAD}我{_ZH_WHEN}(?:来自|出生在|出生于|生在)(?P<v>[{_CJK}]{{2,8}}?)(?:的)?"
+            r"(?=$|[，,。.!！?？；;~～\s]|啊|呀|哦|呢|吧|哈|嘛)"
+        ),
+        False,
+    ),
+    (
+        "zh_born_in",
+        HOMETOWN,
+        re.compile(
+            rf"{_ZH_HEAD}我{_ZH_WHEN}(?:是)?在(?P<v>[{_CJK}]{{2,8}}?)(?:出生|长大|土生土长)的?"
+            r"(?=$|[，,。.!！?？；;~～\s]|啊|呀|哦|呢|吧|哈|嘛)"
+        ),
+        False,
+    ),
+    (
+        "en_from",
+        HOMETOWN,
+        re.compile(
+            r"\bI(?:'m| am| come| came) (?:originally |actually |also |all the way )?from (?:the )?"
+            rf"{EN_PLACE}",
+            re.I,
+        ),
+        True,
+    ),
+    (
+        "en_grew_up_in",
+        HOMETOWN,
+        re.compile(rf"\bI (?:grew up|was born(?: and raised)?|was raised) in (?:the )?{EN_PLACE}", re.I),
+        True,
+    ),
+    (
+        "zh_live_in",
+        LOCATION,
+        re.compile(
+            rf"{_ZH_HEAD}我(?:们)?{_ZH_WHEN}(?:住在|搬到了?|搬去了?|搬家到了?|搬来了?|搬回(?:到|了)?|定居在?){ZH_V}"
+        ),
+        False,
+    ),
+    (
+        "zh_live_in_2",
+        LOCATION,
+        re.compile(rf"{_ZH_HEAD}我(?:们)?{_ZH_WHEN}在(?P<v>[{_CJK}]{{2,8}}?)(?:生活|定居|住)"),
+        False,
+    ),
+    # "我现在在上海", "我现在住上海", "I'm in Shanghai now": where the user is now is where they live
+    # only for a known place (`text.places`), never "我现在在公司", "I'm in the kitchen now", "I'm in
+    # Starbucks now"; in English a time word says it is the new state ("now", "these days").
+    (
+        # "我在深圳工作": where one works, for a known place, is where one lives ("我在公司上班" is none).
+        "zh_work_in",
+        LOCATION,
+        re.compile(
+            rf"{_ZH_HEAD}我(?:们)?{_ZH_WHEN}在(?P<v>[{_CJK}]{{2,8}}?)(?:工作|上班|打工)"
+            r"(?=$|[，,。.!！?？；;~～\s]|了|呢|啊|呀|哦|吧|哈|嘛)"
+        ),
+        False,
+    ),
+    (
+        "zh_now_in",
+        LOCATION,
+        re.compile(
+            rf"{_ZH_HEAD}我(?:们)?{_ZH_WHEN}(?:人)?(?:住|(?<=现在|目前|如今|已经|在人|前人|今人)在)(?P<v>[{_CJK}]{{2,8}}?)"
+            r"(?:了|呢|啦)?(?=$|[，,。.!！?？；;~～\s]|啊|呀|哦|吧|哈|嘛)"
+        ),
+        False,
+    ),
+    (
+        "en_now_in",
+        LOCATION,
+        re.compile(
+            rf"\b(?:I(?:'m| am)|we(?:'re| are)) (?P<pre>now |currently |back )?(?:in|based in|living in) (?:the )?{EN_PLACE}"
+            r"(?=(?P<post>\s+(?:now|these days|nowadays|for good|permanently)\b)?)",
+            re.I,
+        ),
+        True,
+    ),
+    (
+        "zh_occupation",
+        OCCUPATION,
+        re.compile(rf"{_ZH_HEAD}我(?:现在|目前)?是(?:一名|一位|一个职业)?{ZH_V}"),
+        False,
+    ),
+    (
+        # "我叫林晓，在上海做设计师" / "我在腾讯当产品经理": the value must end like an occupation.
+        "zh_work_as",
+        OCCUPATION,
+        re.compile(
+            rf"{_ZH_HEAD}我?(?:现在|目前)?(?:在(?P<place>[{_CJK}]{{2,8}}?))?(?:做|当)了?(?:一名|一个|一位)?"
+            rf"(?P<v>[{_CJK}]{{2,8}}?)(?=$|[{_STOP}\s]|了|呢|啊|的|已经)"
+        ),
+        False,
+    ),
+    ("zh_job_is", OCCUPATION, re.compile(rf"我的?(?:工作|职业)是{ZH_V}"), False),
+    (
+        "zh_do_x",
+        OCCUPATION,
+        re.compile(rf"{_ZH_HEAD}我(?:现在|目前)?是做(?P<v>[^{_STOP}\s]{{1,10}}?)的"),
+        False,
+    ),
+    (
+        "zh_partner",
+        PARTNER_NAME,
+        re.compile(rf"我(?:的)?(?:{_ZH_PARTNER})(?:的名字)?(?:叫|是){_ZH_NAME}"),
+        False,
+    ),
+    (
+        "zh_pet_named",
+        PETS,
+        re.compile(rf"我(?:养|家)?的?(?P<kind>{_PET_KINDS_ZH})(?:的名字)?叫{_ZH_NAME}"),
+        False,
+    ),
+    (
+        # "我养了一只橘猫叫胖虎": a kind with a word before it (橘猫, 柯基犬 is not covered) and its name.
+        "zh_pet_have_named",
+        PETS,
+        re.compile(
+            rf"我(?:家)?养了(?:一只|一条|两只|三只|只|条)?(?P<kind>[{_CJK}]{{0,2}}?(?:{_PET_KINDS_ZH}))"
+            rf"[，,]?(?:它)?(?:的名字)?叫{_ZH_NAME}"
+        ),
+        False,
+    ),
+    (
+        # "我养了一只柯基叫豆包": 养了 with an animal's measure word (只, 条, 头) names an animal, whatever
+        # its kind (a breed: 柯基, 哈士奇), when a name follows.
+        "zh_pet_measure_named",
+        PETS,
+        re.compile(
+            rf"我(?:家)?养了(?:一|两|三|几)?(?:只|条|头)(?P<kind>[{_CJK}]{{1,4}}?)"
+            rf"[，,]?(?:它|他|她)?(?:的名字)?叫{_ZH_NAME}"
+        ),
+        False,
+    ),
+    (
+        # "我有一只猫叫咪咪", "我家有两条狗": 有 with an animal's measure word and a pet's kind.
+        "zh_pet_have_you",
+        PETS,
+        re.compile(
+            rf"我(?:家)?(?:也|还)?有(?:一|两|三|几)?(?:只|条)(?P<kind>[{_CJK}]{{0,2}}?(?:{_PET_KINDS_ZH}))"
+            rf"(?:[，,]?(?:它|他|她)?(?:的名字)?叫{_ZH_NAME}|(?P<bare>)(?=$|[{_STOP}\s]|了|呢|啊|呀|哦))"
+        ),
+        False,
+    ),
+    (
+        "zh_pet_have",
+        PETS,
+        re.compile(rf"我(?:家)?养了(?:一只|一条|两只|三只|只|条)?(?P<v>[{_CJK}]{{0,2}}?(?:{_PET_KINDS_ZH}))"),
+        False,
+    ),
+    (
+        "zh_pet_measure",
+        PETS,
+        re.compile(
+            rf"我(?:家)?养了(?:一|两|三|几)?(?:只|条|头)(?P<v>[{_CJK}]{{1,4}}?)(?=$|[{_STOP}\s]|了|呢|啊|呀|哦)"
+        ),
+        False,
+    ),
+    ("zh_allergic_to", ALLERGIES, re.compile(rf"我{_ZH_WHEN}对{_ZH_W}过敏"), False),
+    # "我乳糖不耐受", "我有点麸质不耐受": an intolerance, kept with the allergies (what not to serve).
+    (
+        "zh_intolerant",
+        ALLERGIES,
+        re.compile(rf"{_ZH_HEAD}我{_ZH_ADV}(?:有点|有)?(?!对)(?P<v>[{_CJK}]{{2,4}}?)不耐受?(?!烦)"),
+        False,
+    ),
+    ("zh_x_allergic", ALLERGIES, re.compile(rf"{_ZH_HEAD}我(?P<v>[^{_STOP}\s对]{{1,6}}?)过敏"), False),
+    (
+        # "我最喜欢的食物是火锅", "我最爱的歌手是周杰伦": the favourite thing is a like.
+        "zh_favorite",
+        LIKES,
+        re.compile(rf"{_ZH_HEAD}我{_ZH_ADV}(?:喜欢|爱)的(?:[{_CJK}]{{1,6}}?)?(?:是|就是){ZH_V}"),
+        False,
+    ),
+    (
+        "zh_dislike",
+        DISLIKES,
+        re.compile(rf"{_ZH_HEAD}我{_ZH_ADV}(?:讨厌|不喜欢|不爱|受不了|烦){ZH_V}"),
+        False,
+    ),
+    # The thing first, as Chinese often says it ("香菜我受不了", "猫我很喜欢"): the clause ends on the verb.
+    (
+        "zh_topic_dislike",
+        DISLIKES,
+        re.compile(
+            rf"{_ZH_HEAD}(?P<v>[^{_STOP}\s我你他她它]{{1,8}}?)我{_ZH_ADV}(?:受不了|不喜欢|讨厌|不爱)"
+            rf"(?=$|[{_STOP}\s]|了|啊|呀|吧|哦|呢)"
+        ),
+        False,
+    ),
+    (
+        "zh_topic_like",
+        LIKES,
+        re.compile(
+            rf"{_ZH_HEAD}(?P<v>[^{_STOP}\s我你他她它]{{1,8}}?)我{_ZH_ADV}(?:喜欢|爱|超爱)"
+            rf"(?=$|[{_STOP}\s]|了|啊|呀|吧|哦|呢)"
+        ),
+        False,
+    ),
+    (
+        "zh_like",
+        LIKES,
+        re.compile(
+            rf"{_ZH_HEAD}我{_ZH_ADV}(?:喜欢吃|喜欢喝|喜欢|爱吃|爱喝|爱看|爱听|爱玩|热爱|迷上了|超爱){ZH_V}"
+        ),
+        False,
+    ),
+    # "Hi! I'm Sarah, …": a capitalised name right after a greeting ("hi, I'm tired" is not one).
+    (
+        "en_hi_im",
+        NAME,
+        re.compile(rf"^(?:hi|hello|hey|hiya)(?: there)?[,!.~\s]+(?:I'm|I am|this is) {_EN_CAP_NAME}", re.I),
+        True,
+    ),
+    # "I'm Sarah, by the way", "Name's Jack": a capitalised name that ends its clause, not a state,
+    # a nationality or a place ("I'm Fine.", "I'm Chinese", "I'm Paris-based" say no name).
+    (
+        "en_im_name",
+        NAME,
+        re.compile(
+            rf"(?:^|(?<=[.!?]\s))(?:I'm|I am) {_EN_CAP_NAME}(?=\s*(?:,\s*(?:by the way|btw|nice to meet you)|[.!~]|$))",
+            re.I,
+        ),
+        True,
+    ),
+    ("en_names", NAME, re.compile(rf"(?:^|(?<=[.!?]\s))(?:the )?name's {_EN_CAP_NAME}", re.I), True),
+    (
+        "en_birthday",
+        BIRTHDAY,
+        re.compile(rf"\bmy birthday(?: is|'s| falls) (?:on )?(?:the )?{_EN_DATE}", re.I),
+        True,
+    ),
+    ("en_born_on", BIRTHDAY, re.compile(rf"\bI was born on (?:the )?{_EN_DATE}", re.I), True),
+    (
+        "en_live_in",
+        LOCATION,
+        re.compile(rf"\b(?:I|we) {_EN_ADV}(?:now |currently )?live in {EN_V}", re.I),
+        True,
+    ),
+    (
+        "en_moved_to",
+        LOCATION,
+        re.compile(rf"\b(?:I|we)(?:'ve| have)? {_EN_ADV}(?:moved|relocated)(?: back| over)? to {EN_V}", re.I),
+        True,
+    ),
+    # "I'm living in Berlin": a place name is capitalised ("I'm living in fear" names no place).
+    (
+        "en_living_in",
+        LOCATION,
+        re.compile(
+            r"\b(?:I(?:'m| am)|we(?:'re| are)) (?:now |currently |still |happily )?living in (?-i:(?P<v>[A-Z][^.,!?;:\n]{0,40}?))"
+            rf"(?=$|[.,!?;:\n]|\s+(?:{_EN_CLAUSE})\b)",
+            re.I,
+        ),
+        True,
+    ),
+    ("en_based_in", LOCATION, re.compile(rf"\bI(?:'m| am) (?:now |currently )?based in {EN_V}", re.I), True),
+    (
+        "en_work_as",
+        OCCUPATION,
+        re.compile(
+            rf"\bI(?:'m| am)? (?:now )?work(?:ing)?(?: (?:at|for|in) [^,.!?;\n]{{1,40}}?)? as (?:an? )?{EN_V}",
+            re.I,
+        ),
+        True,
+    ),
+    (
+        # "I just started a new job as a data scientist", "I got hired as a nurse", "I was promoted to
+        # team lead": a job taken, named after "as"/"to".
+        "en_new_job_as",
+        OCCUPATION,
+        re.compile(
+            rf"\bI(?:'ve| have)? {_EN_ADV}(?:(?:started|got|took|landed|accepted|found|began|start|have)(?: a| my| the)?"
+            rf"(?: new| first| full-time| part-time)? (?:job|position|role|gig) as|(?:got |was |been |have been |'ve been )"
+            rf"(?:hired|employed|promoted) (?:as|to)) (?:an? )?{EN_V}",
+            re.I,
+        ),
+        True,
+    ),
+    (
+        "en_job_is",
+        OCCUPATION,
+        re.compile(rf"\bmy (?:job|occupation|profession) is (?:an? )?{EN_V}", re.I),
+        True,
+    ),
+    (
+        "en_by_profession",
+        OCCUPATION,
+        re.compile(r"\bI(?:'m| am) an? (?P<v>[a-z][a-z ]{1,40}?) by (?:profession|trade)", re.I),
+        True,
+    ),
+    (
+        # "I'm a nurse at the city hospital", "I'm a software engineer": only when the value's last word
+        # is an occupation (`profile_extract._EN_OCCUPATIONS`), so "I'm a bit tired", "I'm a mess", "I'm a big fan of
+        # jazz" state nothing.
+        "en_im_a",
+        OCCUPATION,
+        re.compile(
+            r"\bI(?:'m| am|'ve been| have been) (?:now |currently |actually |also |just )?an? (?P<v>[a-z][a-z\- ]{1,40}?)"
+            r"(?=$|[.,!?;:\n]|\s+(?:at|in|for|with|from|on|of|and|but|so|who|which|by|since)\b)",
+            re.I,
+        ),
+        True,
+    ),
+    (
+        # "I became a nurse": as "I'm a X", only an occupation.
+        "en_became_a",
+        OCCUPATION,
+        re.compile(
+            r"\bI (?:just |finally |recently |eventually )?became an? (?P<v>[a-z][a-z\- ]{1,40}?)"
+            r"(?=$|[.,!?;:\n]|\s+(?:at|in|for|with|from|on|of|and|but|so|who|which|by|last|this|after)\b)",
+            re.I,
+        ),
+        True,
+    ),
+    (
+        "en_partner",
+        PARTNER_NAME,
+        re.compile(rf"\bmy (?:{_EN_PARTNER})(?:'s name is| is called| is named|,) {_EN_NAME}", re.I),
+        True,
+    ),
+    # "my girlfriend Emma", "our cat Miso": a capitalised name right after the word (case-sensitive,
+    # so "my girlfriend loves jazz" names nobody).
+    (
+        "en_married_to",
+        PARTNER_NAME,
+        re.compile(rf"\bI(?:'m| am| got) {_EN_ADV}(?:happily )?(?:married|engaged) to {_EN_CAP_NAME}", re.I),
+        True,
+    ),
+    (
+        # "My wife is Anna": a capitalised name, not a nationality or a state ("my wife is Chinese").
+        "en_partner_is",
+        PARTNER_NAME,
+        re.compile(rf"\bmy (?:{_EN_PARTNER}) is {_EN_CAP_NAME}(?=\s*$|\s*[.,!;:]|\s+and\b)", re.I),
+        True,
+    ),
+    (
+        "en_partner_apposition",
+        PARTNER_NAME,
+        re.compile(rf"\b(?:my|our) (?:{_EN_PARTNER}) {_EN_CAP_NAME}", re.I),
+        True,
+    ),
+    (
+        "en_pet_apposition",
+        PETS,
+        re.compile(rf"\b(?:my|our) (?P<kind>{_PET_KINDS_EN}) {_EN_CAP_NAME}", re.I),
+        True,
+    ),
+    # "my cat is Miso", "our dog's Rex": a capitalised name, not a breed ("my cat is Siamese"; "my dog
+    # is a Labrador" has an article and names no one).
+    (
+        "en_pet_is",
+        PETS,
+        re.compile(
+            rf"\b(?:my|our) (?P<kind>{_PET_KINDS_EN})(?:'s| is) {_EN_CAP_NAME}"
+            r"(?=\s*$|\s*[.,!;:~)]|\s+(?:and|but|lol|haha|btw)\b)",
+            re.I,
+        ),
+        True,
+    ),
+    (
+        # "Miso is my cat": the name first.
+        "en_name_is_pet",
+        PETS,
+        re.compile(
+            rf"(?:^|(?<=[.!?,]\s))(?-i:(?P<v>[A-Z][a-z'\-]+)) is (?:my|our) (?P<kind>{_PET_KINDS_EN})\b"
+            r"(?=\s*$|\s*[.,!;:~)]|\s+(?:and|but|lol|haha|btw)\b)",
+            re.I,
+        ),
+        True,
+    ),
+    (
+        "en_pet_named",
+        PETS,
+        re.compile(
+            rf"\b(?:my|our) (?P<kind>{_PET_KINDS_EN})(?:'s name is| is called| is named) {_EN_NAME}", re.I
+        ),
+        True,
+    ),
+    (
+        # "I have a cat called Mochi", "we adopted a puppy named Rex": the kind and its name.
+        "en_pet_have_named",
+        PETS,
+        re.compile(
+            rf"\b(?:I|we)(?:'ve| have)? (?:have|got|adopted|own) an? (?P<kind>{_PET_KINDS_EN})(?: called| named|,? whose name is) {_EN_NAME}",
+            re.I,
+        ),
+        True,
+    ),
+    (
+        "en_pet_have",
+        PETS,
+        re.compile(rf"\bI (?:have|got|adopted|own) (?:an?|two|three) (?P<v>(?:{_PET_KINDS_EN})s?)\b", re.I),
+        True,
+    ),
+    (
+        "en_allergic_to",
+        ALLERGIES,
+        re.compile(rf"\bI(?:'m| am) {_EN_ADV}(?:very |severely |deathly |highly )?allergic to {EN_V}", re.I),
+        True,
+    ),
+    ("en_allergy", ALLERGIES, re.compile(r"\bI have an? (?P<v>[a-z][a-z ]{1,30}?) allergy", re.I), True),
+    (
+        # "my favorite food is sushi", "my all-time favourite band is Queen", "I'm a huge fan of jazz".
+        "en_favorite",
+        LIKES,
+        re.compile(
+            rf"\bmy (?:all-time |absolute |very |new )?favou?rite(?: [a-z]+){{0,2}} (?:is|are|has to be) {EN_V}",
+            re.I,
+        ),
+        True,
+    ),
+    (
+        "en_fan_of",
+        LIKES,
+        re.compile(
+            rf"\bI(?:'m| am) (?:a |an )?(?:huge |big |massive |great |real |die-hard |longtime )?fan of {EN_V}",
+            re.I,
+        ),
+        True,
+    ),
+    # "I'm really into jazz" (a like), "I'm not into horror films" (a dislike); "into the second week
+    # of my course" is no taste: no article or possessive may follow.
+    (
+        "en_into",
+        LIKES,
+        re.compile(
+            rf"\bI(?:'m| am) {_EN_ADV}(?:very |big |totally |really )?into "
+            rf"(?!(?:the|a|an|my|your|his|her|our|their|it|this|that|these|those)\b){EN_V}",
+            re.I,
+        ),
+        True,
+    ),
+    (
+        "en_not_into",
+        DISLIKES,
+        re.compile(
+            rf"\bI(?:'m| am) not {_EN_ADV}(?:really |very |that |much )?into "
+            rf"(?!(?:the|a|an|my|your|his|her|our|their|it|this|that|these|those)\b){EN_V}",
+            re.I,
+        ),
+        True,
+    ),
+    (
+        "en_dislike",
+        DISLIKES,
+        re.compile(
+            rf"\bI {_EN_ADV}(?:hate|dislike|detest|can't stand|cannot stand|don't like|do not like){EN_V.replace('(?P<v>', ' (?P<v>', 1)}",
+            re.I,
+        ),
+        True,
+    ),
+    (
+        # "I teach high school math" -> a high school math teacher; "I teach at a primary school" -> a
+        # teacher. Not "I teach my son to swim", "I teach myself Spanish" (a person taught: no job).
+        "en_teach",
+        OCCUPATION,
+        re.compile(
+            r"\bI (?:now |currently |still |also )?teach (?:(?P<at>at|in) [^.,!?;:\n]{1,40}|"
+            r"(?!(?:my|your|his|her|our|their|him|them|me|us|you|myself|people|someone|how|to|the kids? to)\b)"
+            r"(?P<v>[a-z][a-z\- ]{1,30}?))(?=$|[.,!?;:\n]|\s+(?:at|in|for|to|on|every|once|twice|part|full|now|and|but|so|since)\b)",
+            re.I,
+        ),
+        True,
+    ),
+    (
+        # "I prefer tea", "I prefer cats to dogs", "I prefer Coke over Pepsi": the one preferred. A
+        # capitalised value needs its comparison ("I prefer Liz" is a name, `commands.py`); "I'd prefer",
+        # "I prefer to …", "I prefer not …" are requests or habits, not tastes.
+        "en_prefer",
+        LIKES,
+        re.compile(
+            r"\bI (?:much |really |generally |usually |definitely |always )?prefer "
+            r"(?!(?:to|not|it|that|this|you|them|him|her|when|if|we|a|an|the)\b)"
+            r"(?P<v>(?-i:[a-z][a-z\- ]{0,30}?)|[A-Za-z][A-Za-z\- ]{0,30}?(?=\s+(?:over|to|rather than)\s))"
+            r"(?=$|[.,!?;:\n]|\s+(?:over|to|rather than|and|but|so|because|anyway)\b)",
+            re.I,
+        ),
+        True,
+    ),
+    (
+        # "I'm lactose intolerant", "I'm gluten-intolerant": kept with the allergies (what not to serve).
+        "en_intolerant",
+        ALLERGIES,
+        re.compile(
+            r"\bI(?:'m| am) (?:very |severely |a bit |slightly )?(?P<v>[a-z]{3,12})[ \-]intolerant\b", re.I
+        ),
+        True,
+    ),
+    (
+        "en_like",
+        LIKES,
+        re.compile(rf"\bI {_EN_ADV}(?:love|like|enjoy|adore){EN_V.replace('(?P<v>', ' (?P<v>', 1)}", re.I),
+        True,
+    ),
+]
+
+# A fact the user takes back ("I'm not allergic to shellfish after all", "我其实对花生不过敏"): the value
+# is retracted, which ends it only where it is the fact in force, so a misread cannot remove anything else.
+RETRACT_RULES: list[tuple[str, str, re.Pattern[str], bool]] = [
+    ("zh_not_allergic", ALLERGIES, re.compile(rf"我{_ZH_WHEN}(?:其实|并)?(?:不|没有?)对{_ZH_W}过敏"), False),
+    ("zh_allergic_not", ALLERGIES, re.compile(rf"我{_ZH_WHEN}对{_ZH_W}(?:其实|并)?(?:不|没有?)过敏"), False),
+    (
+        "zh_not_vegetarian",
+        DIET,
+        re.compile(
+            rf"我{_ZH_WHEN}(?:不再|不)(?:是(?:一个|个)?)?(?P<v>吃全素|吃素|纯素食?主义者|纯素食者|素食主义者|素食者)了"
+        ),
+        False,
+    ),
+    (
+        "en_not_vegetarian",
+        DIET,
+        re.compile(
+            r"\bI(?:'m| am) (?:not|no longer) (?:an? )?(?P<v>vegetarian|vegan|pescatarian|pescetarian|plant-based)"
+            r"(?= any ?more| now|$|[.,!?;:\n])",
+            re.I,
+        ),
+        True,
+    ),
+    (
+        "en_not_allergic",
+        ALLERGIES,
+        re.compile(
+            rf"\bI(?:'m| am) (?:actually |really )?(?:not|no longer) (?:actually |really )?allergic to {EN_V}",
+            re.I,
+        ),
+        True,
+    ),
+]
