@@ -38,9 +38,11 @@ from memsched.profile import (
     Profile,
 )
 from memsched.profile_rules import (
+    EN_BREEDS,
     EN_NOT_GREETING_NAMES,
     EN_PLACE,
     EN_V,
+    PET_KINDS_EN,
     RETRACT_RULES,
     RULES,
     ZH_V,
@@ -419,7 +421,7 @@ def extract(text: str) -> list[Observation]:
                 value = m.group("kind")  # "我有一只猫": the kind alone
             elif key == PETS and "kind" in pattern.groupindex:
                 name = clean_value(m.group("v"), english=english)
-                value = f"{m.group('kind').lower()} {name}" if name else None
+                value = f"{_pet_kind(m.group('kind'))} {name}" if name else None
             elif rule == "en_teach" and m.group("v") is None:
                 value = "teacher"  # "I teach at a high school"
             else:
@@ -523,17 +525,16 @@ def _place_ok(rule: str, key: str, value: str, m: re.Match[str], *, english: boo
 
 # Words after "my cat is" that say what breed or colour, not which name: a few common ones, and any
 # word like a demonym (Siamese, Burmese, Maltese; nationalities are in `EN_NOT_GREETING_NAMES`).
-_EN_BREEDS = frozenset(
-    """siamese persian bengal himalayan abyssinian ragdoll sphynx sphinx tabby calico labrador lab
-    poodle beagle husky corgi chihuahua dachshund pug bulldog retriever shepherd terrier spaniel
-    collie rottweiler doberman pomeranian samoyed akita shiba boxer dalmatian greyhound mastiff
-    maine coon angora""".split()  # noqa: SIM905 - a word list reads better as text
-)
+def _pet_kind(said: str) -> str:
+    """The kind of a named pet as said: "big dog" is a dog, "golden retriever" stays one."""
+    said = said.lower()
+    kind = next((k for k in PET_KINDS_EN if said == k or said.endswith(" " + k)), None)
+    return kind or said
 
 
 def _is_breed(value: str) -> bool:
     word = value.split()[-1].lower()
-    return word in _EN_BREEDS or word in EN_NOT_GREETING_NAMES or word.endswith("ese")
+    return word in EN_BREEDS or word in EN_NOT_GREETING_NAMES or word.endswith("ese")
 
 
 # A list after a verb of a several-valued key ("allergic to penicillin, peanuts and latex", "我对芒果和

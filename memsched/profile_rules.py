@@ -118,6 +118,17 @@ EN_NOT_GREETING_NAMES = frozenset(
 )
 _PET_KINDS_ZH = "猫咪|小猫|猫|狗狗|小狗|狗|犬|兔子|仓鼠|鹦鹉|乌龟|金鱼|龙猫"
 _PET_KINDS_EN = "cat|kitten|dog|puppy|rabbit|bunny|hamster|parrot|turtle|goldfish|guinea pig"
+PET_KINDS_EN = tuple(sorted(_PET_KINDS_EN.split("|"), key=len, reverse=True))
+# Breeds: "my cat is Siamese" names no one, and "I have a golden retriever named Max" is a dog.
+EN_BREEDS = frozenset(
+    """siamese persian bengal himalayan abyssinian ragdoll sphynx sphinx tabby calico labrador lab
+    poodle beagle husky corgi chihuahua dachshund pug bulldog retriever shepherd terrier spaniel
+    collie rottweiler doberman pomeranian samoyed akita shiba boxer dalmatian greyhound mastiff
+    maine coon angora""".split()  # noqa: SIM905 - a word list reads better as text
+)
+# A pet's kind as it is named with its name: a kind or a breed, with at most one word before it
+# ("golden retriever", "border collie", "big dog").
+_PET_KIND_OR_BREED_EN = rf"(?:(?!an?\b|and\b|the\b)[a-z]+ )?(?:{_PET_KINDS_EN}|{'|'.join(sorted(EN_BREEDS, key=len, reverse=True))})\b"
 _ZH_PARTNER = "男朋友|女朋友|男友|女友|老公|老婆|丈夫|妻子|太太|先生|对象|爱人|未婚夫|未婚妻"
 _EN_PARTNER = "boyfriend|girlfriend|husband|wife|partner|fiancée|fiancee|fiance|fiancé|spouse"
 
@@ -591,7 +602,7 @@ RULES: list[tuple[str, str, re.Pattern[str], bool]] = [
     (
         "en_pet_apposition",
         PETS,
-        re.compile(rf"\b(?:my|our) (?P<kind>{_PET_KINDS_EN}) {_EN_CAP_NAME}", re.I),
+        re.compile(rf"\b(?:my|our) (?P<kind>{_PET_KIND_OR_BREED_EN}) {_EN_CAP_NAME}", re.I),
         True,
     ),
     # "my cat is Miso", "our dog's Rex": a capitalised name, not a breed ("my cat is Siamese"; "my dog
@@ -621,7 +632,8 @@ RULES: list[tuple[str, str, re.Pattern[str], bool]] = [
         "en_pet_named",
         PETS,
         re.compile(
-            rf"\b(?:my|our) (?P<kind>{_PET_KINDS_EN})(?:'s name is| is called| is named) {_EN_NAME}", re.I
+            rf"\b(?:my|our) (?P<kind>{_PET_KIND_OR_BREED_EN})(?:'s name is| is called| is named) {_EN_NAME}",
+            re.I,
         ),
         True,
     ),
@@ -630,7 +642,7 @@ RULES: list[tuple[str, str, re.Pattern[str], bool]] = [
         "en_pet_have_named",
         PETS,
         re.compile(
-            rf"\b(?:I|we)(?:'ve| have)? (?:have|got|adopted|own) an? (?P<kind>{_PET_KINDS_EN})(?: called| named|,? whose name is) {_EN_NAME}",
+            rf"\b(?:I|we)(?:'ve| have)? (?:have|got|adopted|own) an? (?P<kind>{_PET_KIND_OR_BREED_EN})(?: called| named|,? whose name is) {_EN_NAME}",
             re.I,
         ),
         True,

@@ -161,6 +161,13 @@ def test_a_fixed_offset_reads_with_its_sign_in_the_prompt() -> None:
         ("my dog is a Labrador", []),
         ("She is my cat", []),
         ("I wish I had a dog", []),
+        # a breed or a word before the kind, with the name
+        ("I have a golden retriever named Max", [("pets", "golden retriever Max")]),
+        ("We adopted a border collie called Bella", [("pets", "border collie Bella")]),
+        ("my husky Luna sheds everywhere", [("pets", "husky Luna")]),
+        ("I have a big dog named Rex", [("pets", "dog Rex")]),
+        ("I have a friend named Max", []),
+        ("my best friend Max", []),
     ],
 )
 def test_pets_in_other_words(text: str, found: list[tuple[str, str]]) -> None:
