@@ -55,7 +55,7 @@ DEFAULT_CUES: dict[str, dict[str, list[str]]] = {
             "难过|伤心|哭|累死|好累|压力|焦虑|失眠|崩溃|孤独|害怕|郁闷|委屈|不开心|心情不好|想哭|"
             "失业|被骂|生病|难受|emo|sad|cry|crying|exhausted|so tired|stressed|anxious|lonely|"
             "depressed|scared|upset|hurt|overwhelmed|can't sleep|bad day|sick|lost my job|nervous|worried|"
-            "exhausting|drained|worn out"
+            "exhausting|drained|worn out|broke up|got dumped"
         ),
         "intimacy": _cues(
             "想你|爱你|喜欢你|亲爱的|宝贝|抱抱|亲亲|么么|在一起|约会|表白|我们俩|miss you|"

@@ -355,13 +355,16 @@ def test_the_shipped_classifier_routes_fresh_messages_in_both_languages(tmp_path
         ("ugh, today was exhausting", "sad"),
         ("feeling so drained lately", "sad"),
         ("completely worn out after this week", "sad"),
+        ("my boyfriend Jake and I broke up", "sad"),
+        ("I got dumped last night", "sad"),
     ],
 )
 def test_nerves_and_exhaustion_said_without_i_am_are_a_moment_for_comfort(
     tmp_path: Path, text: str, mood: str
 ) -> None:
-    """Words for worry and exhaustion are comfort cue words as "anxious" and "exhausted" were: said
-    without "I'm", the learned parts alone read these as casual (no mood, no comfort) before."""
+    """Words for worry, exhaustion and a break-up are comfort cue words as "anxious" and "exhausted"
+    were: said without "I'm", the learned parts alone read these as casual, or as comfort with no cue
+    to back it (no mood, the attentive voice), before."""
     from memsched.memory import Memory
     from memsched.router import Prototypes
 
@@ -373,6 +376,7 @@ def test_nerves_and_exhaustion_said_without_i_am_are_a_moment_for_comfort(
         memory.close()
     assert route.mode == "comfort", route.mode_reason
     assert route.mood == mood
+    assert route.backed and route.mood_cued  # a cue word: the mood is set and the comfort voice applies
 
 
 # Hard cases written for this test (not in the labelled or the blind set): sarcasm, "算了吧" and
