@@ -67,7 +67,7 @@ DEFAULT_CUES: dict[str, dict[str, list[str]]] = {
     "moods": {
         "anxious": _cues(
             "焦虑|紧张|担心|害怕|慌|忐忑|怎么办|睡不着|nervous|anxious|worried|worry|scared|panic|"
-            "freaking out|what if"
+            "freaking out|what if|can't sleep|mind is racing|mind keeps racing|on edge|dreading"
         ),
         "happy": _cues(
             "开心|高兴|太好了|哈哈哈|耶|好棒|成功了|通过了|升职|happy|great news|yay|awesome|"

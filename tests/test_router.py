@@ -357,6 +357,7 @@ def test_the_shipped_classifier_routes_fresh_messages_in_both_languages(tmp_path
         ("completely worn out after this week", "sad"),
         ("my boyfriend Jake and I broke up", "sad"),
         ("I got dumped last night", "sad"),
+        ("I can't sleep, my mind keeps racing", "anxious"),
     ],
 )
 def test_nerves_and_exhaustion_said_without_i_am_are_a_moment_for_comfort(
