@@ -10,13 +10,13 @@ import json
 from collections import Counter
 from collections.abc import Iterator
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
-from zoneinfo import ZoneInfo
 
 from memsched.errors import ImportFileError, InputError
 from memsched.model import ROLES, Turn, as_utc
+from memsched.zones import zone_info
 
 if TYPE_CHECKING:
     from memsched.store import Store
@@ -59,7 +59,7 @@ def parse_timestamp(value: Any, where: str, zone: str | None = None) -> datetime
         pass
     else:
         if iso.tzinfo is None and zone:
-            iso = iso.replace(tzinfo=ZoneInfo(zone))
+            iso = iso.replace(tzinfo=zone_info(zone) or UTC)
         return as_utc(iso)
     import dateparser
 

@@ -22,6 +22,7 @@ from memsched.store import Store, open_store
 from memsched.text.timeexpr import stamp
 from memsched.text.tokens import TokenCounter, get_counter
 from memsched.tools import DEFAULT_INDEX_SHARE, attach_index
+from memsched.zones import sent_offset
 
 if TYPE_CHECKING:
     from concurrent.futures import Future
@@ -163,7 +164,7 @@ class Memory:
         """Record one turn (and embed it unless `index=False`). Returns it with its id.
 
         Relative time it mentions ("上周", "last Tuesday") is stored resolved against `created_at` in
-        the user's `timezone` (UTC when None)."""
+        the user's `timezone` (when None: the UTC offset `created_at` carries, else UTC)."""
         turn = Turn(
             user_id=user_id,
             session_id=session_id,
@@ -173,7 +174,8 @@ class Memory:
             speaker=speaker,
             external_id=external_id,
         )
-        return self.add_many([turn], index=index, timezone=timezone)[0]
+        zone = timezone or (sent_offset(created_at) if created_at is not None else None)
+        return self.add_many([turn], index=index, timezone=zone)[0]
 
     def add_many(
         self, turns: Sequence[Turn], *, index: bool = True, timezone: str | None = None

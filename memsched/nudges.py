@@ -17,14 +17,14 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
-from datetime import UTC, date, datetime, time, timedelta
+from datetime import UTC, date, datetime, time, timedelta, tzinfo
 from typing import TYPE_CHECKING, Any
-from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from memsched import routine as routines
 from memsched.profile import TIMEZONE, Profile
 from memsched.router import hhmm, in_window, local_time
 from memsched.text.timeexpr import resolve
+from memsched.zones import zone_info
 
 if TYPE_CHECKING:
     from memsched.memory import Memory
@@ -178,11 +178,8 @@ class Nudge:
         }
 
 
-def _zone(timezone: str | None) -> ZoneInfo | Any:
-    try:
-        return ZoneInfo(timezone) if timezone else UTC
-    except (ZoneInfoNotFoundError, ValueError):
-        return UTC
+def _zone(timezone: str | None) -> tzinfo:
+    return (zone_info(timezone) if timezone else None) or UTC
 
 
 def due_nudges(

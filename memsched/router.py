@@ -20,7 +20,6 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from importlib import resources
 from typing import TYPE_CHECKING, Any, NamedTuple
-from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 import numpy as np
 
@@ -28,6 +27,7 @@ from memsched.classify import ModeClassifier
 from memsched.text.segment import cjk_ratio, length_units
 from memsched.topic import TopicJudgement
 from memsched.vision import IMAGE_LINE
+from memsched.zones import zone_info
 
 if TYPE_CHECKING:
     from memsched.embed.base import Embedder
@@ -492,13 +492,14 @@ def _possessive(before: str) -> bool:
 
 
 def local_time(now: datetime, timezone: str | None) -> tuple[datetime, str | None]:
-    """`now` in the user's IANA `timezone` (UTC when None); a second value names a bad timezone."""
+    """`now` in the user's `timezone` (an IANA name or a UTC offset, `memsched.zones`; UTC when
+    None); a second value names a bad timezone."""
     if not timezone:
         return now, None
-    try:
-        return now.astimezone(ZoneInfo(timezone)), None
-    except (ZoneInfoNotFoundError, ValueError):
+    zone = zone_info(timezone)
+    if zone is None:
         return now, f"unknown timezone {timezone!r}; using UTC (send an IANA name such as Asia/Shanghai)"
+    return now.astimezone(zone), None
 
 
 def in_window(minute: int, window: tuple[int, int]) -> bool:

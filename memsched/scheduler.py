@@ -40,7 +40,7 @@ from collections.abc import Iterator, Mapping, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime, timedelta
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeGuard
 
 import numpy as np
 
@@ -89,6 +89,7 @@ from memsched.vision import (
     describe_all,
     with_captions,
 )
+from memsched.zones import is_fixed, zone_for
 
 if TYPE_CHECKING:
     from memsched.jobs.worker import Worker
@@ -545,7 +546,8 @@ class Scheduler:
                 created_at=at,
                 meta=dict(meta or {}),
             )
-            stamp([turn], timezone or self._timezone(user_id))
+            timezone = timezone or zone_for(None, self._timezone(user_id), now)
+            stamp([turn], timezone)
             with self.store.transaction() as tx:
                 self.store.insert_turns(tx, [turn])
                 if role == "assistant":  # a reply that accepts the user's apology repairs the mood
@@ -575,11 +577,7 @@ class Scheduler:
                     apply_facts(
                         self.profile, user_id, extract_facts(content), at=at, source_turn_ids=[turn.id], tx=tx
                     )
-                if (
-                    timezone
-                    and local_now(at, timezone).tzinfo is not UTC
-                    and self._timezone(user_id) != timezone
-                ):
+                if _remembered(timezone, at) and self._timezone(user_id) != timezone:
                     # Sent with the turn: remembered for the user's turns and records that come without.
                     # Only a change is written: a client sends it with every turn, and each would add
                     # its turn id to the fact's sources (a list as long as the history).
@@ -639,7 +637,7 @@ class Scheduler:
     @staticmethod
     def _new_zone(t: _TurnState) -> str | None:
         """The timezone the turn came with when it will be remembered (a real zone, not UTC)."""
-        if t.timezone and local_now(t.at, t.timezone).tzinfo is not UTC:
+        if _remembered(t.timezone, t.at):
             return t.timezone
         return None
 
@@ -811,7 +809,8 @@ class Scheduler:
             sw=sw,
             hold=hold,
             persona=system_prompt or self.config.system_prompt,
-            timezone=timezone or self._timezone(user_id),
+            # Sent with the turn, else remembered, else the offset of its timestamp (`memsched.zones`).
+            timezone=timezone or zone_for(None, self._timezone(user_id), now),
             captions=list(captions),
         )
         self._barrier(t)
@@ -1165,11 +1164,7 @@ class Scheduler:
                     source_turn_ids=[user_turn.id],
                     tx=tx,
                 )
-                if (
-                    t.timezone
-                    and local_now(t.at, t.timezone).tzinfo is not UTC
-                    and self._timezone(t.user_id) != t.timezone
-                ):
+                if _remembered(t.timezone, t.at) and self._timezone(t.user_id) != t.timezone:
                     # A timezone sent with a turn is remembered for turns and records that come without;
                     # only a change is written (see `record`).
                     self.profile.set(
@@ -1500,6 +1495,12 @@ def page_jobs(turns: list[Turn], page_size: int) -> list[Job]:
             )
         )
     return jobs
+
+
+def _remembered(zone: str | None, at: datetime) -> TypeGuard[str]:
+    """Whether a turn's zone becomes the user's remembered one: a real zone (not UTC, not a fixed
+    offset, which says nothing of next month's clock: `memsched.zones`)."""
+    return bool(zone) and not is_fixed(zone) and local_now(at, zone).tzinfo is not UTC
 
 
 def _check_hold(hold: SessionHold | None, user_id: str, session_id: str) -> None:

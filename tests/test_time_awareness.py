@@ -6,6 +6,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import Any
 
 import httpx
 import pytest
@@ -13,7 +14,7 @@ import pytest
 from memsched.config import Config
 from memsched.memory import Memory
 from memsched.scheduler import Scheduler
-from memsched.server.app import create_app
+from memsched.server.app import TRACE_HEADER, create_app
 from memsched.testing import FakeOpenAI, LiveServer
 
 # 2024-10-22 (a Tuesday) 15:00 in Shanghai.
@@ -251,3 +252,65 @@ def test_http_a_timestamp_without_offset_is_local_time_in_the_request_timezone(
         timeout=30,
     )
     assert bare.status_code == 400 and "no UTC offset" in bare.text
+
+
+def _chat_no_zone(base: str, user: str, text: str, at: str) -> dict[str, Any]:
+    """A client that stamps each message with the user's clock and its UTC offset, and names no zone."""
+    r = httpx.post(
+        f"{base}/v1/chat/completions",
+        json={
+            "model": "fake-model",
+            "user": user,
+            "metadata": {"session_id": "s", "timestamp": at},
+            "messages": [{"role": "user", "content": text}],
+        },
+        timeout=60,
+    )
+    assert r.status_code == 200, r.text
+    trace = httpx.get(f"{base}/v1/traces/{r.headers[TRACE_HEADER]}", timeout=10).json()
+    assert isinstance(trace, dict)
+    return trace
+
+
+def test_http_the_timestamp_offset_is_the_user_clock_when_no_zone_is_sent(
+    server: str, fake: FakeOpenAI
+) -> None:
+    """07:50 at +08:00 is a morning message (23:50 in UTC was read as late night before), "昨天" said
+    then is the day before in Shanghai (not two days before), and the prompt's clock reads 07:50. The
+    offset is not remembered as the user's zone: it says nothing of next month's clock."""
+    trace = _chat_no_zone(server, "wang", "昨天我去杭州出差了，刚起床", "2024-11-06T07:50:00+08:00")
+    assert not trace["route"]["signals"]["late_night"]
+    assert trace["route"]["local_time"] == "2024-11-06T07:50+08:00"
+    assert "2024-11-06 Wednesday 07:50 (UTC+08:00)" in fake.chat_requests[-1]["messages"][0]["content"]
+    hit = httpx.get(f"{server}/v1/users/wang/memories", params={"q": "杭州"}).json()[0]
+    assert hit["dates"] == ["昨天 = 2024-11-05"]
+    facts = httpx.get(f"{server}/v1/users/wang/profile", params={"key": "timezone"}).json()["facts"]
+    assert facts == []
+    # Late at night by the same clock: 23:40 at -05:00 (04:40 UTC, a morning hour in UTC).
+    night = _chat_no_zone(server, "ella", "still up, can't sleep", "2024-11-05T23:40:00-05:00")
+    assert night["route"]["signals"]["late_night"]
+
+
+def test_http_a_remembered_zone_is_kept_when_the_offset_agrees_and_yields_when_it_does_not(
+    server: str, fake: FakeOpenAI
+) -> None:
+    """A zone sent once is remembered; later turns that send only an offset keep it while it gives that
+    offset (its daylight-saving rules hold: -04:00 in May, -05:00 in December), and a trip abroad
+    (an offset the zone does not give then) is read on the clock of the trip."""
+    _chat(server, "hi", "2024-05-01T09:00:00-04:00", "a", tz="America/New_York")
+    _chat_no_zone(server, "li", "morning!", "2024-12-02T08:00:00-05:00")
+    assert "2024-12-02 Monday 08:00 (America/New_York)" in fake.chat_requests[-1]["messages"][0]["content"]
+    trip = _chat_no_zone(server, "li", "早上好，东京好冷", "2024-12-05T07:30:00+09:00")
+    assert trip["route"]["local_time"] == "2024-12-05T07:30+09:00"
+    assert not trip["route"]["signals"]["late_night"]
+    assert "2024-12-05 Thursday 07:30 (UTC+09:00)" in fake.chat_requests[-1]["messages"][0]["content"]
+    facts = httpx.get(f"{server}/v1/users/li/profile", params={"key": "timezone", "current": "true"}).json()
+    assert [f["value"] for f in facts["facts"]] == ["America/New_York"]
+
+
+def test_library_add_reads_relative_time_on_the_offset_of_created_at(mem: Memory) -> None:
+    said = datetime.fromisoformat("2024-11-06T07:50:00+08:00")  # 2024-11-05 23:50 in UTC
+    assert mem.add("a", "s", "user", "昨天下雨了", created_at=said).meta["dates"] == ["昨天 = 2024-11-05"]
+    assert mem.add("b", "s", "user", "昨天下雨了", created_at=said.astimezone(UTC)).meta["dates"] == [
+        "昨天 = 2024-11-04"
+    ]

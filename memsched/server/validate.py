@@ -10,10 +10,10 @@ import binascii
 import re
 from datetime import UTC, datetime, timedelta
 from typing import Any
-from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from memsched.errors import InputError
 from memsched.server.errors import LimitError
+from memsched.zones import zone_info
 
 # A message may be stamped a little ahead of this server's clock (clock skew), not more.
 MAX_FUTURE = timedelta(days=1)
@@ -32,7 +32,8 @@ _MAGIC = (
 
 
 def request_time(value: str | None, field: str = "timestamp", timezone: str | None = None) -> datetime | None:
-    """The aware UTC time of an ISO 8601 timestamp; None when absent.
+    """The aware time of an ISO 8601 timestamp, in the UTC offset it was sent with (the user's clock
+    when no zone is sent: `memsched.zones`); None when absent.
 
     A time without a UTC offset is the user's local time in `timezone` (the request's IANA zone,
     checked first) when one is given, and is refused otherwise (it would be read in the server's
@@ -55,8 +56,8 @@ def request_time(value: str | None, field: str = "timestamp", timezone: str | No
                 f"{field}: {value!r} has no UTC offset; add one (+08:00) or Z for UTC,"
                 " or send the user's timezone with it"
             )
-        parsed = parsed.replace(tzinfo=ZoneInfo(check_timezone(timezone) or "UTC"))
-    at = parsed.astimezone(UTC)
+        parsed = parsed.replace(tzinfo=zone_info(check_timezone(timezone) or "UTC"))
+    at = parsed
     if at < EARLIEST:
         raise InputError(f"{field}: {value!r} is before 1970")
     if at > datetime.now(UTC) + MAX_FUTURE:
@@ -65,15 +66,15 @@ def request_time(value: str | None, field: str = "timestamp", timezone: str | No
 
 
 def check_timezone(name: str | None, field: str = "timezone") -> str | None:
-    """`name` if it is an IANA time zone (Asia/Shanghai, Europe/Berlin, UTC); None when absent."""
+    """`name` if it is an IANA time zone (Asia/Shanghai, Europe/Berlin, UTC) or a fixed UTC offset
+    (UTC+08:00); None when absent."""
     if name is None:
         return None
-    try:
-        ZoneInfo(name)
-    except (ZoneInfoNotFoundError, ValueError, TypeError):
+    if not isinstance(name, str) or zone_info(name) is None:
         raise InputError(
             f"{field}: unknown time zone {name!r}; use an IANA name such as Asia/Shanghai"
-        ) from None
+            " or a UTC offset such as UTC+08:00"
+        )
     return name
 
 

@@ -42,11 +42,11 @@ from dataclasses import dataclass
 from datetime import UTC, date, datetime, timedelta
 from functools import lru_cache
 from typing import Any, Literal
-from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 import dateparser
 
 from memsched.model import Turn
+from memsched.zones import zone_info
 
 Granularity = Literal["day", "week", "weekend", "month", "year"]
 
@@ -117,12 +117,8 @@ class TimeRef:
 def local_now(now: datetime, timezone: str | None) -> datetime:
     """`now` in the user's IANA timezone; UTC when the timezone is missing or unknown."""
     aware = now if now.tzinfo else now.replace(tzinfo=UTC)
-    if timezone:
-        try:
-            return aware.astimezone(ZoneInfo(timezone))
-        except (ZoneInfoNotFoundError, ValueError):
-            pass
-    return aware.astimezone(UTC)
+    zone = zone_info(timezone) if timezone else None
+    return aware.astimezone(zone or UTC)
 
 
 def notes(refs: list[TimeRef]) -> str:
