@@ -71,9 +71,13 @@ DEFAULT_CUES: dict[str, dict[str, list[str]]] = {
         ),
         "happy": _cues(
             "开心|高兴|太好了|哈哈哈|耶|好棒|成功了|通过了|升职|happy|great news|yay|awesome|"
-            "so excited|i got the|nailed it|passed"
+            "so excited|i got the|nailed it|passed my|passed the exam|passed the test|passed the bar|"
+            "passed the interview|passed!"
         ),
     },
+    # A loss the user grieves, said of whom they lost ("my grandma passed away", "外婆昨天去世了"): cue
+    # words of the mode, and the user's own feeling whoever is their subject (`Router.own_cues`).
+    "losses": {"comfort": _cues("passed away|去世|过世|离世|funeral|葬礼|追悼会")},
     # Repair: an apology and its acceptance reset a carried upset mood (see memsched.mood).
     "repair": {
         "apology": _cues(
@@ -528,7 +532,11 @@ class Router:
         classifier: ModeClassifier | None = None,
     ) -> None:
         cues = cues if cues is not None else DEFAULT_CUES
-        self._modes = {mode: _compile(list(words)) for mode, words in cues.get("modes", {}).items()}
+        losses = cues.get("losses", {})
+        self._modes = {
+            mode: _compile([*words, *losses.get(mode, [])]) for mode, words in cues.get("modes", {}).items()
+        }
+        self._losses = frozenset(w.lower() for words in losses.values() for w in words)
         self._signals = {name: _compile(list(words)) for name, words in cues.get("signals", {}).items()}
         self._moods = {name: _compile(list(words)) for name, words in cues.get("moods", {}).items()}
         self._repair = {name: _compile(list(words)) for name, words in cues.get("repair", {}).items()}
@@ -556,12 +564,12 @@ class Router:
         """The cue words of each mode found in `text`."""
         return {mode: self._found(compiled, text) for mode, compiled in self._modes.items()}
 
-    @staticmethod
-    def own_cues(text: str, found: Sequence[str]) -> list[str]:
+    def own_cues(self, text: str, found: Sequence[str]) -> list[str]:
         """The cue words of `found` that name the user's own feeling in `text` (see `_CLAUSE`): a cue
-        every occurrence of which is about someone else is left out."""
+        every occurrence of which is about someone else is left out, unless it names a loss (the
+        grief is the user's, the death someone else's)."""
         text = IMAGE_LINE.sub("", _TITLE.sub("《》", text))
-        return [c for c in found if not _about_someone_else(text, c)]
+        return [c for c in found if c.lower() in self._losses or not _about_someone_else(text, c)]
 
     def repair_cues(self, text: str) -> tuple[bool, bool]:
         """(apology, acceptance) cues in `text` — used on replies too, to see an apology accepted."""

@@ -380,6 +380,39 @@ def test_nerves_and_exhaustion_said_without_i_am_are_a_moment_for_comfort(
     assert route.backed and route.mood_cued  # a cue word: the mood is set and the comfort voice applies
 
 
+@pytest.mark.parametrize(
+    ("text", "mood"),
+    [
+        ("My grandma passed away this morning.", "sad"),
+        ("我外婆昨天去世了", "sad"),
+        ("The funeral is on Saturday, I still can't believe it", "sad"),
+        ("I passed my driving test!!", "happy"),
+        ("I passed the old bakery on the way home", None),
+    ],
+)
+def test_a_loss_is_the_users_grief_and_passing_a_bakery_is_no_success(
+    tmp_path: Path, text: str, mood: str | None
+) -> None:
+    """A death is said of whom the user lost, so the someone-else test left the mood unset ("my grandma
+    passed away" read as comfort with no mood); and "passed" was a happy cue word inside "passed
+    away". A loss is now a comfort cue word that is the user's own feeling whoever its subject."""
+    from memsched.memory import Memory
+    from memsched.router import Prototypes
+
+    router = Router(prototypes=Prototypes(), classifier=ModeClassifier.load())
+    memory = Memory(home=tmp_path / "m")
+    try:
+        route = _route(router, memory, text)
+    finally:
+        memory.close()
+    assert not route.cues.get("happy") or mood == "happy"
+    if mood == "sad":
+        assert route.mode == "comfort", route.mode_reason
+        assert route.mood == "sad" and route.backed and route.mood_cued
+    elif mood == "happy":
+        assert route.mood == "happy" and route.mood_cued
+
+
 # Hard cases written for this test (not in the labelled or the blind set): sarcasm, "算了吧" and
 # "whatever" in every mode, teasing that borrows conflict words, distress passed off as a joke.
 HARD_CASES = [
@@ -635,12 +668,14 @@ def test_routing_reads_a_chinese_messages_minilm_vector_that_retrieval_does_not_
         ("一个人在家，好孤独", "孤独", True),
         ("我妈说我压力太大", "压力", True),
         ("妈妈生病了，我好难过", "难过", True),  # another clause, about the user
+        ("My grandma passed away", "passed away", True),  # a loss: the grief is the user's
+        ("外婆昨天去世了", "去世", True),
     ],
 )
 def test_a_cue_word_backs_the_users_mood_only_when_it_names_their_own_feeling(
     text: str, cue: str, own: bool
 ) -> None:
-    assert (Router.own_cues(text, [cue]) == [cue]) is own
+    assert (Router().own_cues(text, [cue]) == [cue]) is own
 
 
 def test_someone_elses_feeling_keeps_the_mode_but_sets_no_mood_of_the_users() -> None:
