@@ -413,7 +413,10 @@ def extract(text: str) -> list[Observation]:
     taken: list[tuple[int, int]] = []
     for rule, key, pattern, english in RULES:
         for m in pattern.finditer(text):
-            if any(s <= m.start() < e for s, e in taken) or _is_question(text, m.end()):
+            # A rule that reads a clause's subject from the clause before marks where its own words
+            # begin (`(?P<at>)`): the clause before may hold a fact of its own.
+            start = m.start("at") if "at" in pattern.groupindex else m.start()
+            if any(s <= start < e for s, e in taken) or _is_question(text, m.end()):
                 continue
             if _hypothetical(text, m.start()):
                 continue
@@ -468,7 +471,7 @@ def extract(text: str) -> list[Observation]:
             if key == DIET:
                 values = [d for v in values if (d := _diet_value(rule, v, english=english)) is not None]
             found += [Observation(key, v, rule=rule) for v in values]
-            taken.append((m.start(), end))
+            taken.append((start, end))
     for rule, key, pattern, english in RETRACT_RULES:
         for m in pattern.finditer(text):
             value = clean_value(m.group("v"), english=english)
@@ -510,7 +513,9 @@ def _place_ok(rule: str, key: str, value: str, m: re.Match[str], *, english: boo
     if key not in (HOMETOWN, LOCATION) or rule in ("zh_live_in", "zh_live_in_2"):
         return True
     if not english:
-        return (key == LOCATION and rule not in ("zh_now_in", "zh_work_in")) or is_place_zh(value)
+        return (key == LOCATION and rule not in ("zh_now_in", "zh_work_in", "zh_work_in_2")) or is_place_zh(
+            value
+        )
     if rule == "en_now_in":
         return bool(m.group("pre") or m.group("post")) and is_place_en(value, gazetteer=True)
     if value.endswith("'s"):
@@ -549,7 +554,8 @@ _EN_NOT_ITEM_WORDS = frozenset(
     probably that this there then though although because since while when whenever if unless until which
     who where yet lol haha btw anyway etc sadly unfortunately fortunately luckily unluckily thankfully
     honestly apparently obviously basically actually seriously literally personally naturally clearly
-    frankly hopefully surprisingly ironically weirdly oddly admittedly""".split()  # noqa: SIM905 - a word list reads better as text
+    frankly hopefully surprisingly ironically weirdly oddly admittedly
+    live lives work works study studies""".split()  # noqa: SIM905 - a word list reads better as text
 )
 _ZH_LIST_SPLIT = re.compile(r"和|、|跟|与|以及")
 _ZH_MORE = re.compile(rf"、{ZH_V}")

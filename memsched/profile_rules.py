@@ -14,10 +14,10 @@ still recalled by search); a false one would be shown on every turn.
 | name | 我叫X, 我的名字是X (via `commands.detect`) | my name is X, I'm Sarah(, by the way), name's Jack |
 | preferred_name | 叫我X, 你可以叫我X, 别叫我X了(，…，还是叫我Y), 我更喜欢别人叫我X (a P1 command in `commands.py`) | call me X, my friends call me X, you can too, stop calling me X(, I prefer Y), I'd rather you call me X, I prefer X (a user with a known name) |
 | birthday | 我的生日是X, 我是X出生的 (三月三号 too) | my birthday is / 's on X, I was born on X (1990-03-03, 3/3/1990 too) |
-| location | 我住在X, 我(们)(上个月/刚)搬到了X, 搬来/搬家到X, 我在X生活; for a known place: 我现在在X, 我(现在)住X, 我在X工作 | I/we live in X, I/we (just) moved/relocated to X, I'm based in X, I'm living in X, I'm (now) in X (now/these days) for a known place |
+| location | 我住在X, 我(们)(上个月/刚)搬到了X, 搬来/搬家到X, 我在X生活; for a known place: 我现在在X, 我(现在)住X, 我在X工作, 我是个程序员，在X工作 | I/we live in X, I'm from X but live in Y, I/we (just) moved/relocated to X, I'm based in X, I'm living in X, I'm (now) in X (now/these days) for a known place |
 | hometown | 我是X人, 我老家是X的, 我来自X, 我是在X长大的 (a known place) | I'm (originally) from X, I grew up in X, I was born in X (capitalised, no department) |
 | timezone | 我在东八区, 我这边是北京时间, 我这边是CST | I'm on Pacific time, my timezone is PST, I'm in UTC+8, my time zone is Europe/Berlin |
-| occupation | 我是一名X, 我的工作是X, 我是做X的, 我在一家游戏公司做策划 | I work as a X, my job is X, I'm a X by profession, I'm / I've been a nurse (at …), I became a X, a new job as X, I teach X (an X teacher) |
+| occupation | 我是一名X, 我是个X, 我的工作是X, 我是做X的, 我在一家游戏公司做策划 | I work as a X, my job is X, I'm a X by profession, I'm / I've been a nurse (at …), I became a X, a new job as X, I teach X (an X teacher) |
 | partner_name | 我男朋友/老婆/对象…叫X | my boyfriend/wife/partner… is called X, my wife is Anna, my girlfriend Emma, I'm married to X |
 | pets | 我(家)的猫叫X, 我养了一只狗, 我养了一只柯基叫豆包, 我有一只猫(叫X) | my/our dog is called X, our cat Miso, my cat is Miso (not a breed), Miso is my cat, I have a cat (called X), I have two cats, Mochi and Tofu |
 | likes | 我(很/最…)喜欢X, 我(喜欢/爱)吃X, 我最喜欢的Y是X, X我(很)喜欢 | I love/like/enjoy/adore X, my favorite Y is X, I'm a fan of X, I'm into X, I prefer X (over Y) |
@@ -317,6 +317,17 @@ RULES: list[tuple[str, str, re.Pattern[str], bool]] = [
         False,
     ),
     (
+        # "我是个程序员，在深圳工作", "我叫小李，在北京上班": the second clause's subject is the first's,
+        # which is the user's own (我 then a verb, not "我妈是医生，在深圳工作").
+        "zh_work_in_2",
+        LOCATION,
+        re.compile(
+            rf"{_ZH_HEAD}我(?:们)?(?=是|叫|今年|现在|目前|刚|也|一直|已经)[^，,。.!！?？；;]{{1,20}}[，,]\s*(?P<at>){_ZH_WHEN}"
+            rf"在(?P<v>[{_CJK}]{{2,8}}?)(?:工作|上班|打工)(?=$|[，,。.!！?？；;~～\s]|了|呢|啊|呀|哦|吧|哈|嘛)"
+        ),
+        False,
+    ),
+    (
         "zh_now_in",
         LOCATION,
         re.compile(
@@ -338,7 +349,7 @@ RULES: list[tuple[str, str, re.Pattern[str], bool]] = [
     (
         "zh_occupation",
         OCCUPATION,
-        re.compile(rf"{_ZH_HEAD}我(?:现在|目前)?是(?:一名|一位|一个职业)?{ZH_V}"),
+        re.compile(rf"{_ZH_HEAD}我(?:现在|目前)?是(?:一名|一位|一个职业|一个|个|名)?{ZH_V}"),
         False,
     ),
     (
@@ -494,6 +505,18 @@ RULES: list[tuple[str, str, re.Pattern[str], bool]] = [
         "en_live_in",
         LOCATION,
         re.compile(rf"\b(?:I|we) {_EN_ADV}(?:now |currently )?live in {EN_V}", re.I),
+        True,
+    ),
+    (
+        # "I'm from Chicago originally but live in Denver now": the subject of the second clause is the
+        # first's, the user.
+        "en_and_live_in",
+        LOCATION,
+        re.compile(
+            rf"\b(?:I'm|I am|I|we're|we)\b(?!'d|'ll| would| will| want| wanna| hope| wish| plan| might| could)"
+            rf"[^.!?;]{{1,60}}?,? (?:but|and) (?P<at>){_EN_ADV}(?:now |currently )?live in {EN_V}",
+            re.I,
+        ),
         True,
     ),
     (

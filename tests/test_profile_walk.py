@@ -435,3 +435,30 @@ def test_a_second_fact_in_one_statement_and_bedtimes_at_twelve(
     text: str, expected: list[tuple[str, str]]
 ) -> None:
     assert [(o.key, o.value) for o in extract(text)] == expected
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        # The second clause's subject is the first's, the user: both facts.
+        ("我是个程序员，在深圳工作", [("location", "深圳"), ("occupation", "程序员")]),
+        ("我叫小李，在北京上班", [("name", "小李"), ("location", "北京")]),
+        (
+            "I'm from Chicago originally but live in Denver now.",
+            [("hometown", "Chicago"), ("location", "Denver")],
+        ),
+        ("I grew up in Ohio and now live in Austin.", [("hometown", "Ohio"), ("location", "Austin")]),
+        ("I'm a nurse and live in Boston.", [("location", "Boston"), ("occupation", "nurse")]),
+        # "live" is no second thing the user loves.
+        ("I love my job and live in Seattle with my wife.", [("location", "Seattle"), ("likes", "job")]),
+        ("我是个学生", [("occupation", "学生")]),  # 个 is no part of the occupation
+        # Someone else's clause, or a wish: nothing.
+        ("我妈是医生，在深圳工作", []),
+        ("My sister is a teacher and lives in Boston.", []),
+        ("I'd love to visit Japan and live in Tokyo someday.", []),
+        ("I want to save money and live in Tokyo.", []),
+        ("我是个好人", []),
+    ],
+)
+def test_a_clause_whose_subject_is_the_clause_before(text: str, expected: list[tuple[str, str]]) -> None:
+    assert [(o.key, o.value) for o in extract(text)] == expected
