@@ -318,14 +318,19 @@ class Companion:
 
 def user_state(memory: Memory, user_id: str, now: datetime | None = None) -> dict[str, Any]:
     """{"mood": {label, intensity, cause_turn_ids, updated_at}, "routine": {sleep_time, wake_time,
-    confidence}, "last_active"} — the mood decayed to `now` (default: now)."""
-    now = now or datetime.now(UTC)
+    confidence}, "last_active", "as_of"} — the mood decayed to `now`; by default to the user's last
+    message: the state as they left it, on the clock their messages state (a client that replays a
+    conversation with its own timestamps sees the argument it just sent, not two years of decay).
+    Pass the current time for the mood decayed to it."""
     store = memory.store
+    last = store.last_active(user_id)
+    last_at = datetime.fromtimestamp(last, UTC) if last is not None else None
+    now = now or last_at or datetime.now(UTC)
     mood = moods.from_row(store.mood_get(user_id)).at(now)
     routine = routines.from_row(store.routine_get(user_id))
-    last = store.last_active(user_id)
     return {
         "mood": mood.as_dict(),
         "routine": routine.as_dict(),
-        "last_active": datetime.fromtimestamp(last, UTC).isoformat() if last is not None else None,
+        "last_active": last_at.isoformat() if last_at is not None else None,
+        "as_of": now.isoformat(),
     }

@@ -100,6 +100,12 @@ def test_the_morning_after_an_argument_is_cool(server: str, fake: FakeOpenAI, la
     s = state(server, "li", DAY.replace(hour=22, minute=40))
     assert s["mood"]["label"] == "upset" and s["mood"]["cause_turn_ids"] == cause_ids
     assert s["last_active"] is not None
+    # Without `at`: the state as the user left it, on their messages' clock (2024 here), not decayed to
+    # the server's today (it read neutral: two years of decay).
+    left = state(server, "li")
+    assert left["mood"]["label"] == "upset" and left["mood"]["intensity"] > 0.5
+    assert datetime.fromisoformat(left["as_of"]) == datetime.fromisoformat(left["last_active"])
+    assert state(server, "li", datetime.now(UTC))["mood"]["label"] == "neutral"  # decayed to now
 
     next_day = (DAY + timedelta(days=1)).replace(hour=8, minute=0)
     trace = chat(server, "li", "morning", morning, next_day)

@@ -64,12 +64,15 @@ def proactive(
 def state(
     user: str = typer.Option(..., "--user", "-u", help="Whose state."),
     at: str | None = typer.Option(
-        None, "--at", help="Decay the mood to this time (ISO 8601; without an offset, the user's local time)."
+        None,
+        "--at",
+        help="Decay the mood to this time (ISO 8601; without an offset, the user's local time);"
+        " default the user's last message.",
     ),
     home: Path | None = HomeOption,
     db: str | None = StoreOption,
 ) -> None:
-    """A user's carried mood (decayed to now), learned routine and last activity, as JSON."""
+    """A user's carried mood (as of their last message, or `--at`), learned routine and last activity, as JSON."""
     from memsched.companion import user_state
     from memsched.memory import Memory
     from memsched.nudges import user_timezone

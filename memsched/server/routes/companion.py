@@ -38,6 +38,7 @@ class StateOut(BaseModel):
     mood: MoodOut
     routine: RoutineOut
     last_active: str | None = Field(description="When the user last wrote (ISO 8601)")
+    as_of: str = Field(description="The time the mood is decayed to: `at`, else the user's last message")
 
 
 class NudgeOut(BaseModel):
@@ -68,14 +69,15 @@ _NOW = Query(default=None, description="Alias of `at`")
     "/v1/users/{user}/state",
     response_model=StateOut,
     responses=ERRORS,
-    summary="The user's carried mood, learned routine and last activity",
+    summary="The user's carried mood (as of their last message unless `at` says), learned routine and last activity",
 )
 async def state(
     request: Request,
     user: str,
     at: str | None = Query(
         default=None,
-        description="Decay the mood to this time (ISO 8601; without a UTC offset, the user's local time); default now",
+        description="Decay the mood to this time (ISO 8601; without a UTC offset, the user's local time);"
+        " default the user's last message (the state as they left it)",
     ),
     now: str | None = _NOW,
     svc: Service = Depends(get_service),
