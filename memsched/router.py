@@ -158,7 +158,7 @@ _PEOPLE_EN = (
     "children|baby|wife|husband|boyfriend|girlfriend|partner|fiance|fiancee|friend|friends|bestie|"
     "boss|manager|colleague|colleagues|coworker|coworkers|roommate|roommates|neighbor|neighbour|"
     "teacher|classmate|classmates|cousin|aunt|uncle|grandma|grandpa|grandmother|grandfather|family|"
-    "dog|cat|puppy|kitten"
+    "landlord|landlady|ex|professor|coach|dog|cat|puppy|kitten"
 )
 _SELF_EN = re.compile(r"\b(?:i|i'm|im|i've|i'd|i'll|me|myself|we|we're|us|my|our)\b", re.I)
 _OTHER_EN = re.compile(
@@ -486,6 +486,18 @@ def _about_someone_else(text: str, cue: str) -> bool:
     return True
 
 
+_YOU_EN = re.compile(r"\b(?:you|your|you're|youre|yours|yourself|u|ur)\b", re.I)
+
+
+def _aimed_elsewhere(text: str) -> bool:
+    """Whether a message names someone else (`_OTHER_EN`, `_OTHER_ZH`) and never the companion (no
+    "you", 你, 您): anger in it is at that person or at life, not an argument with the companion."""
+    text = IMAGE_LINE.sub("", _TITLE.sub("《》", text))
+    if _YOU_EN.search(text) or "你" in text or "您" in text:
+        return False
+    return bool(_OTHER_EN.search(text) or _OTHER_ZH.search(text))
+
+
 def _possessive(before: str) -> bool:
     """Whether the 的 that ends `before` is a possessive or attributive particle (jieba leaves it a word
     of its own), not the end of an adverb (真的, 挺好的)."""
@@ -561,8 +573,14 @@ class Router:
         return sorted(set(hits))
 
     def mode_cues(self, text: str) -> dict[str, list[str]]:
-        """The cue words of each mode found in `text`."""
-        return {mode: self._found(compiled, text) for mode, compiled in self._modes.items()}
+        """The cue words of each mode found in `text`. Conflict words in a message about someone else
+        that does not address the companion ("我跟我妈吵架了", "老板又让我加班，气死我了", "had a fight
+        with my sister") are a moment for comfort, and count as its cue words (`_aimed_elsewhere`)."""
+        found = {mode: self._found(compiled, text) for mode, compiled in self._modes.items()}
+        if found.get("conflict") and "comfort" in found and _aimed_elsewhere(text):
+            found["comfort"] = sorted({*found["comfort"], *found["conflict"]})
+            found["conflict"] = []
+        return found
 
     def own_cues(self, text: str, found: Sequence[str]) -> list[str]:
         """The cue words of `found` that name the user's own feeling in `text` (see `_CLAUSE`): a cue
@@ -722,10 +740,8 @@ class Router:
         user's late-night window in local minutes of the day (learned from their routine), else the
         default hours.
         """
-        cues: dict[str, list[str]] = {}
         notes: list[str] = []
-        for mode, compiled in self._modes.items():
-            cues[mode] = self._found(compiled, message)
+        cues = self.mode_cues(message)
         mode, scores, evidence, reason, own_mode, own_margin = self.decide_mode(
             message,
             cues,

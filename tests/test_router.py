@@ -413,6 +413,45 @@ def test_a_loss_is_the_users_grief_and_passing_a_bakery_is_no_success(
         assert route.mood == "happy" and route.mood_cued
 
 
+@pytest.mark.parametrize(
+    "text",
+    [
+        "我跟我妈吵架了",
+        "老板今天又让我加班，气死我了",
+        "My sister and I had a fight about the wedding",
+        "Ugh, I'm so fed up with my landlord",
+    ],
+)
+def test_anger_at_someone_else_is_a_moment_for_comfort(tmp_path: Path, text: str) -> None:
+    """A fight with mum or anger at the boss is not an argument with the companion: it read as conflict
+    (the cold voice, and "我跟我妈吵架了" the repair voice, "take responsibility for your part")."""
+    from memsched.memory import Memory
+    from memsched.router import Prototypes
+
+    found = Router().mode_cues(text)
+    assert not found["conflict"] and found["comfort"], found
+    router = Router(prototypes=Prototypes(), classifier=ModeClassifier.load())
+    memory = Memory(home=tmp_path / "m")
+    try:
+        route = _route(router, memory, text)
+    finally:
+        memory.close()
+    assert route.mode == "comfort", route.mode_reason
+
+
+@pytest.mark.parametrize(
+    ("text", "conflict"),
+    [
+        ("你根本不在乎我，我妈都比你关心我", True),  # the companion is addressed: an argument with it
+        ("You're just like my ex, you never listen", True),
+        ("Had a huge fight with my ex, I'm so angry", False),  # about the ex: comfort's
+        ("I'm so angry", True),  # at whom it does not say: the cue word stands
+    ],
+)
+def test_which_conflict_words_count_for_conflict(text: str, conflict: bool) -> None:
+    assert bool(Router().mode_cues(text)["conflict"]) is conflict
+
+
 # Hard cases written for this test (not in the labelled or the blind set): sarcasm, "算了吧" and
 # "whatever" in every mode, teasing that borrows conflict words, distress passed off as a joke.
 HARD_CASES = [
