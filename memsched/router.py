@@ -55,7 +55,7 @@ DEFAULT_CUES: dict[str, dict[str, list[str]]] = {
             "难过|伤心|哭|累死|好累|压力|焦虑|失眠|崩溃|孤独|害怕|郁闷|委屈|不开心|心情不好|想哭|"
             "失业|被骂|生病|难受|emo|sad|cry|crying|exhausted|so tired|stressed|anxious|lonely|"
             "depressed|scared|upset|hurt|overwhelmed|can't sleep|bad day|sick|lost my job|nervous|worried|"
-            "exhausting|drained|worn out|broke up|got dumped"
+            "exhausting|drained|worn out|broke up|got dumped|紧张|担心"
         ),
         "intimacy": _cues(
             "想你|爱你|喜欢你|亲爱的|宝贝|抱抱|亲亲|么么|在一起|约会|表白|我们俩|miss you|"
@@ -114,6 +114,11 @@ DEFAULT_CUES: dict[str, dict[str, list[str]]] = {
             "i feel down|i feel really down|i feel so down|i'm feeling down|i'm feeling really down|"
             "i've been feeling down|i'm feeling low|i've been feeling low|i feel really low|"
             "我心情好低落|我好低落|我很低落|我好沮丧|我很沮丧"
+        ),
+        # Closeness said without a cue word: an anniversary, wanting to see the companion, a goodnight.
+        "intimacy": _cues(
+            "anniversary|周年|纪念日|wish you were here|sweet dreams|梦里见|想见你|见到你|"
+            "can't wait to see you|等不及见你|goodnight kiss|晚安吻"
         ),
     },
     "intensifiers": {

@@ -452,6 +452,37 @@ def test_which_conflict_words_count_for_conflict(text: str, conflict: bool) -> N
     assert bool(Router().mode_cues(text)["conflict"]) is conflict
 
 
+@pytest.mark.parametrize(
+    ("text", "mode", "mood"),
+    [
+        ("今天是我们认识一周年哦", "intimacy", "affectionate"),
+        ("晚安啦，梦里见", "intimacy", "affectionate"),
+        ("Happy one month anniversary to us!", "intimacy", "affectionate"),
+        ("I wish you were here right now", "intimacy", "affectionate"),
+        ("Goodnight, sweet dreams", "intimacy", "affectionate"),
+        ("明天要体检，有点紧张", "comfort", "anxious"),
+    ],
+)
+def test_closeness_and_nerves_without_a_cue_word_get_their_voice(
+    tmp_path: Path, text: str, mode: str, mood: str
+) -> None:
+    """An anniversary, a goodnight, wishing the companion were here: the learned parts read intimacy,
+    but no cue word backed it, so it got the attentive voice and no mood (the intimacy strategy's
+    shared memories and anniversaries never applied); 紧张 was a mood word but no comfort cue, as
+    "nervous" was before session 24 ("明天要体检，有点紧张" read casual, no mood)."""
+    from memsched.memory import Memory
+    from memsched.router import Prototypes
+
+    router = Router(prototypes=Prototypes(), classifier=ModeClassifier.load())
+    memory = Memory(home=tmp_path / "m")
+    try:
+        route = _route(router, memory, text)
+    finally:
+        memory.close()
+    assert route.mode == mode, route.mode_reason
+    assert route.mood == mood and route.backed and route.mood_cued
+
+
 # Hard cases written for this test (not in the labelled or the blind set): sarcasm, "算了吧" and
 # "whatever" in every mode, teasing that borrows conflict words, distress passed off as a joke.
 HARD_CASES = [
