@@ -77,7 +77,12 @@ DEFAULT_CUES: dict[str, dict[str, list[str]]] = {
     },
     # A loss the user grieves, said of whom they lost ("my grandma passed away", "外婆昨天去世了"): cue
     # words of the mode, and the user's own feeling whoever is their subject (`Router.own_cues`).
-    "losses": {"comfort": _cues("passed away|去世|过世|离世|funeral|葬礼|追悼会")},
+    # Under "backing", words that say a death only where the learned parts already read comfort ("my
+    # dog died yesterday", "我家狗狗昨天走了"; "my phone died", "我先走了" are none): they back that reading.
+    "losses": {
+        "comfort": _cues("passed away|去世|过世|离世|funeral|葬礼|追悼会"),
+        "backing": _cues("died|has died|它走了|他走了|她走了|昨天走了|不在了|离开了我们"),
+    },
     # Repair: an apology and its acceptance reset a carried upset mood (see memsched.mood).
     "repair": {
         "apology": _cues(
@@ -103,7 +108,8 @@ DEFAULT_CUES: dict[str, dict[str, list[str]]] = {
             "过分|懒得理你|别跟我说话|不想跟你说话|别烦我|烦不烦|生你的气|生你气|每次都这样|说话不算话|不想听你|"
             "你怎么能|凭什么|有完没完|so done with|i'm done with you|done talking to you|don't talk to me|"
             "don't even talk to me|how could you|can't believe you|you don't care|you don't even care|furious|"
-            "annoyed with you|upset with you|you forgot again|unbelievable"
+            "annoyed with you|upset with you|you forgot again|unbelievable|you promised|你答应过|i'm annoyed|"
+            "i'm so annoyed|i'm really annoyed|i'm getting annoyed"
         ),
         # In the first person only: "a family struggling", "I'm not giving up" are no hard time.
         "comfort": _cues(
@@ -558,7 +564,10 @@ class Router:
         self._moods = {name: _compile(list(words)) for name, words in cues.get("moods", {}).items()}
         self._repair = {name: _compile(list(words)) for name, words in cues.get("repair", {}).items()}
         self._intense = _compile(list(cues.get("intensifiers", {}).get("all", [])))
-        self._backing = {mode: _compile(list(words)) for mode, words in cues.get("backing", {}).items()}
+        self._backing = {
+            mode: _compile([*words, *(losses.get("backing", []) if mode == "comfort" else [])])
+            for mode, words in cues.get("backing", {}).items()
+        }
         self.late_night = late_night
         self.prototypes = prototypes
         self.weights = weights

@@ -483,6 +483,39 @@ def test_closeness_and_nerves_without_a_cue_word_get_their_voice(
     assert route.mood == mood and route.backed and route.mood_cued
 
 
+@pytest.mark.parametrize(
+    ("text", "mode", "mood"),
+    [
+        ("My dog died yesterday", "comfort", "sad"),
+        ("我家狗狗昨天走了", "comfort", "sad"),
+        ("I'm really annoyed right now", "conflict", "upset"),
+        ("你答应过提醒我的，结果呢", "conflict", "upset"),
+        ("ugh my phone died again lol", None, None),  # no loss: nothing backed
+        ("我先走了，明天聊", None, None),  # leaving, not a death
+    ],
+)
+def test_a_death_or_a_broken_promise_backs_the_reading(
+    tmp_path: Path, text: str, mode: str | None, mood: str | None
+) -> None:
+    """ "My dog died yesterday" and "我家狗狗昨天走了" read as comfort with no word to back it (no
+    mood, the attentive voice), "I'm really annoyed right now" and "你答应过…" as conflict with none.
+    The words back a reading the learned parts make; they make none ("my phone died")."""
+    from memsched.memory import Memory
+    from memsched.router import Prototypes
+
+    router = Router(prototypes=Prototypes(), classifier=ModeClassifier.load())
+    memory = Memory(home=tmp_path / "m")
+    try:
+        route = _route(router, memory, text)
+    finally:
+        memory.close()
+    if mode is None:
+        assert not route.cues.get("backing") and not route.mood_cued, route.mode_reason
+    else:
+        assert route.mode == mode, route.mode_reason
+        assert route.mood == mood and route.backed and route.mood_cued
+
+
 # Hard cases written for this test (not in the labelled or the blind set): sarcasm, "算了吧" and
 # "whatever" in every mode, teasing that borrows conflict words, distress passed off as a joke.
 HARD_CASES = [
