@@ -280,8 +280,10 @@ RENAME_RULES: list[tuple[str, re.Pattern[str], bool]] = [
         "en_name_but_called",
         re.compile(
             r"\bmy\s+name(?:'s|\s+is)\s+[A-Za-z][\w'-]*(?:\s+[A-Z][\w'-]*)?\s*,?\s+but\s+"
-            r"(?:everyone|everybody|people|most people|(?:all\s+)?my friends|friends|they(?:\s+all)?|"
-            r"my family)\s+(?:just\s+|usually\s+|all\s+)?calls?\s+me\s+"
+            r"(?:(?:everyone|everybody|people|most people|(?:all\s+)?my friends|friends|they(?:\s+all)?|"
+            r"my family)\s+(?:just\s+|usually\s+|all\s+)?calls?\s+me|"
+            # "my name is Robert but please call me Bob": a request, as "call me Bob" is.
+            r"(?:please\s+|you\s+can\s+|you\s+may\s+|just\s+)*call\s+me)\s+"
             rf"{_name('new')}",
             re.I,
         ),

@@ -265,6 +265,7 @@ class Profile:
         max_tokens: int | None = None,
         count: Callable[[str], int] = len,
         timezone: str | None = None,
+        clock: str | None = None,
     ) -> str:
         """The system-prompt section for the user's current facts, or "" when there are none.
 
@@ -273,7 +274,9 @@ class Profile:
         mentions would mislead. With `max_tokens` (costed by `count`), lines that do not fit are
         left out, least important key first. `timezone` is the one the turn being answered came with:
         it is the user's timezone now, though the fact is written only when the turn is recorded (a
-        prompt saying "Now … (Europe/London)" must not say "timezone: Asia/Shanghai").
+        prompt saying "Now … (Europe/London)" must not say "timezone: Asia/Shanghai"). `clock` is the
+        zone the turn is read in (`memsched.zones`: it may be a fixed offset, never a fact): the dates
+        are on it, else on the timezone fact's.
         """
         rows = self.store.facts(user_id)
         if not rows and not timezone:
@@ -286,7 +289,7 @@ class Profile:
             by_key[TIMEZONE] = [{"value": timezone, "superseded_at": None, "valid_from": 0.0, "meta": {}}]
         order = [k for k in KEYS if k in by_key] + sorted(k for k in by_key if k not in KEYS)
         # Dates on the user's clock: a fact from 20:00 in New York is not from "tomorrow".
-        zone = next(
+        zone = clock or next(
             (f["value"] for f in reversed(by_key.get(TIMEZONE, [])) if f["superseded_at"] is None), None
         )
         lines: list[str] = []

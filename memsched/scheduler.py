@@ -622,13 +622,16 @@ class Scheduler:
             if not handed_off and held is None:
                 self.sessions.release(hold)
 
-    def _profile_section(self, user_id: str, share: float, timezone: str | None = None) -> str:
+    def _profile_section(
+        self, user_id: str, share: float, timezone: str | None = None, clock: str | None = None
+    ) -> str:
         """The profile's system-prompt section within `share` of the budget (most important keys first);
-        `timezone` is the one the turn came with, shown as the user's timezone already."""
+        `timezone` is the one the turn came with, shown as the user's timezone already; `clock` the
+        one its dates are read in (the turn's)."""
         limit = int(self.config.budget * share)
         return (
             self.profile.section(
-                user_id, max_tokens=limit, count=self.memory.counter.count, timezone=timezone
+                user_id, max_tokens=limit, count=self.memory.counter.count, timezone=timezone, clock=clock
             )
             if limit > 0
             else ""
@@ -973,7 +976,9 @@ class Scheduler:
         counter = self.memory.counter
         with t.sw.stage("overflow_check"):
             # The profile's share until the strategy is chosen (then the strategy's own share).
-            t.profile_text = self._profile_section(t.user_id, DEFAULT_PROFILE_SHARE, self._new_zone(t))
+            t.profile_text = self._profile_section(
+                t.user_id, DEFAULT_PROFILE_SHARE, self._new_zone(t), t.timezone
+            )
             sections = (clock_line(t.at, t.timezone), t.profile_text, *(a.note for a in t.applied))
             t.sections = [s for s in sections if s]
             state = t.state = self.store.session_state(t.user_id, t.session_id)
@@ -1062,7 +1067,7 @@ class Scheduler:
             t.sections = [*t.sections, *t.plan.sections]
             share = t.plan.shares.get("profile") if t.plan.shares else None
             if share is not None and t.profile_text:
-                text = self._profile_section(t.user_id, float(share), self._new_zone(t))
+                text = self._profile_section(t.user_id, float(share), self._new_zone(t), t.timezone)
                 t.sections = [text if x == t.profile_text else x for x in t.sections if x]
                 t.sections = [x for x in t.sections if x]
                 t.profile_text = text

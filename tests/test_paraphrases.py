@@ -200,6 +200,9 @@ def test_http_a_rename_in_other_words_holds_on_the_next_turn(
     [
         ("My name's Elizabeth but everyone calls me Liz", "Elizabeth", "Liz"),
         ("我叫李伟，不过大家都叫我小李", "李伟", "小李"),
+        # A request after the name: it made Robert the preferred name, and Bob was lost.
+        ("My name is Robert but please call me Bob", "Robert", "Bob"),
+        ("My name is Robert, but you can call me Bob.", "Robert", "Bob"),
     ],
 )
 def test_http_the_name_and_what_everyone_calls_the_user(

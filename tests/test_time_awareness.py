@@ -314,3 +314,12 @@ def test_library_add_reads_relative_time_on_the_offset_of_created_at(mem: Memory
     assert mem.add("b", "s", "user", "昨天下雨了", created_at=said.astimezone(UTC)).meta["dates"] == [
         "昨天 = 2024-11-04"
     ]
+
+
+def test_http_a_profile_date_is_on_the_clock_the_timestamp_states(server: str, fake: FakeOpenAI) -> None:
+    """20:01 at -05:00 is 01:01 UTC the next day: the rename's "since" date is the user's 11-05."""
+    _chat_no_zone(server, "rob", "call me Bob", "2024-11-05T20:00:00-05:00")
+    _chat_no_zone(server, "rob", "actually, call me Rob", "2024-11-05T20:01:00-05:00")
+    _chat_no_zone(server, "rob", "hey", "2024-11-05T20:02:00-05:00")
+    system = fake.chat_requests[-1]["messages"][0]["content"]
+    assert "Rob (since 2024-11-05; formerly Bob)" in system
