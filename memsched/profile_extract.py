@@ -437,7 +437,10 @@ def extract(text: str) -> list[Observation]:
                 value = f"{value} intolerance" if english else f"{value}不耐受"
             if key == OCCUPATION and not english and not _looks_like_occupation(value, m):
                 continue
-            if rule in ("en_im_a", "en_became_a") and value.split()[-1].lower() not in _EN_OCCUPATIONS:
+            if (
+                rule in ("en_im_a", "en_became_a", "en_starting_as")
+                and value.split()[-1].lower() not in _EN_OCCUPATIONS
+            ):
                 continue
             if key in (NAME, PARTNER_NAME) and value.split()[0].lower() in EN_NOT_GREETING_NAMES:
                 continue
@@ -471,6 +474,10 @@ def extract(text: str) -> list[Observation]:
             if key == DIET:
                 values = [d for v in values if (d := _diet_value(rule, v, english=english)) is not None]
             found += [Observation(key, v, rule=rule) for v in values]
+            if rule == "zh_work_as" and m.group("place") and is_place_zh(m.group("place")):
+                found.append(
+                    Observation(LOCATION, m.group("place"), rule=rule)
+                )  # "在杭州做老师": lives there
             taken.append((start, end))
     for rule, key, pattern, english in RETRACT_RULES:
         for m in pattern.finditer(text):

@@ -17,7 +17,7 @@ still recalled by search); a false one would be shown on every turn.
 | location | 我住在X, 我(们)(上个月/刚)搬到了X, 搬来/搬家到X, 我在X生活; for a known place: 我现在在X, 我(现在)住X, 我在X工作, 我是个程序员，在X工作 | I/we live in X, I'm from X but live in Y, I/we (just) moved/relocated to X, I'm based in X, I'm living in X, I'm (now) in X (now/these days) for a known place |
 | hometown | 我是X人, 我老家是X的, 我来自X, 我是在X长大的 (a known place) | I'm (originally) from X, I grew up in X, I was born in X (capitalised, no department) |
 | timezone | 我在东八区, 我这边是北京时间, 我这边是CST | I'm on Pacific time, my timezone is PST, I'm in UTC+8, my time zone is Europe/Berlin |
-| occupation | 我是一名X, 我是个X, 我的工作是X, 我是做X的, 我在一家游戏公司做策划 | I work as a X, my job is X, I'm a X by profession, I'm / I've been a nurse (at …), I became a X, a new job as X, I teach X (an X teacher) |
+| occupation | 我是一名X, 我是个X, 我的工作是X, 我是做X的, 我在一家游戏公司做策划, 在杭州做老师 (and the place: location) | I work as a X, starting (Monday) as a X, my job is X, I'm a X by profession, I'm / I've been a nurse (at …), I became a X, a new job as X, I teach X (an X teacher) |
 | partner_name | 我男朋友/老婆/对象…叫X | my boyfriend/wife/partner… is called X, my wife is Anna, my girlfriend Emma, I'm married to X |
 | pets | 我(家)的猫叫X, 我养了一只狗, 我养了一只柯基叫豆包, 我有一只猫(叫X) | my/our dog is called X, our cat Miso, my cat is Miso (not a breed), Miso is my cat, I have a cat (called X), I have two cats, Mochi and Tofu |
 | likes | 我(很/最…)喜欢X, 我(喜欢/爱)吃X, 我最喜欢的Y是X, X我(很)喜欢 | I love/like/enjoy/adore X, my favorite Y is X, I'm a fan of X, I'm into X, I prefer X (over Y) |
@@ -555,6 +555,19 @@ RULES: list[tuple[str, str, re.Pattern[str], bool]] = [
             rf"\bI(?:'ve| have)? {_EN_ADV}(?:(?:started|got|took|landed|accepted|found|began|start|have)(?: a| my| the)?"
             rf"(?: new| first| full-time| part-time)? (?:job|position|role|gig) as|(?:got |was |been |have been |'ve been )"
             rf"(?:hired|employed|promoted) (?:as|to)) (?:an? )?{EN_V}",
+            re.I,
+        ),
+        True,
+    ),
+    (
+        # "Starting Monday as a UX designer at Figma", "I'm starting next week as a nurse": a job about to
+        # begin; only an occupation (`profile_extract._EN_OCCUPATIONS`): "starting as a beginner" is none.
+        "en_starting_as",
+        OCCUPATION,
+        re.compile(
+            r"(?:^|(?<=[.!?]\s)|\bI(?:'m| am|'ll be| will be)? )(?:starting|start) (?:on )?(?:\w+ ){0,2}as an? "
+            r"(?P<v>[a-z][a-z\- ]{1,40}?)"
+            r"(?=$|[.,!?;:\n]|\s+(?:at|in|for|with|from|on|of|and|but|so|who|which|by|since)\b)",
             re.I,
         ),
         True,

@@ -148,7 +148,8 @@ def test_a_greeting_introduces_a_name() -> None:
 
 @pytest.mark.parametrize(("text", "key", "value"), CLAUSE_CASES)
 def test_values_are_cut_at_the_clause_boundary(text: str, key: str, value: str) -> None:
-    assert [(o.key, o.value) for o in extract(text)] == [(key, value)]
+    # (A workplace named with the job also gives a location: "在上海做设计师" lives in 上海.)
+    assert [(o.key, o.value) for o in extract(text) if o.key == key] == [(key, value)]
 
 
 @pytest.mark.parametrize(

@@ -462,3 +462,19 @@ def test_a_second_fact_in_one_statement_and_bedtimes_at_twelve(
 )
 def test_a_clause_whose_subject_is_the_clause_before(text: str, expected: list[tuple[str, str]]) -> None:
     assert [(o.key, o.value) for o in extract(text)] == expected
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("Starting Monday as a UX designer at Figma", [("occupation", "UX designer")]),
+        ("I'm starting next week as a nurse at Mercy Hospital.", [("occupation", "nurse")]),
+        ("I start tomorrow as a barista!", [("occupation", "barista")]),
+        ("I'm starting as a beginner in the pottery class", []),  # no occupation
+        # Where one works as something is where one lives, for a known place.
+        ("我今年三十岁了，在杭州做老师", [("occupation", "老师"), ("location", "杭州")]),
+        ("我在公司做策划", [("occupation", "策划")]),
+    ],
+)
+def test_a_job_about_to_start_and_the_place_one_works_in(text: str, expected: list[tuple[str, str]]) -> None:
+    assert [(o.key, o.value) for o in extract(text)] == expected
