@@ -174,8 +174,7 @@ class Memory:
             speaker=speaker,
             external_id=external_id,
         )
-        zone = timezone or (sent_offset(created_at) if created_at is not None else None)
-        return self.add_many([turn], index=index, timezone=zone)[0]
+        return self.add_many([turn], index=index, timezone=timezone or sent_offset(created_at))[0]
 
     def add_many(
         self, turns: Sequence[Turn], *, index: bool = True, timezone: str | None = None

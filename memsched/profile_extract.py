@@ -475,9 +475,8 @@ def extract(text: str) -> list[Observation]:
                 values = [d for v in values if (d := _diet_value(rule, v, english=english)) is not None]
             found += [Observation(key, v, rule=rule) for v in values]
             if rule == "zh_work_as" and m.group("place") and is_place_zh(m.group("place")):
-                found.append(
-                    Observation(LOCATION, m.group("place"), rule=rule)
-                )  # "在杭州做老师": lives there
+                # "在杭州做老师": one lives where one works, for a known place.
+                found.append(Observation(LOCATION, m.group("place"), rule=rule))
             taken.append((start, end))
     for rule, key, pattern, english in RETRACT_RULES:
         for m in pattern.finditer(text):

@@ -84,6 +84,12 @@ _EN_CAP_NAME = (
     r"(?-i:(?P<v>[A-Z][a-z'\-]+(?: [A-Z][a-z'\-]+)?))(?![A-Za-z'\-])"
 )
 _ZH_HEAD = r"(?:^|(?<=[，,。.!！?？；;~～\s]))"
+# What follows "I'm a" / "starting as a" when it may be an occupation: lower-case words up to a clause
+# boundary or a preposition ("a nurse at the city hospital" -> nurse).
+_EN_JOB = (
+    r"(?P<v>[a-z][a-z\- ]{1,40}?)"
+    r"(?=$|[.,!?;:\n]|\s+(?:at|in|for|with|from|on|of|and|but|so|who|which|by|since)\b)"
+)
 # A place name in English: capitalised words ("New York", "Hong Kong"), case-sensitive, not one's
 # team ("I'm from Google's team").
 EN_PLACE = (
@@ -566,8 +572,7 @@ RULES: list[tuple[str, str, re.Pattern[str], bool]] = [
         OCCUPATION,
         re.compile(
             r"(?:^|(?<=[.!?]\s)|\bI(?:'m| am|'ll be| will be)? )(?:starting|start) (?:on )?(?:\w+ ){0,2}as an? "
-            r"(?P<v>[a-z][a-z\- ]{1,40}?)"
-            r"(?=$|[.,!?;:\n]|\s+(?:at|in|for|with|from|on|of|and|but|so|who|which|by|since)\b)",
+            + _EN_JOB,
             re.I,
         ),
         True,
@@ -591,8 +596,7 @@ RULES: list[tuple[str, str, re.Pattern[str], bool]] = [
         "en_im_a",
         OCCUPATION,
         re.compile(
-            r"\bI(?:'m| am|'ve been| have been) (?:now |currently |actually |also |just )?an? (?P<v>[a-z][a-z\- ]{1,40}?)"
-            r"(?=$|[.,!?;:\n]|\s+(?:at|in|for|with|from|on|of|and|but|so|who|which|by|since)\b)",
+            r"\bI(?:'m| am|'ve been| have been) (?:now |currently |actually |also |just )?an? " + _EN_JOB,
             re.I,
         ),
         True,

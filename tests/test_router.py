@@ -312,6 +312,19 @@ def _route(router: Router, memory: Any, text: str, **kw: Any) -> Any:
     )
 
 
+def _shipped_route(tmp_path: Path, text: str) -> Any:
+    """The route of one message by a turn's default router (prototypes + the shipped classifier)."""
+    from memsched.memory import Memory
+    from memsched.router import Prototypes
+
+    router = Router(prototypes=Prototypes(), classifier=ModeClassifier.load())
+    memory = Memory(home=tmp_path / "m")
+    try:
+        return _route(router, memory, text)
+    finally:
+        memory.close()
+
+
 def test_the_shipped_classifier_routes_fresh_messages_in_both_languages(tmp_path: Path) -> None:
     """The default router of a turn (prototypes + the shipped classifier) on the vectors a turn computes,
     for messages written for this test (not in the labelled set)."""
@@ -366,15 +379,7 @@ def test_nerves_and_exhaustion_said_without_i_am_are_a_moment_for_comfort(
     """Words for worry, exhaustion and a break-up are comfort cue words as "anxious" and "exhausted"
     were: said without "I'm", the learned parts alone read these as casual, or as comfort with no cue
     to back it (no mood, the attentive voice), before."""
-    from memsched.memory import Memory
-    from memsched.router import Prototypes
-
-    router = Router(prototypes=Prototypes(), classifier=ModeClassifier.load())
-    memory = Memory(home=tmp_path / "m")
-    try:
-        route = _route(router, memory, text)
-    finally:
-        memory.close()
+    route = _shipped_route(tmp_path, text)
     assert route.mode == "comfort", route.mode_reason
     assert route.mood == mood
     assert route.backed and route.mood_cued  # a cue word: the mood is set and the comfort voice applies
@@ -396,15 +401,7 @@ def test_a_loss_is_the_users_grief_and_passing_a_bakery_is_no_success(
     """A death is said of whom the user lost, so the someone-else test left the mood unset ("my grandma
     passed away" read as comfort with no mood); and "passed" was a happy cue word inside "passed
     away". A loss is now a comfort cue word that is the user's own feeling whoever its subject."""
-    from memsched.memory import Memory
-    from memsched.router import Prototypes
-
-    router = Router(prototypes=Prototypes(), classifier=ModeClassifier.load())
-    memory = Memory(home=tmp_path / "m")
-    try:
-        route = _route(router, memory, text)
-    finally:
-        memory.close()
+    route = _shipped_route(tmp_path, text)
     assert not route.cues.get("happy") or mood == "happy"
     if mood == "sad":
         assert route.mode == "comfort", route.mode_reason
@@ -425,17 +422,9 @@ def test_a_loss_is_the_users_grief_and_passing_a_bakery_is_no_success(
 def test_anger_at_someone_else_is_a_moment_for_comfort(tmp_path: Path, text: str) -> None:
     """A fight with mum or anger at the boss is not an argument with the companion: it read as conflict
     (the cold voice, and "我跟我妈吵架了" the repair voice, "take responsibility for your part")."""
-    from memsched.memory import Memory
-    from memsched.router import Prototypes
-
     found = Router().mode_cues(text)
     assert not found["conflict"] and found["comfort"], found
-    router = Router(prototypes=Prototypes(), classifier=ModeClassifier.load())
-    memory = Memory(home=tmp_path / "m")
-    try:
-        route = _route(router, memory, text)
-    finally:
-        memory.close()
+    route = _shipped_route(tmp_path, text)
     assert route.mode == "comfort", route.mode_reason
 
 
@@ -470,15 +459,7 @@ def test_closeness_and_nerves_without_a_cue_word_get_their_voice(
     but no cue word backed it, so it got the attentive voice and no mood (the intimacy strategy's
     shared memories and anniversaries never applied); 紧张 was a mood word but no comfort cue, as
     "nervous" was before session 24 ("明天要体检，有点紧张" read casual, no mood)."""
-    from memsched.memory import Memory
-    from memsched.router import Prototypes
-
-    router = Router(prototypes=Prototypes(), classifier=ModeClassifier.load())
-    memory = Memory(home=tmp_path / "m")
-    try:
-        route = _route(router, memory, text)
-    finally:
-        memory.close()
+    route = _shipped_route(tmp_path, text)
     assert route.mode == mode, route.mode_reason
     assert route.mood == mood and route.backed and route.mood_cued
 
@@ -500,15 +481,7 @@ def test_a_death_or_a_broken_promise_backs_the_reading(
     """ "My dog died yesterday" and "我家狗狗昨天走了" read as comfort with no word to back it (no
     mood, the attentive voice), "I'm really annoyed right now" and "你答应过…" as conflict with none.
     The words back a reading the learned parts make; they make none ("my phone died")."""
-    from memsched.memory import Memory
-    from memsched.router import Prototypes
-
-    router = Router(prototypes=Prototypes(), classifier=ModeClassifier.load())
-    memory = Memory(home=tmp_path / "m")
-    try:
-        route = _route(router, memory, text)
-    finally:
-        memory.close()
+    route = _shipped_route(tmp_path, text)
     if mode is None:
         assert not route.cues.get("backing") and not route.mood_cued, route.mode_reason
     else:
