@@ -157,6 +157,52 @@ CASES: list[tuple[str, str, str, Any, int, str]] = [
     ("turn id not a number", "DELETE", "/v1/users/u/turns/abc", None, 400, "turn_id"),
     ("unknown session", "DELETE", "/v1/users/u/sessions/nope", None, 404, "nope"),
     ("negative limit", "GET", "/v1/users/u/memories?q=x&limit=-1", None, 400, "limit"),
+    # A field that takes one of several types is named as the client wrote it, with the types it
+    # takes (before: pydantic's union branch in the name, 'messages.0.content.str: Input should be a
+    # valid string', even when a list was sent).
+    (
+        "content a number (chat)",
+        "POST",
+        "/v1/chat/completions",
+        _chat(42),
+        400,
+        "messages.0.content: expected a string or a list",
+    ),
+    (
+        "content a list of strings",
+        "POST",
+        "/v1/chat/completions",
+        _chat(["a"]),
+        400,
+        "messages.0.content.0: expected an object",
+    ),
+    (
+        "stop a number",
+        "POST",
+        "/v1/chat/completions",
+        _chat("hi", stop=5),
+        400,
+        "stop: expected a string or a list",
+    ),
+    (
+        "input a number",
+        "POST",
+        "/v1/responses",
+        {"user": "u", "input": 5},
+        400,
+        "input: expected a string or a list",
+    ),
+    # Parts memsched cannot read are named (before: 'the last user message is empty').
+    (
+        "only unknown parts",
+        "POST",
+        "/v1/chat/completions",
+        _chat([{"type": "bogus", "text": "x"}]),
+        400,
+        "'bogus'",
+    ),
+    ("empty turn names the field", "POST", "/v1/turns", _turn(content=""), 400, "content:"),
+    ("empty input string", "POST", "/v1/responses", {"user": "u", "input": " "}, 400, "input: the"),
 ]
 
 

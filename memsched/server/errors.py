@@ -10,6 +10,7 @@ shape. `error_response` builds one directly (e.g. inside a middleware).
 from __future__ import annotations
 
 import logging
+import re
 from typing import Any
 
 from fastapi import FastAPI, Request
@@ -115,6 +116,37 @@ def classify(exc: BaseException) -> tuple[int, str, str | None]:
     return 500, "internal_error", None
 
 
+# How pydantic names the members of a union in an error's location ('str', 'list[ContentPart]', a
+# model's name): not a field the client wrote, so the message names the field and the types it takes.
+_UNION_TAG = re.compile(r"^(?:str|int|float|bool|list\[.*\]|dict\[.*\]|[A-Z]\w*)$")
+_TYPE_WORDS = {"str": "a string", "int": "an integer", "float": "a number", "bool": "a boolean"}
+_OBJECT_TYPES = frozenset({"model_type", "dict_type", "model_attributes_type"})
+
+
+def _type_word(tag: str) -> str:
+    if tag in _TYPE_WORDS:
+        return _TYPE_WORDS[tag]
+    return "a list" if tag.startswith("list[") else "an object"
+
+
+def _union_error(errors: list[Any]) -> dict[str, Any] | None:
+    """The first error as if the union it failed were one field: located at the field, saying which
+    types it takes; or, when one member got past the type check (a list whose item is wrong), that
+    member's own error. None when the first error is not a union's."""
+    loc = list(errors[0].get("loc", ()))
+    at = next((i for i, p in enumerate(loc) if isinstance(p, str) and _UNION_TAG.match(p)), None)
+    if at is None:
+        return None
+    prefix = loc[:at]
+    members = [e for e in errors if list(e.get("loc", ()))[:at] == prefix and len(e.get("loc", ())) > at]
+    deeper = [e for e in members if len(e["loc"]) > at + 1]
+    if deeper:
+        inner = deeper[0]
+        return {**inner, "loc": (*prefix, *inner["loc"][at + 1 :])}
+    words = list(dict.fromkeys(_type_word(str(e["loc"][at])) for e in members))
+    return {"loc": tuple(prefix), "type": "union", "msg": f"expected {' or '.join(words)}"}
+
+
 def validation_message(errors: list[Any]) -> str:
     """'messages.0.content: Input should be a valid string' from pydantic/FastAPI errors (the first)."""
     if not errors:
@@ -122,6 +154,7 @@ def validation_message(errors: list[Any]) -> str:
     first = errors[0]
     if first.get("type") == "json_invalid":
         return f"request body is not valid JSON: {first.get('ctx', {}).get('error', first.get('msg'))}"
+    first = _union_error(errors) or first
     loc = [str(p) for p in first.get("loc", ())]
     if loc and loc[0] in ("body", "query", "path"):
         where = ".".join(loc[1:]) or ("body" if loc[0] == "body" else loc[0])
@@ -132,6 +165,8 @@ def validation_message(errors: list[Any]) -> str:
     msg = first.get("msg", "invalid")
     if first.get("type") == "missing":
         msg = "field required"
+    elif first.get("type") in _OBJECT_TYPES:
+        msg = "expected an object"
     return f"{where}: {msg}"
 
 

@@ -43,6 +43,7 @@ from memsched.server import proxy
 from memsched.server.proxy import ProxyTurn
 from memsched.server.relay import RelayResponse
 from memsched.server.upstream import SSEvent
+from memsched.server.validate import empty_message
 from memsched.vision import Image, image_parts
 
 OWNED = frozenset({"input", "instructions", "user", "metadata", "stream", "model"})
@@ -99,7 +100,8 @@ def _chat_image(part: dict[str, Any]) -> dict[str, Any] | None:
 
 def parse_input(value: Any, instructions: str | None) -> ParsedInput:
     """Read `input` (a string or a list of items); raises `InputError` naming the item at fault."""
-    if isinstance(value, str):
+    whole = isinstance(value, str)  # the message itself: errors name `input`, not an item of it
+    if whole:
         value = [{"role": "user", "content": value}]
     if not isinstance(value, list) or not value:
         raise InputError("input: expected a string or a non-empty list of input items")
@@ -157,7 +159,7 @@ def parse_input(value: Any, instructions: str | None) -> ParsedInput:
     parsed.message = text_of(items[last].get("content"))
     parsed.images = image_parts(chat_view[last].get("content"))
     if not parsed.message.strip() and not parsed.images:
-        raise InputError(f"input.{last}.content: the last user message is empty")
+        raise empty_message("input" if whole else f"input.{last}.content", items[last].get("content"))
     for it in items[:last]:
         if is_message(it) and it.get("role") in ("user", "assistant"):
             text = text_of(it.get("content"))

@@ -78,6 +78,25 @@ def check_timezone(name: str | None, field: str = "timezone") -> str | None:
     return name
 
 
+# Content parts memsched reads (chat's and the Responses API's): text, and images it describes.
+READABLE_PARTS = frozenset({"text", "image_url", "input_text", "input_image"})
+
+
+def empty_message(field: str, content: Any) -> InputError:
+    """The error for a last user message with nothing memsched can read; names the parts it had when
+    none of them is text or an image (an audio or file part alone)."""
+    kinds = (
+        {str(p.get("type")) for p in content if isinstance(p, dict)} if isinstance(content, list) else set()
+    )
+    if kinds - READABLE_PARTS:
+        named = ", ".join(repr(k) for k in sorted(kinds))
+        return InputError(
+            f"{field}: the last user message has no text or image to read (its parts are of type"
+            f" {named}; memsched reads text and image parts)"
+        )
+    return InputError(f"{field}: the last user message is empty")
+
+
 def check_images(
     messages: list[dict[str, Any]], max_bytes: int = MAX_IMAGE_BYTES, field: str = "messages"
 ) -> None:

@@ -15,7 +15,7 @@ from memsched.server.limits import check_message_tokens, message_texts
 from memsched.server.routes.context import when
 from memsched.server.schemas import ChatCompletion, ChatRequest, ModelCard, ModelList
 from memsched.server.service import TRACE_HEADER, Service, get_service
-from memsched.server.validate import check_images, check_timezone
+from memsched.server.validate import check_images, check_timezone, empty_message
 from memsched.vision import image_parts
 
 router = APIRouter(tags=["chat"])
@@ -75,7 +75,7 @@ async def chat(body: ChatRequest, request: Request, svc: Service = Depends(get_s
     message = proxy.text_of(messages[last].get("content"))
     images = image_parts(messages[last].get("content"))
     if not message.strip() and not images:
-        raise InputError(f"messages.{last}.content: the last user message is empty")
+        raise empty_message(f"messages.{last}.content", messages[last].get("content"))
     check_message_tokens(svc.memory.counter, message_texts(messages), svc.config.max_message_tokens)
     zone = check_timezone(meta.timezone if meta else None, "metadata.timezone")
     now = when(meta.timestamp if meta else None, "metadata.timestamp", zone)

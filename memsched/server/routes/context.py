@@ -59,6 +59,8 @@ async def turns(body: TurnRequest, request: Request, svc: Service = Depends(get_
     user = user_id(request, body.user)
     if body.role not in ("user", "assistant", "system"):
         raise InputError(f"role must be user, assistant or system, got {body.role!r}")
+    if not body.content.strip():
+        raise InputError("content: the message is empty")
     check_message_tokens(svc.memory.counter, [body.content], svc.config.max_message_tokens)
     timezone = check_timezone(body.timezone)
     at = when(body.timestamp, timezone=timezone)
