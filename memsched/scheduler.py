@@ -45,8 +45,8 @@ from typing import TYPE_CHECKING, Any, TypeGuard
 import numpy as np
 
 from memsched.classify import ModeClassifier
+from memsched.client_history import FIRST_SEQ, unseen_prefix
 from memsched.client_history import META_KEY as CLIENT_HISTORY
-from memsched.client_history import unseen_prefix
 from memsched.commands import (
     COUNTS_RESET,
     Applied,
@@ -835,7 +835,8 @@ class Scheduler:
             recent = self.memory.recent_turns(user_id, session_id, t.covered, tail=t.tail)
         if history and t.covered < 0:
             # The client's history from before memsched recorded this session: context, never stored.
-            t.unseen = unseen_prefix(self.store, user_id, session_id, history, t.tail, t.at)
+            first_seq = int((t.state or {}).get(FIRST_SEQ, 0))
+            t.unseen = unseen_prefix(self.store, user_id, session_id, history, t.tail, t.at, first_seq)
             t.history_sent = len(history)
             recent = [*t.unseen, *recent]
         # Retrieval needs only the message, its vectors and the recent window, all known now: it runs
@@ -1293,12 +1294,15 @@ class Scheduler:
         pending = t.meta.get("reply_failed") or t.meta.get("awaiting_tools")
         if t.role != "user" or t.content != message or not pending or t.id is None:
             return set()
+        first_seq = int(self.store.session_state(user_id, session_id).get(FIRST_SEQ, 0))
         self.memory.delete_turns(user_id, [t.id])
+        values: dict[str, Any] = dict(COUNTS_RESET)  # the failed attempt's counts are recounted
+        if t.seq == first_seq:
+            # It was the session's first recorded turn: the retry, next in line, takes its place
+            # (the client's history from before it is still told from a forgotten start).
+            values[FIRST_SEQ] = first_seq + 1
         with self.store.transaction() as tx:
-            # The failed attempt's counts are recounted from the turns that remain.
-            self.store.session_state_update(
-                tx, user_id, session_id, dict(COUNTS_RESET), now=utcnow().timestamp()
-            )
+            self.store.session_state_update(tx, user_id, session_id, values, now=utcnow().timestamp())
         return set(t.meta.get("applied", []))
 
     def _counts(self, user_id: str, session_id: str, state: dict[str, Any], covered: int) -> dict[str, Any]:

@@ -861,6 +861,58 @@ def test_history_the_client_sends_from_before_memsched_is_shown_never_stored(
     assert _trace(server, r)["client_history"]["unseen"] == 0
 
 
+@pytest.mark.parametrize("first_answer", ["upstream fails", "tool calls"])
+def test_history_from_before_memsched_survives_a_retry_of_the_first_message(
+    server: str, fake: FakeOpenAI, first_answer: str
+) -> None:
+    """The first message memsched records of a conversation it joined midway is replaced by the
+    SDK's retry (its upstream call failed) or by the app's follow-up with the tool results: the
+    replacement is the session's first recorded turn, so the client's earlier messages still reach
+    the model, then and on every later request. Before, the replaced turn counted as a forgotten
+    start of the session and they were never shown again."""
+    earlier = [
+        {"role": "user", "content": "My dog is called Biscuit."},
+        {"role": "assistant", "content": "What a cute name!"},
+    ]
+    question = {"role": "user", "content": "What's the weather for a walk?"}
+    body = _body("", session="joined", tools=[WEATHER_TOOL])
+    body["messages"] = [body["messages"][0], *earlier, question]
+    if first_answer == "upstream fails":
+        fake.script(Fail(500), Fail(500), Fail(500))
+        assert _post(server, body).status_code == 502
+        fake.script("Sunny: a fine walk for Biscuit.")
+        retry = body
+    else:
+        call = {"id": "call_w", "type": "function", "function": {"name": "get_weather", "arguments": "{}"}}
+        fake.script({"content": None, "tool_calls": [call]}, "Sunny: a fine walk for Biscuit.")
+        r = _post(server, body)
+        assert r.json()["choices"][0]["finish_reason"] == "tool_calls", r.text
+        exchange = [
+            {"role": "assistant", "content": None, "tool_calls": [call]},
+            {"role": "tool", "tool_call_id": "call_w", "content": "sunny"},
+        ]
+        retry = {**body, "messages": [*body["messages"], *exchange]}
+    r = _post(server, retry)
+    assert r.status_code == 200, r.text
+    assert "Biscuit" in json.dumps(fake.chat_requests[-1]["messages"])
+    assert _trace(server, r)["client_history"]["unseen"] == 2
+
+    fake.script("It's Biscuit.")
+    later = {
+        **body,
+        "messages": [
+            *body["messages"],
+            {"role": "assistant", "content": "Sunny: a fine walk for Biscuit."},
+            {"role": "user", "content": "And what's my dog's name again?"},
+        ],
+    }
+    r = _post(server, later)
+    assert r.status_code == 200, r.text
+    assert "My dog is called Biscuit." in json.dumps(fake.chat_requests[-1]["messages"])
+    assert _trace(server, r)["client_history"]["unseen"] == 2
+    assert _turns(server, session="joined")[0]["content"] == question["content"]
+
+
 def test_a_message_longer_than_the_memory_budget_goes_through_whole(
     tmp_path: Path, fake: FakeOpenAI, helper: FakeOpenAI
 ) -> None:
