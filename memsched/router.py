@@ -127,6 +127,35 @@ DEFAULT_CUES: dict[str, dict[str, list[str]]] = {
             "can't wait to see you|等不及见你|goodnight kiss|晚安吻"
         ),
     },
+    # Conflict cue words that say what the companion always or never does: a complaint ("you never
+    # listen", "你总是这样") or praise ("you always know how to make me laugh", "你总是这么懂我", "you
+    # never fail to cheer me up"). They count as conflict cue words unless their clause praises
+    # (`Router.praised`): it holds a positive word and no negative one with an even number of negations
+    # ("never", 不, 没, "fail" each turn it over), or a negative word and no positive one with an odd
+    # number ("你从来没让我失望过"). With no positive or negative word, or both, the cue word stands.
+    "habits": {"conflict": _cues("you always|you never|你总是|你从来")},
+    # The words that say whether such a clause praises or blames. Besides these general lists of
+    # appreciation and criticism, the happy-mood, intimacy and acceptance words count as positive, and
+    # the other conflict, comfort and conflict-backing words as negative.
+    "predicates": {
+        "positive": _cues(
+            "best|great|good|amazing|awesome|wonderful|sweet|kind|nice|perfect|funny|cute|smart|clever|"
+            "thoughtful|patient|gentle|lovely|brilliant|laugh|smile|cheer me up|cheer me|make me happy|"
+            "make me feel better|makes me feel better|there for me|have my back|know how to|know what|"
+            "get me|understand me|help me|support me|believe in me|encourage me|comfort me|"
+            "懂我|温柔|体贴|贴心|可爱|厉害|棒|聪明|耐心|温暖|细心|靠谱|让我开心|逗我开心|让我笑|逗我笑|把我逗笑|"
+            "照顾我|陪着我|支持我|理解我|鼓励我|关心我|安慰我|帮我|想着我|惦记着我|知道我"
+        ),
+        "negative": _cues(
+            "judge|judge me|blame|blame me|criticize|criticise|complain|ignore|ignore me|forget|let me down|"
+            "disappoint|disappoint me|ruin|ruins|lie|lie to me|interrupt|interrupt me|yell|yell at me|mock|"
+            "make fun of me|late|excuse|excuses|"
+            "让我失望|嫌弃|怪我|骂我|凶我|敷衍|忘|迟到|放鸽子|食言|骗|抱怨|批评|借口|爽约|打断|嘲笑|笑话我|不理我"
+        ),
+    },
+    # Laughter: someone else's anger the user laughs at ("他气死了哈哈", "my dad was so pissed at the
+    # referee lol") is neither an argument with the companion nor a hard time (`Router.mode_cues`).
+    "laughter": {"all": _cues("lol|lmao|rofl|haha|hahaha|hehe|哈哈|笑死|hhh|😂|🤣")},
     "intensifiers": {
         "all": _cues("真的|非常|特别|好|太|超|死了|极了|really|so|very|totally|extremely|!!|！！"),
     },
@@ -468,14 +497,17 @@ def _compile(cues: Sequence[str]) -> tuple[list[str], re.Pattern[str] | None]:
     return cjk, pattern
 
 
+def _occurrences(text: str, cue: str) -> list[int]:
+    """Where `cue` starts in `text`: a Latin cue as a whole word, case-insensitively."""
+    if cjk_ratio(cue) == 0:
+        return [m.start() for m in re.finditer(rf"(?<![\w']){re.escape(cue)}(?![\w'])", text, re.I)]
+    return [m.start() for m in re.finditer(re.escape(cue), text)]
+
+
 def _about_someone_else(text: str, cue: str) -> bool:
     """Whether each occurrence of `cue` in `text` names someone else's feeling (see `_CLAUSE`)."""
     latin = cjk_ratio(cue) == 0
-    where = (
-        [m.start() for m in re.finditer(rf"(?<![\w']){re.escape(cue)}(?![\w'])", text, re.I)]
-        if latin
-        else [m.start() for m in re.finditer(re.escape(cue), text)]
-    )
+    where = _occurrences(text, cue)
     if not where:
         return False
     for pos in where:
@@ -498,15 +530,39 @@ def _about_someone_else(text: str, cue: str) -> bool:
 
 
 _YOU_EN = re.compile(r"\b(?:you|your|you're|youre|yours|yourself|u|ur)\b", re.I)
+# The companion asked for an opinion or told news, not the one the anger is at: "my boss is so angry,
+# do you think I should apologize?", "我妈生气了，你说我该怎么哄她", "你知道吗，我室友跟她男朋友吵架了".
+_ASKED_EN = re.compile(
+    r"\b(?:(?:what\s+)?(?:do|did|would|don't)\s+you\s+(?:think|reckon|suppose)|do\s+you\s+know|"
+    r"you\s+know|guess\s+what|can\s+you\s+believe|you\s+should(?:'ve|\s+have)\s+seen|"
+    r"what\s+would\s+you\s+do)\b",
+    re.I,
+)
+_ASKED_ZH = re.compile(r"你说(?=[我他她这那该是怎要])|你觉得|你知道吗|你猜|你看看")
 
 
 def _aimed_elsewhere(text: str) -> bool:
     """Whether a message names someone else (`_OTHER_EN`, `_OTHER_ZH`) and never the companion (no
-    "you", 你, 您): anger in it is at that person or at life, not an argument with the companion."""
-    text = IMAGE_LINE.sub("", _TITLE.sub("《》", text))
+    "you", 你, 您, but for asking its opinion or telling it news: `_ASKED_EN`, `_ASKED_ZH`): anger in
+    it is at that person or at life, not an argument with the companion."""
+    text = _ASKED_ZH.sub("", _ASKED_EN.sub("", IMAGE_LINE.sub("", _TITLE.sub("《》", text))))
     if _YOU_EN.search(text) or "你" in text or "您" in text:
         return False
     return bool(_OTHER_EN.search(text) or _OTHER_ZH.search(text))
+
+
+# Negations that turn a habit clause's predicate over ("you never fail to cheer me up", "你从来没让我失望过").
+_NEGATION_EN = re.compile(r"\b(?:never|not|no|without|fail|fails|failed)\b|n't\b", re.I)
+_NEGATION_ZH = "不没别未无"
+
+
+def _spans(compiled: tuple[list[str], re.Pattern[str] | None], text: str) -> list[tuple[int, int]]:
+    """Where the cue words of `compiled` occur in `text` (start, end)."""
+    cjk, pattern = compiled
+    out = [(m.start(), m.end()) for c in cjk for m in re.finditer(re.escape(c), text)]
+    if pattern is not None:
+        out.extend((m.start(), m.end()) for m in pattern.finditer(text))
+    return out
 
 
 def _possessive(before: str) -> bool:
@@ -568,6 +624,28 @@ class Router:
             mode: _compile([*words, *(losses.get("backing", []) if mode == "comfort" else [])])
             for mode, words in cues.get("backing", {}).items()
         }
+        modes = cues.get("modes", {})
+        habits = cues.get("habits", {}).get("conflict", [])
+        self._habits = _compile(list(habits)) if habits else None
+        predicates = cues.get("predicates", {})
+        self._positive = _compile(
+            [
+                *predicates.get("positive", []),
+                *cues.get("moods", {}).get("happy", []),
+                *modes.get("intimacy", []),
+                *cues.get("repair", {}).get("acceptance", []),
+            ]
+        )
+        habit_words = {h.lower() for h in habits}
+        self._negative = _compile(
+            [
+                *predicates.get("negative", []),
+                *(w for w in modes.get("conflict", []) if w.lower() not in habit_words),
+                *modes.get("comfort", []),
+                *cues.get("backing", {}).get("conflict", []),
+            ]
+        )
+        self._laughter = _compile(list(cues.get("laughter", {}).get("all", [])))
         self.late_night = late_night
         self.prototypes = prototypes
         self.weights = weights
@@ -589,12 +667,53 @@ class Router:
     def mode_cues(self, text: str) -> dict[str, list[str]]:
         """The cue words of each mode found in `text`. Conflict words in a message about someone else
         that does not address the companion ("我跟我妈吵架了", "老板又让我加班，气死我了", "had a fight
-        with my sister") are a moment for comfort, and count as its cue words (`_aimed_elsewhere`)."""
+        with my sister") are a moment for comfort, and count as its cue words (`_aimed_elsewhere`);
+        laughed at ("他气死了哈哈"), as neither. A habit word ("you always", 你总是) opening praise is
+        none (`praised`)."""
         found = {mode: self._found(compiled, text) for mode, compiled in self._modes.items()}
+        if found.get("conflict") and self._habits is not None:
+            habits = set(self._found(self._habits, text))
+            clean = IMAGE_LINE.sub("", _TITLE.sub("《》", text))
+            praise = [span for h in habits for span in self.praised(clean, h)]
+            if praise:
+                # The habit cue words of praising clauses go, and so does a conflict word only ever
+                # said inside one, turned over by its negation ("你从来没让我失望过").
+                found["conflict"] = [
+                    c
+                    for c in found["conflict"]
+                    if not all(any(a <= at < b for a, b in praise) for at in _occurrences(clean, c))
+                ]
         if found.get("conflict") and "comfort" in found and _aimed_elsewhere(text):
-            found["comfort"] = sorted({*found["comfort"], *found["conflict"]})
+            if not self._found(self._laughter, text):  # laughed at, it is no hard time either
+                found["comfort"] = sorted({*found["comfort"], *found["conflict"]})
             found["conflict"] = []
         return found
+
+    def praised(self, text: str, habit: str) -> list[tuple[int, int]]:
+        """The clauses (start, end in `text`) that the habit cue word `habit` ("you always", 你总是)
+        opens, when every one of them praises the companion rather than complains (see
+        `DEFAULT_CUES["habits"]`); else none. A clause, from the cue word to its end, praises with a
+        positive word and no negative one and an even number of negations, or a negative word and no
+        positive one and an odd number ("you never" is one)."""
+        where = _occurrences(text, habit)
+        clauses: list[tuple[int, int]] = []
+        for pos in where:
+            ends = [m.start() for m in _CLAUSE.finditer(text, pos + len(habit))]
+            end = ends[0] if ends else len(text)
+            clause = text[pos:end]
+            pos_spans = _spans(self._positive, clause)
+            neg_spans = _spans(self._negative, clause)
+            if bool(pos_spans) == bool(neg_spans):
+                return []  # neither or both: the cue word stands
+            rest = list(clause)
+            for a, b in (*pos_spans, *neg_spans):
+                rest[a:b] = [" "] * (b - a)
+            bare = "".join(rest)
+            negations = len(_NEGATION_EN.findall(bare)) + sum(bare.count(c) for c in _NEGATION_ZH)
+            if (negations % 2 == 0) != bool(pos_spans):
+                return []
+            clauses.append((pos, end))
+        return clauses
 
     def own_cues(self, text: str, found: Sequence[str]) -> list[str]:
         """The cue words of `found` that name the user's own feeling in `text` (see `_CLAUSE`): a cue

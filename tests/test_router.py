@@ -417,11 +417,16 @@ def test_a_loss_is_the_users_grief_and_passing_a_bakery_is_no_success(
         "老板今天又让我加班，气死我了",
         "My sister and I had a fight about the wedding",
         "Ugh, I'm so fed up with my landlord",
+        "我妈生气了，你说我该怎么哄她",  # the companion asked for advice, not the one she is angry with
+        "My boss is so angry with me, do you think I should apologize?",
     ],
 )
 def test_anger_at_someone_else_is_a_moment_for_comfort(tmp_path: Path, text: str) -> None:
     """A fight with mum or anger at the boss is not an argument with the companion: it read as conflict
-    (the cold voice, and "我跟我妈吵架了" the repair voice, "take responsibility for your part")."""
+    (the cold voice, and "我跟我妈吵架了" the repair voice, "take responsibility for your part"). Asking
+    the companion what to do is no argument with it either: "My boss is so angry with me, do you think
+    I should apologize?" got the cold voice and an upset mood, "我妈生气了，你说我该怎么哄她" the repair
+    voice."""
     found = Router().mode_cues(text)
     assert not found["conflict"] and found["comfort"], found
     route = _shipped_route(tmp_path, text)
@@ -435,10 +440,75 @@ def test_anger_at_someone_else_is_a_moment_for_comfort(tmp_path: Path, text: str
         ("You're just like my ex, you never listen", True),
         ("Had a huge fight with my ex, I'm so angry", False),  # about the ex: comfort's
         ("I'm so angry", True),  # at whom it does not say: the cue word stands
+        ("你说话不算话，我妈都替我生气", True),  # 你说话 is no question to the companion
+        ("Do you think my mom is angry? You never tell me anything", True),
     ],
 )
 def test_which_conflict_words_count_for_conflict(text: str, conflict: bool) -> None:
     assert bool(Router().mode_cues(text)["conflict"]) is conflict
+
+
+@pytest.mark.parametrize(
+    "text",
+    ["他气死了哈哈，谁让他不带伞", "my dad was so pissed at the referee lol, you should have seen him"],
+)
+def test_someone_elses_anger_laughed_at_is_no_hard_time(tmp_path: Path, text: str) -> None:
+    """Someone else's anger the user laughs at is neither an argument nor a hard time: "他气死了哈哈" had
+    its conflict word counted as a comfort cue word, and the comfort voice ("the user is having a hard
+    time") answered a joke."""
+    from memsched.strategy import StrategyTable
+
+    found = Router().mode_cues(text)
+    assert not found["conflict"] and not found["comfort"], found
+    route = _shipped_route(tmp_path, text)
+    choice = StrategyTable.load().select(route.mode, "neutral", 0.0, route.signals, backed=route.backed)
+    assert choice.strategy.name not in ("comfort", "repair", "conflict_cold"), choice.reason
+
+
+@pytest.mark.parametrize(
+    ("text", "complaint"),
+    [
+        ("You always know how to make me laugh", False),
+        ("你总是这么懂我", False),
+        ("You never fail to cheer me up", False),  # two negations: praise
+        ("你从来没让我失望过", False),  # a negative word, negated: praise (失望 goes with it)
+        ("You never forget my birthday", False),
+        ("You always forget my birthday", True),
+        ("you never listen to me", True),  # neither a positive nor a negative word: the cue word stands
+        ("你从来都不关心我的感受", True),  # a positive word, negated
+        ("你总是这样，说了也白说", True),
+        ("you never know what I want", True),
+        ("You always know how to ruin my day", True),  # both: the cue word stands
+        ("I'm so mad at you, you always know how to make me laugh and then you leave", True),  # mad at you
+    ],
+)
+def test_you_always_is_an_argument_only_when_it_complains(text: str, complaint: bool) -> None:
+    """ "you always / you never / 你总是 / 你从来" opened praise as well as complaints, and as conflict cue
+    words they gave "You always know how to make me laugh" the cold voice and an upset mood. They count
+    only when their clause does not praise: a positive word (the general list, happy, intimacy and
+    acceptance words) and no negative one, turned over by each negation."""
+    assert bool(Router().mode_cues(text)["conflict"]) is complaint
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "You always know how to make me laugh",
+        "你总是这么懂我",
+        "You never fail to cheer me up",
+        "你从来没让我失望过",
+    ],
+)
+def test_praise_that_opens_with_you_always_sets_no_upset_mood(tmp_path: Path, text: str) -> None:
+    """Through a turn's default router: no conflict cue word, so no upset mood and neither the cold nor
+    the repair voice (before: conflict_cold, upset 0.55)."""
+    from memsched.strategy import StrategyTable
+
+    route = _shipped_route(tmp_path, text)
+    assert not route.cues.get("conflict") and not route.cues.get("backing"), route.mode_reason
+    assert not (route.mood == "upset" and route.mood_cued)
+    choice = StrategyTable.load().select(route.mode, "neutral", 0.0, route.signals, backed=route.backed)
+    assert choice.strategy.name not in ("repair", "conflict_cold"), choice.reason
 
 
 @pytest.mark.parametrize(
