@@ -67,7 +67,8 @@ DEFAULT_CUES: dict[str, dict[str, list[str]]] = {
     "moods": {
         "anxious": _cues(
             "焦虑|紧张|担心|害怕|慌|忐忑|怎么办|睡不着|nervous|anxious|worried|worry|scared|panic|"
-            "freaking out|what if|can't sleep|mind is racing|mind keeps racing|on edge|dreading"
+            "freaking out|what if|can't sleep|mind is racing|mind keeps racing|on edge|dreading|"
+            "can't fall asleep|couldn't sleep|couldn't fall asleep|lying awake|awake all night"
         ),
         "happy": _cues(
             "开心|高兴|太好了|哈哈哈|耶|好棒|成功了|通过了|升职|happy|great news|yay|awesome|"
@@ -149,8 +150,10 @@ DEFAULT_CUES: dict[str, dict[str, list[str]]] = {
         "negative": _cues(
             "judge|judge me|blame|blame me|criticize|criticise|complain|ignore|ignore me|forget|let me down|"
             "disappoint|disappoint me|ruin|ruins|lie|lie to me|interrupt|interrupt me|yell|yell at me|mock|"
-            "make fun of me|late|excuse|excuses|"
-            "让我失望|嫌弃|怪我|骂我|凶我|敷衍|忘|迟到|放鸽子|食言|骗|抱怨|批评|借口|爽约|打断|嘲笑|笑话我|不理我"
+            "make fun of me|late|excuse|excuses|feel stupid|feel dumb|feel bad|feel small|feel worse|"
+            "feel judged|feel like a burden|"
+            "让我失望|嫌弃|嫌我|看不起我|瞧不起我|怪我|骂我|凶我|敷衍|忘|迟到|放鸽子|食言|骗|抱怨|批评|借口|爽约|"
+            "打断|嘲笑|笑话我|不理我"
         ),
     },
     # Laughter: someone else's anger the user laughs at ("他气死了哈哈", "my dad was so pissed at the

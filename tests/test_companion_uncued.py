@@ -234,3 +234,21 @@ def test_a_warm_line_read_as_a_feeling_gets_a_voice_that_does_not_assume_it(
     assert trace["route"]["mode"] == "conflict" and trace["route"]["backed"]
     assert trace["strategy"]["name"] in ("repair", "conflict_cold")
     assert "There is tension in the conversation" in system_of(fake) or "still upset" in system_of(fake)
+
+
+@pytest.mark.parametrize("text", ["You always know how to make me laugh", "你总是这么懂我"])
+def test_praise_that_opens_with_you_always_leaves_no_cold_morning(
+    server: str, fake: FakeOpenAI, text: str
+) -> None:
+    """ "you always" / 你总是 were conflict cue words whatever followed: praise got the cold voice at night
+    and an upset mood that made the next morning cold too. Now they count only in a clause that does
+    not praise; the learned parts may still lean to conflict, which gets the hedged voice and no mood."""
+    trace = chat(server, "mia", "night", text, NIGHT)
+    route = trace["route"]
+    assert not route["cues"].get("conflict") and not route["mood_cued"], route["mode_reason"]
+    assert trace["strategy"]["name"] not in ("repair", "conflict_cold")
+    assert trace["mood"]["after"]["label"] != "upset"
+    assert "Conversation strategy: conflict_cold" not in system_of(fake)
+    morning = chat(server, "mia", "morning", "早", (NIGHT + timedelta(days=1)).replace(hour=8, minute=0))
+    assert morning["strategy"]["name"] != "conflict_cold"
+    assert mood(server, "mia", (NIGHT + timedelta(days=1)).replace(hour=8))["label"] != "upset"

@@ -479,6 +479,9 @@ def test_someone_elses_anger_laughed_at_is_no_hard_time(tmp_path: Path, text: st
         ("你总是这样，说了也白说", True),
         ("you never know what I want", True),
         ("You always know how to ruin my day", True),  # both: the cue word stands
+        ("you never make me feel stupid for asking", False),
+        ("你从来不嫌我烦", False),
+        ("you always help everyone except me", True),
         ("I'm so mad at you, you always know how to make me laugh and then you leave", True),  # mad at you
     ],
 )
@@ -520,6 +523,8 @@ def test_praise_that_opens_with_you_always_sets_no_upset_mood(tmp_path: Path, te
         ("I wish you were here right now", "intimacy", "affectionate"),
         ("Goodnight, sweet dreams", "intimacy", "affectionate"),
         ("明天要体检，有点紧张", "comfort", "anxious"),
+        ("it's 3am and I'm lying awake again", "comfort", "anxious"),  # as "can't sleep" and 睡不着
+        ("I can't fall asleep, my head is full of stuff", "comfort", "anxious"),
     ],
 )
 def test_closeness_and_nerves_without_a_cue_word_get_their_voice(
@@ -528,7 +533,8 @@ def test_closeness_and_nerves_without_a_cue_word_get_their_voice(
     """An anniversary, a goodnight, wishing the companion were here: the learned parts read intimacy,
     but no cue word backed it, so it got the attentive voice and no mood (the intimacy strategy's
     shared memories and anniversaries never applied); 紧张 was a mood word but no comfort cue, as
-    "nervous" was before session 24 ("明天要体检，有点紧张" read casual, no mood)."""
+    "nervous" was before session 24 ("明天要体检，有点紧张" read casual, no mood). Sleeplessness said
+    otherwise than "can't sleep" ("lying awake", "can't fall asleep") read as comfort with no mood."""
     route = _shipped_route(tmp_path, text)
     assert route.mode == mode, route.mode_reason
     assert route.mood == mood and route.backed and route.mood_cued
