@@ -40,6 +40,7 @@ from memsched.embed.batch import embed_soon
 from memsched.errors import LLMError
 from memsched.model import Candidate, Hit
 from memsched.text.segment import cjk_ratio, has_cjk, terms
+from memsched.topic import without_time
 from memsched.vectors import blas_single_thread
 from memsched.vocab import TermPostings, TermVectors, Vocabulary, query_terms, soft_hits
 
@@ -909,12 +910,15 @@ class Pager:
             qvecs = self._dense_vectors(user_id, query, self.retriever.embed_query(query))
             timings["embed_subquery"] = _ms(t0)
         lexical: str | None = None
-        if not opts.bm25_speaker_names:
-            skip = self._term_skip(user_id)
-            q_terms = terms(query)
-            kept = [t for t in q_terms if t not in skip]
-            if kept and len(kept) < len(q_terms):
-                lexical = " ".join(kept)
+        q_terms = terms(query)
+        # When the message happened is not what it asks about: its time words ("tonight", 今晚, 周末,
+        # "recently") left in the BM25 query match every turn that says them ("Emma rang tonight").
+        # Kept when nothing else is left ("what did I do last weekend?"). Speaker names: `bm25_speaker_names`.
+        skip = set() if opts.bm25_speaker_names else self._term_skip(user_id)
+        timeless = [t for t in terms(without_time(query)) if t not in skip]
+        kept = timeless or [t for t in q_terms if t not in skip]
+        if kept and kept != q_terms:
+            lexical = " ".join(kept)
         soft_job: Future[tuple[list[Hit], float]] | None = None
         if opts.terms and term_vectors is not None:
             soft_job = _soft_executor().submit(self._timed_soft_layer, user_id, query, exclude, term_vectors)

@@ -323,3 +323,78 @@ def test_http_a_profile_date_is_on_the_clock_the_timestamp_states(server: str, f
     _chat_no_zone(server, "rob", "hey", "2024-11-05T20:02:00-05:00")
     system = fake.chat_requests[-1]["messages"][0]["content"]
     assert "Rob (since 2024-11-05; formerly Bob)" in system
+
+
+def _turn(base: str, user: str, session: str, content: str, at: str, tz: str) -> int:
+    body = {
+        "user": user,
+        "session_id": session,
+        "role": "user",
+        "content": content,
+        "timestamp": at,
+        "timezone": tz,
+    }
+    r = httpx.post(f"{base}/v1/turns", json=body, timeout=60)
+    assert r.status_code == 201
+    return int(r.json()["turn_id"])
+
+
+@pytest.mark.parametrize(
+    ("tz", "others", "asked", "kept"),
+    [
+        (
+            "Europe/London",
+            ["My sister rang tonight", "Watched a film about octopuses tonight", "Tonight I'm staying in"],
+            "What should I cook for dinner tonight?",
+            ["cook", "dinner"],
+        ),
+        (
+            "Asia/Shanghai",
+            ["今晚加班到十点", "今晚看了一部纪录片", "周末在家睡到中午"],
+            "今晚吃什么好呢？周末呢？",
+            ["吃"],
+        ),
+    ],
+)
+def test_http_a_time_word_of_the_question_is_not_what_it_is_about(
+    server: str, tz: str, others: list[str], asked: str, kept: list[str]
+) -> None:
+    """A question such as "What should I cook for dinner tonight?" asks about dinner: turns that only say "tonight" (or
+    今晚, 周末) were BM25 hits and took the context's room; the time words are left out of its
+    full-text search. A question that is nothing but time words still searches them."""
+    food = _turn(
+        server,
+        "u",
+        "s1",
+        "I love to cook risotto" if "cook" in kept else "火锅是我最喜欢吃的",
+        "2024-10-01T19:00:00",
+        tz,
+    )
+    for day, text in enumerate(others, start=2):
+        _turn(server, "u", f"s{day}", text, f"2024-10-0{day}T20:00:00", tz)
+    ctx = httpx.post(
+        f"{server}/v1/context",
+        json={
+            "user": "u",
+            "message": asked,
+            "session_id": "q",
+            "timestamp": "2024-10-20T19:00:00",
+            "timezone": tz,
+        },
+        timeout=60,
+    ).json()
+    bm25 = ctx["trace"]["retrieval"]["scores"]["bm25"]
+    assert [tid for tid, _ in bm25] == [food]  # the food turn alone: no turn for "tonight" / 今晚 / 周末
+    only_time = "What did I do tonight?" if "cook" in kept else "今晚呢？"
+    ctx = httpx.post(
+        f"{server}/v1/context",
+        json={
+            "user": "u",
+            "message": only_time,
+            "session_id": "q",
+            "timestamp": "2024-10-20T19:00:00",
+            "timezone": tz,
+        },
+        timeout=60,
+    ).json()
+    assert len(ctx["trace"]["retrieval"]["scores"]["bm25"]) >= 2
