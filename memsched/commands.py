@@ -193,7 +193,7 @@ RENAME_RULES: list[tuple[str, re.Pattern[str], bool]] = [
     (
         "zh_name_but_called",
         re.compile(
-            rf"{_CLAUSE}(?:我(?:的)?名字(?:叫|是)|我叫)[^，,。.!！?？]{{1,12}}[，,\s]*(?:不过|但是|但|可是|可)"
+            rf"{_CLAUSE}(?:我(?:的)?名字(?:叫|是)|我叫)[^，,。.!！?？]{{1,12}}[，,\s]*(?P<but>不过|但是|但|可是|可)?"
             rf"(?:大家|朋友们?|身边的人|别人|他们|家里人|同事们?)(?:都|一般|通常)*{_ZH_CALL}{_name('new')}"
             r"(?=$|[，,。.!！~～;；\s])"
         ),
@@ -279,7 +279,7 @@ RENAME_RULES: list[tuple[str, re.Pattern[str], bool]] = [
     (
         "en_name_but_called",
         re.compile(
-            r"\bmy\s+name(?:'s|\s+is)\s+[A-Za-z][\w'-]*(?:\s+[A-Z][\w'-]*)?\s*,?\s+but\s+"
+            r"\bmy\s+name(?:'s|\s+is)\s+[A-Za-z][\w'-]*(?:\s+[A-Z][\w'-]*)?\s*(?:,?\s+(?P<but>but)\s+|,\s*(?:and\s+)?|\s+and\s+)"
             r"(?:(?:everyone|everybody|people|most people|(?:all\s+)?my friends|friends|they(?:\s+all)?|"
             r"my family)\s+(?:just\s+|usually\s+|all\s+)?calls?\s+me|"
             # "my name is Robert but please call me Bob": a request, as "call me Bob" is.
@@ -615,6 +615,8 @@ def detect(message: str, *, named: bool = False) -> list[Command]:
                 continue  # "don't call me late at night": "late" is cut from a phrase, not a name
             else:
                 new = None  # "别叫我X了": the old name is retracted, no new one given
+            if rule.endswith("_name_but_called") and not m.group("but") and not (new and nickname(new)):
+                continue  # "我叫李伟，大家都叫我加油" sets nothing against the name: no contrast, no nickname
             found.append(Command(kind="rename", value=new, old=old, matched=m.group(0), rule=rule))
             break
         if any(c.kind == "rename" for c in found):
@@ -636,6 +638,70 @@ def _prefer_a_name(text: str) -> bool:
     m = re.search(r"prefer\s+([A-Za-z'\-]+)", text)
     word = m.group(1) if m else ""
     return bool(word) and word.lower() not in _EN_NOT_PREFERRED and not is_place_en(word)
+
+
+# "大家都叫我小明", "my friends call me Bobby": what others call the user, said alone. No command (the
+# user asks for nothing): `profile_extract` reads it as the preferred name while the user has asked
+# for none. Only a group ("大家", "my friends", "everyone", not "my mom" or "they ... at work") at the
+# start of a clause, in the present (not "以前大家都叫我小胖", "my friends used to call me Bobby", "nobody
+# calls me Bobby"), ending its clause, and no nickname the user then sets against ("…, but I hate it",
+# "…，但我不喜欢").
+_ZH_OTHERS = r"(?:大家|朋友们?|好朋友们?|我朋友们?|我的朋友们?|身边的人|周围的人|所有人|熟人|认识我的人)"
+_OTHERS_CALL_ZH = re.compile(
+    rf"{_CLAUSE}(?:其实|平时|现在)?{_ZH_OTHERS}(?:都|一般|通常|平时|也|现在)*{_ZH_CALL}{_name('new')}"
+    r"(?:吧|啊|呀|哦|嘛|哈|呢|啦)*(?=$|[，,。.!！~～;；\s])"
+)
+_OTHERS_CALL_EN = re.compile(
+    r"(?:^|(?<=[.!?;,]\s))(?:(?:well|actually|oh|haha|lol|btw|so|and|but)[,\s]+)*"
+    r"(?:everyone|everybody|people|most people|(?:all\s+|most\s+of\s+)?my\s+(?:friends|mates|buddies|pals)|"
+    r"friends|folks)(?:\s+here|\s+back\s+home)?\s+(?:usually\s+|just\s+|all\s+|mostly\s+|always\s+)?calls?\s+me\s+"
+    r"[\"“']?(?-i:(?P<new>[A-Z][a-z'\-]+(?:\s[A-Z][a-z'\-]+)?))[\"”']?"
+    r"(?=\s*$|\s*[.!,;~]|\s+(?:for\s+short|lol|haha)\b)",
+    re.I,
+)
+_OTHERS_CALL_AGAINST = re.compile(
+    r"但|可是|不过|讨厌|不喜欢|受不了|烦|\b(?:but|though|although|hate|dislike|don't like|can't stand|annoying)\b",
+    re.I,
+)
+# A Chinese nickname has a nickname's shape: 小X / 老X / 阿X / 大X, X哥 / X姐 / X仔 …, or a doubled
+# character (芳芳, 小明明); "大家都叫我加油", "大家都叫我小心点" name no one.
+_ZH_NICKNAME = re.compile(
+    rf"[小老阿大][{_CJK}]{{1,2}}|[{_CJK}]{{1,2}}(?:哥|姐|仔|妹|宝|总|酱|儿)|[{_CJK}]?([{_CJK}])\1"
+)
+_NOT_NICKNAMES = frozenset(
+    """小心 小心点 小声 小声点 小点 小点声 大胆 大胆点 大声 大声点 大点 大方 老实 老实点 老是 阿姨 叔叔 大叔
+    大爷 大妈 大姐 大哥 老师 老板 老公 老婆 大人 大家 老人 mom mum mommy mummy mama dad daddy papa
+    grandma grandpa granny auntie aunt uncle sir madam ma'am""".split()  # noqa: SIM905 - a word list reads better as text
+)
+
+
+def nickname(name: str) -> bool:
+    """Whether `name` reads as a name people call someone: capitalised (Latin), or of a Chinese
+    nickname's shape; no title or kinship word ("Mom", "老师")."""
+    if name.lower() in _NOT_NICKNAMES:
+        return False
+    if re.match(r"[A-Za-z]", name):
+        return name[0].isupper()
+    return _ZH_NICKNAME.fullmatch(name) is not None
+
+
+def others_call(text: str) -> tuple[str, str] | None:
+    """What others call the user, said alone ("大家都叫我小明", "my friends call me Bobby"): (rule,
+    name), or None. Not in a question, nor set against in the rest of the message."""
+    if "我" in text:
+        m, rule = _OTHERS_CALL_ZH.search(text), "zh_others_call_me_alone"
+    else:
+        m, rule = _OTHERS_CALL_EN.search(text) if "call" in text.lower() else None, "en_others_call_me_alone"
+    if (
+        m is None
+        or _clause_is_question(text, m.start(), m.end())
+        or _OTHERS_CALL_AGAINST.search(text, m.end())
+    ):
+        return None
+    name = _clean_name(_group(m, "new"))
+    if name is None or not nickname(name) or not _whole_name(_group(m, "new"), name):
+        return None
+    return rule, name
 
 
 def named(profile: Profile, user_id: str, message: str) -> bool:

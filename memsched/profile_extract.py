@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import BaseModel, Field
 
-from memsched.commands import detect, named, stated_name
+from memsched.commands import detect, named, others_call, stated_name
 from memsched.errors import LLMError
 from memsched.jobs.tasks import TaskContext, task
 from memsched.model import Turn
@@ -36,6 +36,7 @@ from memsched.profile import (
     SLEEP_TIME,
     TIMEZONE,
     Profile,
+    same_value,
 )
 from memsched.profile_rules import (
     EN_BREEDS,
@@ -388,7 +389,9 @@ def extract(text: str) -> list[Observation]:
     """The profile facts a user message states, by rule; [] for most messages.
 
     Renames ("叫我大王") are not here: they are commands applied before the reply (`commands.py`).
-    A name statement ("我叫李伟", "my name is Li Wei") is also reported here as `name`.
+    A name statement ("我叫李伟", "my name is Li Wei") is also reported here as `name`, and what a
+    group calls the user, said alone ("大家都叫我小明"), as `preferred_name` (`apply` keeps a name the
+    user asked for).
     """
     text = text.strip()
     if not text or len(text) > 2000:
@@ -396,6 +399,10 @@ def extract(text: str) -> list[Observation]:
     found: list[Observation] = []
     commands = detect(text)
     given = stated_name(text)
+    # "大家都叫我小明": the preferred name, unless the user asked for another (`apply`).
+    others = others_call(text) if not commands else None
+    if others is not None:
+        found.append(Observation(PREFERRED_NAME, others[1], rule=others[0]))
     # "我上个月搬到杭州了", "We moved to Seattle last week": a relative time word says when, not what; the
     # rules read the statement without it (absolute dates, as in birthdays, are not relative times).
     for start, end in reversed(spans(text)):
@@ -597,7 +604,7 @@ def _list_items(text: str, first: str, end: int, *, english: bool) -> tuple[list
 _ZH_NOT_TOPIC = re.compile(
     r"(?:今天|明天|昨天|前天|后天|今晚|现在|最近|平时|平常|其实|反正|本来|当时|那时|这次|每次|一直|有时候?|"
     r"周末|晚上|早上|上午|下午|中午|以前|以后|后来|真的|说实话|老实说|总之|所以|但是|可是|不过|而且|"
-    r"嗯|哈哈|哎|唉|好吧|算了)+"
+    r"但|可|因为|虽然|那|就|嗯|哈哈|哎|唉|好吧|算了)+"
 )
 
 
@@ -664,14 +671,34 @@ def apply(
     Idempotent: observing the same fact again only adds source turn ids. Returns what was applied."""
     out = []
     for ob in observations:
+        meta: dict[str, Any] | None = None
+        if ob.key == PREFERRED_NAME and ob.op == "set":
+            if not _others_may_name(profile, user_id):
+                continue
+            meta = {OTHERS_CALL: True}
         if ob.op == "retract":
             profile.retract(user_id, ob.key, ob.value, at=at, tx=tx)
         else:
             if ob.key in _OPPOSITE:
                 profile.retract(user_id, _OPPOSITE[ob.key], ob.value, at=at, tx=tx)
-            profile.set(user_id, ob.key, ob.value, at=at, source_turn_ids=source_turn_ids, tx=tx)
+            profile.set(user_id, ob.key, ob.value, at=at, source_turn_ids=source_turn_ids, meta=meta, tx=tx)
         out.append(ob.as_dict())
     return out
+
+
+# The meta of a preferred name read from what others call the user ("大家都叫我小明").
+OTHERS_CALL = "others_call"
+
+
+def _others_may_name(profile: Profile, user_id: str) -> bool:
+    """Whether what others call the user may be the preferred name: no preferred name is in force,
+    or the one in force came the same way or is the user's name itself ("我叫李伟" names, it asks for
+    nothing). A name the user asked for ("叫我大王") is kept."""
+    current = profile.get(user_id, PREFERRED_NAME)
+    if current is None or current.meta.get(OTHERS_CALL):
+        return True
+    name = profile.get(user_id, NAME)
+    return name is not None and same_value(name.value, current.value)
 
 
 def apply_turns(profile: Profile, turns: Sequence[Turn], *, tx: Tx | None = None) -> list[dict[str, Any]]:

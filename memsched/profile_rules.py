@@ -12,7 +12,7 @@ still recalled by search); a false one would be shown on every turn.
 | key | 中文 | English |
 |---|---|---|
 | name | 我叫X, 我的名字是X (via `commands.detect`) | my name is X, I'm Sarah(, by the way), name's Jack |
-| preferred_name | 叫我X, 你可以叫我X, 别叫我X了(，…，还是叫我Y), 我更喜欢别人叫我X (a P1 command in `commands.py`) | call me X, my friends call me X, you can too, stop calling me X(, I prefer Y), I'd rather you call me X, I prefer X (a user with a known name) |
+| preferred_name | 叫我X, 你可以叫我X, 别叫我X了(，…，还是叫我Y), 我更喜欢别人叫我X (a P1 command in `commands.py`); 大家都叫我X alone (a fact, while no name asked for is in force: `commands.others_call`) | call me X, my friends call me X, you can too, stop calling me X(, I prefer Y), I'd rather you call me X, I prefer X (a user with a known name); my friends call me X alone (a fact, as in Chinese) |
 | birthday | 我的生日是X, 我是X出生的 (三月三号 too) | my birthday is / 's on X, I was born on X (1990-03-03, 3/3/1990 too) |
 | location | 我住在X, 我(们)(上个月/刚)搬到了X, 搬来/搬家到X, 我在X生活; for a known place: 我现在在X, 我(现在)住X, 我在X工作, 我是个程序员，在X工作 | I/we live in X, I'm from X but live in Y, I/we (just) moved/relocated to X, I'm based in X, I'm living in X, I'm (now) in X (now/these days) for a known place |
 | hometown | 我是X人, 我老家是X的, 我来自X, 我是在X长大的 (a known place) | I'm (originally) from X, I grew up in X, I was born in X (capitalised, no department) |

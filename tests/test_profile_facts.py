@@ -10,6 +10,7 @@ from pathlib import Path
 import httpx
 import pytest
 
+from memsched.commands import detect
 from memsched.config import Config
 from memsched.errors import LLMError
 from memsched.llm.client import OpenAIChatClient
@@ -199,6 +200,7 @@ def test_a_rename_is_cut_at_the_clause_boundary(text: str, value: str) -> None:
         "我在公司做项目",
         "我做测试",
         "我养了一盆花",
+        "我去过那家店，但我不喜欢",  # 但 before 我 is no thing disliked
     ],
 )
 def test_questions_pronouns_and_chit_chat_state_no_fact(text: str) -> None:
@@ -643,3 +645,114 @@ def test_a_chinese_clause_without_its_subject_goes_on_from_wo(
     """A walk-through's "我对海鲜过敏，而且不吃香菜" kept the allergy and lost the second clause, whose 我 is
     dropped as Chinese does."""
     assert [(o.key, o.value) for o in extract(text)] == found
+
+
+# -- what others call the user, said alone ----------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("text", "name"),
+    [
+        ("大家叫我小明", "小明"),
+        ("朋友们都叫我小明", "小明"),
+        ("我朋友都叫我阿杰", "阿杰"),
+        ("身边的人都叫我芳芳。", "芳芳"),
+        ("my friends call me Bobby", "Bobby"),
+        ("Everyone calls me Bobby for short.", "Bobby"),
+        ('everybody calls me "Liz"', "Liz"),
+    ],
+)
+def test_what_others_call_the_user_said_alone_is_the_preferred_name(text: str, name: str) -> None:
+    assert detect(text) == []  # no request: a fact, applied only while the user asked for no name
+    assert [(o.key, o.value) for o in extract(text)] == [(PREFERRED_NAME, name)]
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "我妈叫我小明",  # one person's pet name
+        "大家都叫我去",
+        "大家都叫我加油",  # 叫我 as "tell me to": no nickname's shape
+        "大家都叫我小心点",
+        "大家都叫我老师",  # a title
+        "以前大家都叫我小胖",  # the past
+        "如果大家都叫我小明",
+        "大家都叫我小明吗？",
+        "大家都叫我小明，但我不喜欢",  # set against
+        "my mom calls me every day",
+        "my friends call me crazy",
+        "my friends call me when they need help",
+        "my friends used to call me Bobby",
+        "Nobody calls me Bobby anymore",
+        "my boss calls me Bobby but I hate it",
+        "everyone calls me Bobby but I hate it",
+        "my friends call me Bobby?",
+        "everyone calls me Mom",
+        "They call me Dave at work",
+    ],
+)
+def test_what_others_call_the_user_states_no_name_otherwise(text: str) -> None:
+    assert [o for o in extract(text) if o.key == PREFERRED_NAME] == []
+    assert [c for c in detect(text) if c.kind == "rename"] == []
+
+
+@pytest.mark.parametrize(
+    ("text", "name", "called"),
+    [
+        ("我叫李伟，大家都叫我小李", "李伟", "小李"),
+        ("My name is Robert, my friends call me Bobby.", "Robert", "Bobby"),
+        ("My name is Robert and everyone calls me Bobby", "Robert", "Bobby"),
+    ],
+)
+def test_a_name_then_what_others_call_the_user_renames_without_a_but(
+    text: str, name: str, called: str
+) -> None:
+    assert [(c.kind, c.value) for c in detect(text)] == [("rename", called)]
+    assert [(o.key, o.value) for o in extract(text)] == [("name", name)]
+
+
+@pytest.mark.parametrize(
+    ("text", "rule", "name"),
+    [
+        ("我叫李伟，大家都叫我加油", "zh_my_name_is", "李伟"),
+        ("my name is Robert and people call me lazy", "en_my_name_is", "Robert"),
+    ],
+)
+def test_a_name_then_no_nickname_keeps_the_name(text: str, rule: str, name: str) -> None:
+    assert [(c.rule, c.value) for c in detect(text)] == [(rule, name)]
+
+
+def test_what_others_call_the_user_never_replaces_a_name_the_user_asked_for(store: SQLiteStore) -> None:
+    p = Profile(store)
+    at = [T0 + timedelta(days=d) for d in range(6)]
+    # A name statement is no request: what others call the user replaces it as the name to use.
+    rename = detect("我叫李伟")[0]
+    p.set("u", PREFERRED_NAME, str(rename.value), at=at[0], source_turn_ids=[1])
+    apply(p, "u", extract("我叫李伟"), at=at[0], source_turn_ids=[1])
+    apply(p, "u", extract("朋友们都叫我小李"), at=at[1], source_turn_ids=[2])
+    assert p.get("u", PREFERRED_NAME).value == "小李"  # type: ignore[union-attr]
+    apply(p, "u", extract("大家都叫我阿伟"), at=at[2], source_turn_ids=[3])
+    assert p.get("u", PREFERRED_NAME).value == "阿伟"  # type: ignore[union-attr]
+    # A name the user asked for ("叫我大王") holds against what others call them, later or replayed.
+    p.set("u", PREFERRED_NAME, "大王", at=at[3], source_turn_ids=[4])
+    apply(p, "u", extract("my friends call me Bobby"), at=at[4], source_turn_ids=[5])
+    apply(p, "u", extract("大家都叫我阿伟"), at=at[2], source_turn_ids=[3])  # the P2 job re-reading turn 3
+    assert p.get("u", PREFERRED_NAME).value == "大王"  # type: ignore[union-attr]
+    assert "Bobby" not in [f.value for f in p.history("u", PREFERRED_NAME)]
+
+
+def test_http_what_friends_call_the_user_reaches_the_prompt_until_a_name_is_asked_for(
+    server: str, fake: FakeOpenAI
+) -> None:
+    _chat(server, "朋友们都叫我小明", "2024-10-01T10:00:00+00:00")
+    fake.clear()
+    _chat(server, "早", "2024-10-02T08:00:00+00:00", session="s2")
+    assert "preferred name (call the user this): 小明" in fake.chat_requests[-1]["messages"][0]["content"]
+    _chat(server, "以后叫我大王吧", "2024-10-03T08:00:00+00:00", session="s2")
+    _chat(server, "my friends call me Bobby", "2024-10-04T08:00:00+00:00", session="s2")
+    current = httpx.get(f"{server}/v1/users/li/profile", params={"current": "true"}).json()["facts"]
+    assert {f["key"]: f["value"] for f in current}["preferred_name"] == "大王"
+    fake.clear()
+    _chat(server, "早", "2024-10-05T08:00:00+00:00", session="s3")
+    system = fake.chat_requests[-1]["messages"][0]["content"]
+    assert "preferred name (call the user this): 大王" in system
