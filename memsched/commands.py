@@ -572,14 +572,51 @@ def _detect_forget(text: str) -> Command | None:
     return None
 
 
+_QUOTE_MARKS = re.compile(r"[\"“”「」『』]")
+
+
+def in_quote(text: str, pos: int) -> bool:
+    """Whether text[pos] stands inside a quotation ('My friend said "my name is Bob"', '他说“我叫小王”'):
+    words quoted are someone's words, not the user's statement or request."""
+    if _QUOTE_MARKS.search(text, 0, pos) is None:
+        return False
+    head = text[:pos]
+    if head.count('"') % 2:
+        return True
+    return any(head.rfind(o) > head.rfind(c) for o, c in (("“", "”"), ("「", "」"), ("『", "』")))
+
+
+_CLAUSE_END = re.compile(r"[。.!！?？，,;；\n]")
+_ZH_ASKS = re.compile(r"(?:吗|(?<![什怎那这多])么)[啊呀呢啦哈]*\s*$")
+
+
+def ends_as_question(text: str, end: int) -> bool:
+    """Whether the clause that goes on at text[end] ends as a question: a question mark, or 吗 at its
+    end (the last word read may hold it: "我住在上海吗"), whether or not a question mark follows."""
+    stop = _CLAUSE_END.search(text, end)
+    if stop is not None and stop.group() in "?？":
+        return True
+    return _ZH_ASKS.search(text, max(0, end - 1), stop.start() if stop else len(text)) is not None
+
+
+# Someone else's words right before a statement ("he said my name is Bob", "my mom says").
+_REPORTED = re.compile(
+    r"\b(?!I\b)[A-Za-z']+\s+(?:said|says|told\s+(?:me|him|her|them|us)|tells\s+(?:me|him|her|them|us)|thinks|thought|"
+    r"asked|claims|claimed)\s*(?:that\s*)?[:,]?\s*$",
+    re.I,
+)
+
+
 def _clause_is_question(text: str, start: int, end: int) -> bool:
-    """Whether the clause around text[start:end] is a question ("my name is Li Wei?", "我叫李伟吗").
+    """Whether the clause around text[start:end] is a question ("my name is Li Wei?", "我叫李伟吗") or
+    someone else's words ("he said my name is Bob").
 
     Only that clause counts: "我叫李伟，你叫什么？" states a name and then asks one.
     """
-    tail = re.match(r"[^。.!！?？，,;；\n]*([?？]|吗|么)?", text[end:])
-    if tail and tail.group(1):
+    if ends_as_question(text, end):
         return True
+    if _REPORTED.search(text, 0, start) is not None:
+        return True  # "He said my name is Bob": someone else's words
     head = text[:start].rstrip()
     return head.lower().endswith(("is", "was", "did", "do", "does", "remember"))
 
@@ -604,7 +641,7 @@ def detect(message: str, *, named: bool = False) -> list[Command]:
         if rule == "en_prefer_bare" and not (named and _prefer_a_name(text)):
             continue
         for m in pattern.finditer(text):
-            if statement and _clause_is_question(text, m.start(), m.end()):
+            if (statement and _clause_is_question(text, m.start(), m.end())) or in_quote(text, m.start()):
                 continue
             old = _clean_name(_group(m, "old")) if "old" in pattern.groupindex else None
             if "new" in pattern.groupindex:
@@ -696,6 +733,7 @@ def others_call(text: str) -> tuple[str, str] | None:
         m is None
         or _clause_is_question(text, m.start(), m.end())
         or _OTHERS_CALL_AGAINST.search(text, m.end())
+        or in_quote(text, m.start())
     ):
         return None
     name = _clean_name(_group(m, "new"))
@@ -719,7 +757,11 @@ def stated_name(text: str) -> str | None:
         if rule not in ("zh_my_name_is", "en_my_name_is"):
             continue
         for m in pattern.finditer(text):
-            if not _clause_is_question(text, m.start(), m.end()) and (name := _clean_name(_group(m, "new"))):
+            if (
+                not _clause_is_question(text, m.start(), m.end())
+                and not in_quote(text, m.start())
+                and (name := _clean_name(_group(m, "new")))
+            ):
                 return name
     return None
 

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import BaseModel, Field
 
-from memsched.commands import detect, named, others_call, stated_name
+from memsched.commands import detect, ends_as_question, in_quote, named, others_call, stated_name
 from memsched.errors import LLMError
 from memsched.jobs.tasks import TaskContext, task
 from memsched.model import Turn
@@ -43,7 +43,9 @@ from memsched.profile_rules import (
     EN_NOT_GREETING_NAMES,
     EN_PLACE,
     EN_V,
+    END_RULES,
     PET_KINDS_EN,
+    PET_KINDS_ZH,
     RETRACT_RULES,
     RULES,
     ZH_V,
@@ -363,11 +365,16 @@ def _diet_value(rule: str, value: str, *, english: bool) -> str | None:
 # nothing is added.
 _ZH_GOES_ON = re.compile(
     r"(?<=[，,])(?P<conn>(?:而且|并且|另外|同时|但是|但|不过)?)(?P<rest>(?:也|还|都|其实|从来|特别|很|最|现在|目前)*"
-    r"(?:喜欢|不喜欢|爱吃|爱喝|讨厌|受不了|不吃|吃素|对[^，,。！？!?]{1,12}过敏|住在|搬到|搬去|搬来)|(?:现在|目前)是)"
+    r"(?:喜欢|不喜欢|爱吃|爱喝|讨厌|受不了|不吃|吃素|对[^，,。！？!?]{1,12}过敏|住在|搬到|搬去|搬来)|(?:现在|目前)(?:是|在|住))"
 )
 _ZH_MY_CLAUSE = re.compile(
     r"(?:^|[。！？!?；;，,])\s*(?:而且|并且|另外|同时|但是|但|不过)?我(?![们妈爸哥姐弟妹])[^，,。！？!?；;]*$"
 )
+
+
+# A discourse word that opens a clause before 我 ("其实我住在成都", "对了我对花生过敏") is left out before
+# the rules run (they start at the head of a clause); one pass, not a longer head in every rule.
+_ZH_OPENER = re.compile(r"(?:^|(?<=[，,。.!！?？；;~～\s]))(?:其实|对了|嗯|哦|噢|话说|说起来|说真的)(?=我)")
 
 
 def _zh_implied_subject(text: str) -> str:
@@ -380,9 +387,30 @@ def _zh_implied_subject(text: str) -> str:
     return "".join([*out, text[last:]]) if out else text
 
 
+# What undoes an end said in the same message ("我们分手了，又和好了", "I got laid off but they hired me back").
+_UNDONE = re.compile(
+    r"和好|复合|又在一起|回去上班|\b(?:got back together|back together|made up|hired me back|took me back)\b",
+    re.I,
+)
+
+# The relative times that lie ahead, in Chinese ("下个月", "明年", "后天", "过两天").
+_ZH_TO_COME = re.compile(r"下|明|后天|大后天|过[一两几三]|[一两几三]?[天周年](?:以|之)?后|将来|未来")
+
+
+def _overlap(a: str, b: str) -> bool:
+    a, b = a.casefold(), b.casefold()
+    return a in b or b in a
+
+
+def _an_occupation(value: str, *, english: bool) -> bool:
+    """Whether a value a rule read where an occupation stands is one ("teacher", "产品经理")."""
+    if english:
+        return value.split()[-1].lower() in _EN_OCCUPATIONS
+    return _looks_like_occupation(value)
+
+
 def _is_question(text: str, end: int) -> bool:
-    tail = re.match(r"[^。.!！?？，,;；\n]*([?？]|吗|么)?", text[end:])
-    return bool(tail and tail.group(1))
+    return ends_as_question(text, end)
 
 
 def extract(text: str) -> list[Observation]:
@@ -393,7 +421,7 @@ def extract(text: str) -> list[Observation]:
     group calls the user, said alone ("大家都叫我小明"), as `preferred_name` (`apply` keeps a name the
     user asked for).
     """
-    text = text.strip()
+    text = as_said = text.strip()
     if not text or len(text) > 2000:
         return []
     found: list[Observation] = []
@@ -405,9 +433,13 @@ def extract(text: str) -> list[Observation]:
         found.append(Observation(PREFERRED_NAME, others[1], rule=others[0]))
     # "我上个月搬到杭州了", "We moved to Seattle last week": a relative time word says when, not what; the
     # rules read the statement without it (absolute dates, as in birthdays, are not relative times).
+    # A Chinese verb has no tense: with a time to come ("我下个月搬到上海", "我明年当老师") it is a plan,
+    # and where the user lives or what they do is not read from it.
+    planned = False
     for start, end in reversed(spans(text)):
+        planned = planned or _ZH_TO_COME.match(text, start, end) is not None
         text = (text[:start] + text[end:]).replace("  ", " ")
-    text = _zh_implied_subject(text)
+    text = _zh_implied_subject(_ZH_OPENER.sub("", text))
     for cmd in commands:
         if (
             cmd.kind == "rename"
@@ -423,7 +455,7 @@ def extract(text: str) -> list[Observation]:
             # A rule that reads a clause's subject from the clause before marks where its own words
             # begin (`(?P<at>)`): the clause before may hold a fact of its own.
             start = m.start("at") if "at" in pattern.groupindex else m.start()
-            if any(s <= start < e for s, e in taken) or _is_question(text, m.end()):
+            if any(s <= start < e for s, e in taken) or _is_question(text, m.end()) or in_quote(text, start):
                 continue
             if _hypothetical(text, m.start()):
                 continue
@@ -431,7 +463,10 @@ def extract(text: str) -> list[Observation]:
                 value = m.group("kind")  # "我有一只猫": the kind alone
             elif key == PETS and "kind" in pattern.groupindex:
                 name = clean_value(m.group("v"), english=english)
-                value = f"{_pet_kind(m.group('kind'))} {name}" if name else None
+                if name is not None and not english and not _zh_pet_name(name):
+                    value = m.group("kind")  # "我家的狗叫得很凶": 叫 is its bark, unless names follow
+                else:
+                    value = f"{_pet_kind(m.group('kind'))} {name}" if name else None
             elif rule == "en_teach" and m.group("v") is None:
                 value = "teacher"  # "I teach at a high school"
             else:
@@ -443,6 +478,8 @@ def extract(text: str) -> list[Observation]:
             elif rule.endswith("_intolerant"):
                 value = f"{value} intolerance" if english else f"{value}不耐受"
             if key == OCCUPATION and not english and not _looks_like_occupation(value, m):
+                continue
+            if planned and not english and key in (LOCATION, OCCUPATION):
                 continue
             if (
                 rule in ("en_im_a", "en_became_a", "en_starting_as")
@@ -469,11 +506,9 @@ def extract(text: str) -> list[Observation]:
             one_value = (key == PETS and "kind" in pattern.groupindex) or (
                 key == DIET and not rule.endswith("dont_eat")
             )
-            named_pets = _EN_PET_NAMES.match(text, m.end()) if rule == "en_pet_have" else None
-            if named_pets is not None:  # "I have two cats, Mochi and Tofu": each cat by its name
-                kind = re.sub(r"s$", "", value.lower()) if value.lower() != "guinea pigs" else "guinea pig"
-                names = re.findall(r"[A-Z][a-z'\-]+", named_pets.group("names"))
-                values, end = [f"{kind} {n}" for n in names], named_pets.end()
+            listed = _pet_list(text, m, rule, english=english) if key == PETS else None
+            if listed is not None:  # "I have two cats, Mochi and Tofu", "我养了两只猫，一只叫汤圆一只叫饺子"
+                values, end = listed
             elif key in MULTI_KEYS and not one_value:
                 values, end = _list_items(text, value, m.end(), english=english)
             else:
@@ -487,13 +522,42 @@ def extract(text: str) -> list[Observation]:
             taken.append((start, end))
     for rule, key, pattern, english in RETRACT_RULES:
         for m in pattern.finditer(text):
-            value = clean_value(m.group("v"), english=english)
-            if value is not None and not _is_question(text, m.end()) and not _hypothetical(text, m.start()):
-                found = [ob for ob in found if not (ob.key == key and ob.op == "set")]
-                values, _ = _list_items(text, value, m.end(), english=english)
-                if key == DIET:
-                    values = [d for v in values if (d := _diet_value(rule, v, english=english)) is not None]
-                found += [Observation(key, v, "retract", rule=rule) for v in values]
+            raw = next((g for g in m.groups() if g), None)  # one value group per alternative
+            value = clean_value(raw, english=english) if raw else None
+            if value is None or _is_question(text, m.end()) or _hypothetical(text, m.start()):
+                continue
+            if in_quote(text, m.start()):
+                continue
+            if key == OCCUPATION and not _an_occupation(value, english=english):
+                continue
+            if key == LOCATION and not (english or is_place_zh(value)):
+                continue
+            if key == PARTNER_NAME and english and value.lower() in EN_NOT_GREETING_NAMES:
+                continue
+            values, _ = _list_items(text, value, m.end(), english=english)
+            if key == DIET:
+                values = [d for v in values if (d := _diet_value(rule, v, english=english)) is not None]
+            # A set the same words misread ("我对芒果不过敏" read as an allergy to 芒果不) goes.
+            said = [value, *values]
+            found = [
+                ob
+                for ob in found
+                if not (ob.key == key and ob.op == "set" and any(_overlap(ob.value, v) for v in said))
+            ]
+            found += [Observation(key, v, "retract", rule=rule) for v in values]
+    # "我辞职了", "we broke up": the key's value ends, whatever it is; before any new value the
+    # message gives ("I quit my job, now I'm a barista"). Read as said, time words kept.
+    for rule, key, pattern in END_RULES:
+        ended = pattern.search(as_said)
+        if (
+            ended is None
+            or _is_question(as_said, ended.end())
+            or _hypothetical(as_said, ended.start())
+            or in_quote(as_said, ended.start())
+            or _UNDONE.search(as_said, ended.end()) is not None
+        ):
+            continue
+        found.insert(0, Observation(key, "", "retract", rule=rule))
     sleep = _sleep_time(text)
     if sleep is not None:
         found.append(sleep)
@@ -506,10 +570,100 @@ def extract(text: str) -> list[Observation]:
 
 # The names after "I have two cats": ", Mochi and Tofu", " named Mochi and Tofu", ": Mochi & Tofu".
 _EN_PET_NAMES = re.compile(
-    r"(?:\s*[,:(\-–]\s*|\s+)(?:(?:named|called)\s+)?(?-i:(?P<names>[A-Z][a-z'\-]+(?:\s*(?:,|and|&|,\s*and)\s*[A-Z][a-z'\-]+)*))"
+    r"(?:(?:'?\s+names)?\s+(?:are|'re)\s+(?:(?:named|called)\s+)?|\s*[,:(\-–]\s*(?:(?:named|called)\s+)?|\s+(?:(?P<direct>named|called)\s+)?)(?-i:(?P<names>[A-Z][a-z'\-]+(?:\s*(?:,|and|&|,\s*and)\s*[A-Z][a-z'\-]+)*))"
     r"(?=\s*$|\s*[.,!;:~)]|\s+(?:and|but|lol|haha|btw)\b)"
 )
 _EN_PRONOUNS = frozenset("he she it this that there who what which everyone nobody someone".split())  # noqa: SIM905
+# More pets after the first one: "and a cat", ", two rabbits"; "和一只狗", "，还有一只狗".
+_EN_MORE_PETS = re.compile(
+    rf"(?:\s*,\s*(?:and\s+)?|\s+and\s+)(?:an?|one|two|three|four)\s+(?P<k>(?:{'|'.join(PET_KINDS_EN)})s?)\b",
+    re.I,
+)
+_ZH_MORE_PETS = re.compile(
+    rf"[，,]?(?:和|跟|、|还有|以及)(?:一|两|三|几)?(?:只|条)(?P<k>[\u4e00-\u9fff]{{0,2}}?(?:{PET_KINDS_ZH}))"
+)
+# The names after "我养了两只猫": "，一只叫汤圆一只叫饺子", "，分别叫汤圆和饺子", "叫咪咪".
+_ZH_PET_NAME = r"(?:[\u4e00-\u9fff·]{1,6}?|[A-Za-z][A-Za-z'\-]*)"
+_ZH_PET_SEP = r"(?:\s*(?:和|跟|与|、)\s*|[，,\s]*(?:另一只|另外一只|另一条|另外一条|一只|一条)叫)"
+_ZH_PET_NAMES = re.compile(
+    rf"(?:[，,]\s*(?:它们|她们|他们|它|她|他)?(?:的名字)?(?:分别|一只|一条)?叫|(?P<direct>叫))(?P<names>{_ZH_PET_NAME}(?:{_ZH_PET_SEP}{_ZH_PET_NAME})*)"
+    r"(?=$|[。.!！~～;；\s，,]|了|呢|啊|呀|哦|吧)"
+)
+
+
+def _pet_list(text: str, m: re.Match[str], rule: str, *, english: bool) -> tuple[list[str], int] | None:
+    """The pets a statement of having pets lists, each with its name when one is given: "I have two
+    cats, Mochi and Tofu" -> cat Mochi, cat Tofu; "I have a dog and a cat, Max and Luna" -> dog Max,
+    cat Luna; "我养了两只猫，一只叫汤圆一只叫饺子" -> 猫 汤圆, 猫 饺子. Names that do not go one per kind
+    ("a dog and a cat, Max, Luna and Rex") are dropped, the kinds kept. None: nothing listed beyond
+    what the rule read (one pet, its name if any)."""
+    kind_group = "kind" if "kind" in m.re.groupindex else "v"
+    if english and kind_group == "kind":
+        return None  # "my dog Max", "I have a cat called Mochi": the rule read the kind and its name
+    names_re, more_re = (_EN_PET_NAMES, _EN_MORE_PETS) if english else (_ZH_PET_NAMES, _ZH_MORE_PETS)
+    pending, values, end, listed = [m.group(kind_group)], [], m.end(kind_group), False
+    while True:
+        names_m = names_re.match(text, end)
+        names = _pet_names(names_m.group("names"), english=english) if names_m is not None else []
+        if names:
+            assert names_m is not None
+            kinds = [_kind_alone(k, english=english) for k in pending]
+            if len(kinds) == 1:
+                values += [f"{kinds[0]} {n}" for n in names]
+            elif len(names) == len(kinds):
+                values += [f"{k} {n}" for k, n in zip(kinds, names, strict=True)]
+            elif names_m.group("direct"):  # "a cat and a dog named Max": the name is the dog's
+                values += [
+                    *(_kind_said(k, english=english) for k in pending[:-1]),
+                    *(f"{kinds[-1]} {n}" for n in names),
+                ]
+            else:
+                values += [_kind_said(k, english=english) for k in pending]
+            pending, end, listed = [], names_m.end(), listed or len(names) > 1 or kind_group == "v"
+            continue
+        more = more_re.match(text, end)
+        if more is None:
+            break
+        pending.append(more.group("k"))
+        end, listed = more.end(), True
+    if rule == "en_pets_are" and not values:
+        return [], end  # "my cats are Siamese": no names, nothing said
+    if not english and not listed:
+        return None
+    values += [_kind_said(k, english=english) for k in pending]
+    return list(dict.fromkeys(values)), end
+
+
+def _kind_said(kind: str, *, english: bool) -> str:
+    return kind.lower() if english else kind
+
+
+def _kind_alone(kind: str, *, english: bool) -> str:
+    """A kind said of pets named one by one: "cats" -> cat."""
+    return re.sub(r"s$", "", kind.lower()) if english else kind
+
+
+def _pet_names(said: str, *, english: bool) -> list[str]:
+    """The names of a list of pets, or [] when any is no name ("I have a cat, Sadly, …")."""
+    if english:
+        names = re.findall(r"[A-Z][a-z'\-]+", said)
+        bad = [
+            n
+            for n in names
+            if n.lower() in _EN_NOT_ITEM_WORDS or n.lower() in EN_NOT_GREETING_NAMES or _is_breed(n)
+        ]
+        return [] if bad or not names else names
+    parts = [p.strip() for p in re.split(_ZH_PET_SEP, said)]
+    names = [clean_value(p, english=False) for p in parts]
+    return [n for n in names if n is not None] if all(n and _zh_pet_name(n) for n in names) else []
+
+
+# What follows a pet's 叫 when it is its voice, not its name: "叫声很大", "叫得很凶", "叫起来很吵", "叫个不停".
+_ZH_NOT_PET_NAME = re.compile(r"^[声得起个了着过的不很都也就还在是唤嚷叫啊呀]|.{5,}")
+
+
+def _zh_pet_name(name: str) -> bool:
+    return _ZH_NOT_PET_NAME.match(name) is None
 
 
 # Capitalised words after "I'm from" that name a part of an organisation, not a place ("I'm from HR").
@@ -552,7 +706,8 @@ def _pet_kind(said: str) -> str:
 
 def _is_breed(value: str) -> bool:
     word = value.split()[-1].lower()
-    return word in EN_BREEDS or word in EN_NOT_GREETING_NAMES or word.endswith("ese")
+    singular = re.sub(r"ies$", "y", word) if word.endswith("ies") else re.sub(r"(?<=[^s])s$", "", word)
+    return any(w in EN_BREEDS or w in EN_NOT_GREETING_NAMES or w.endswith("ese") for w in (word, singular))
 
 
 # A list after a verb of a several-valued key ("allergic to penicillin, peanuts and latex", "我对芒果和
@@ -676,7 +831,10 @@ def apply(
             if not _others_may_name(profile, user_id):
                 continue
             meta = {OTHERS_CALL: True}
-        if ob.op == "retract":
+        if ob.op == "retract" and not ob.value:  # "我辞职了": whatever the value in force is
+            for value in profile.values(user_id, ob.key):
+                profile.retract(user_id, ob.key, value, at=at, tx=tx)
+        elif ob.op == "retract":
             profile.retract(user_id, ob.key, ob.value, at=at, tx=tx)
         else:
             if ob.key in _OPPOSITE:

@@ -18,8 +18,8 @@ still recalled by search); a false one would be shown on every turn.
 | hometown | 我是X人, 我老家是X的, 我来自X, 我是在X长大的 (a known place) | I'm (originally) from X, I grew up in X, I was born in X (capitalised, no department) |
 | timezone | 我在东八区, 我这边是北京时间, 我这边是CST | I'm on Pacific time, my timezone is PST, I'm in UTC+8, my time zone is Europe/Berlin |
 | occupation | 我是一名X, 我是个X, 我的工作是X, 我是做X的, 我在一家游戏公司做策划, 在杭州做老师 (and the place: location) | I work as a X, starting (Monday) as a X, my job is X, I'm a X by profession, I'm / I've been a nurse (at …), I became a X, a new job as X, I teach X (an X teacher) |
-| partner_name | 我男朋友/老婆/对象…叫X | my boyfriend/wife/partner… is called X, my wife is Anna, my girlfriend Emma, I'm married to X |
-| pets | 我(家)的猫叫X, 我养了一只狗, 我养了一只柯基叫豆包, 我有一只猫(叫X) | my/our dog is called X, our cat Miso, my cat is Miso (not a breed), Miso is my cat, I have a cat (called X), I have two cats, Mochi and Tofu |
+| partner_name | 我男朋友/老婆/对象…叫X (的名字是X; "我老公是医生" names no one) | my boyfriend/wife/partner… is called X, my wife is Anna, my girlfriend Emma, I'm married to X |
+| pets | 我(家)的猫叫X, 我养了一只狗, 我养了一只柯基叫豆包, 我有一只猫(叫X), 我养了两只猫，一只叫X一只叫Y / 分别叫X和Y, 我养了一只猫和一只狗 | my/our dog is called X, our cat Miso, my cat is Miso (not a breed), Miso is my cat, I have a cat (called X), I/we have two cats, Mochi and Tofu, I have a dog and a cat, Max and Luna, my cats are (called) X and Y |
 | likes | 我(很/最…)喜欢X, 我(喜欢/爱)吃X, 我最喜欢的Y是X, X我(很)喜欢 | I love/like/enjoy/adore X, my favorite Y is X, I'm a fan of X, I'm into X, I prefer X (over Y) |
 | dislikes | 我讨厌X, 我不喜欢X, 我受不了X, X我受不了 | I hate/dislike X, I can't stand X, I don't like X, I'm not into X |
 | allergies | 我(也)对X过敏, 我X过敏, 我不能吃X，(会)过敏, 我X不耐受 | I'm (also) allergic to X, I have a X allergy, I can't eat X, I'm allergic, I'm X intolerant |
@@ -29,7 +29,10 @@ A supposition states nothing: 如果/要是/假如/if/suppose/wish before the st
 的话 after it ("如果我叫小王的话", "if I'm allergic to nuts, …").
 
 A like retracts the same dislike and a dislike the same like ("I don't like jazz any more"); a negated
-allergy ("我其实对芒果不过敏", "I'm not allergic to walnuts after all") retracts that allergy.
+allergy ("我其实对芒果不过敏", "I'm not allergic to walnuts after all") retracts that allergy, a place
+or job the user no longer has ("我不住在北京了", "I'm not a teacher anymore") that value, and a job
+quit or a breakup ("我辞职了", "I got laid off", "我和男朋友分手了") the value in force (`END_RULES`).
+Words in quotes are someone's, not the user's ('He said "I'm a doctor"').
 
 """
 
@@ -67,7 +70,7 @@ _EN_CLAUSE = (
     r"where|that's|please|too|as well|with (?:my|our|his|her|their)|at (?:the|a|my|our)|in the|(?-i:in (?=[A-Z]))|"
     r"last|next|yesterday|today|tonight|this|ago|anymore|any more|now|again|recently|lately|"
     r"by the way|btw|to be honest|tbh|honestly|lol|haha|after all|these days|nowadays|at the moment|for now|"
-    r"for good|originally"
+    r"for good|originally|not|rather than|instead of"
 )
 EN_V = rf"(?P<v>[^.,!?;:\n]{{1,60}}?)(?=$|[.,!?;:\n]|\s+(?:{_EN_CLAUSE})\b)"
 # A value ending at a fixed word ("我对花生过敏"): the clause may not end there.
@@ -77,7 +80,8 @@ _EN_DATE = (
     r"\.? \d{1,2}(?:st|nd|rd|th)?(?:,? \d{4})?|\d{1,2}(?:st|nd|rd|th)? (?:of )?(?:January|February|March|April|"
     r"May|June|July|August|September|October|November|December)(?:,? \d{4})?)"
 )
-_EN_NAME = r"(?P<v>[A-Z][a-z'\-]+(?: [A-Z][a-z'\-]+)?)"
+# A second word only when capitalised: "a dog named Max and a cat" is Max.
+_EN_NAME = r"(?P<v>[A-Z][a-z'\-]+(?-i: [A-Z][a-z'\-]+)?)"
 _EN_CAP_NAME = (
     r"(?!(?:Monday|Tuesday|Wednesday|Thursday|Friday|Saturday|Sunday|January|February|March|April|May|"
     r"June|July|August|September|October|November|December)\b)"
@@ -123,6 +127,7 @@ EN_NOT_GREETING_NAMES = frozenset(
     catholic jewish buddhist hindu vegan vegetarian single married""".split()  # noqa: SIM905 - a word list reads better as text
 )
 _PET_KINDS_ZH = "猫咪|小猫|猫|狗狗|小狗|狗|犬|兔子|仓鼠|鹦鹉|乌龟|金鱼|龙猫"
+PET_KINDS_ZH = _PET_KINDS_ZH
 _PET_KINDS_EN = "cat|kitten|dog|puppy|rabbit|bunny|hamster|parrot|turtle|goldfish|guinea pig"
 PET_KINDS_EN = tuple(sorted(_PET_KINDS_EN.split("|"), key=len, reverse=True))
 # Breeds: "my cat is Siamese" names no one, and "I have a golden retriever named Max" is a dog.
@@ -299,7 +304,7 @@ RULES: list[tuple[str, str, re.Pattern[str], bool]] = [
         "zh_live_in",
         LOCATION,
         re.compile(
-            rf"{_ZH_HEAD}我(?:们)?{_ZH_WHEN}(?:住在|搬到了?|搬去了?|搬家到了?|搬来了?|搬回(?:到|了)?|定居在?){ZH_V}"
+            rf"{_ZH_HEAD}我(?:们)?{_ZH_WHEN}(?:从[{_CJK}]{{2,8}}?)?(?:住在|搬到了?|搬去了?|搬家到了?|搬来了?|搬回(?:到|了)?|定居在?){ZH_V}"
         ),
         False,
     ),
@@ -378,7 +383,8 @@ RULES: list[tuple[str, str, re.Pattern[str], bool]] = [
     (
         "zh_partner",
         PARTNER_NAME,
-        re.compile(rf"我(?:的)?(?:{_ZH_PARTNER})(?:的名字)?(?:叫|是){_ZH_NAME}"),
+        # 叫 names; 是 only after 的名字 ("我老公是医生", "我老婆是四川的" name no one).
+        re.compile(rf"我(?:的)?(?:{_ZH_PARTNER})(?:的名字(?:叫|是)|叫){_ZH_NAME}"),
         False,
     ),
     (
@@ -690,7 +696,21 @@ RULES: list[tuple[str, str, re.Pattern[str], bool]] = [
     (
         "en_pet_have",
         PETS,
-        re.compile(rf"\bI (?:have|got|adopted|own) (?:an?|two|three) (?P<v>(?:{_PET_KINDS_EN})s?)\b", re.I),
+        re.compile(
+            rf"\b(?:I|we)(?:'ve| have)? (?:have|got|adopted|own) (?:an?|two|three|four) (?P<v>(?:{_PET_KINDS_EN})s?)\b",
+            re.I,
+        ),
+        True,
+    ),
+    (
+        # "My cats are Mochi and Tofu", "our dogs' names are Max and Rex": the names follow
+        # (`profile_extract._pet_list`); "my cats are Siamese" names none.
+        "en_pets_are",
+        PETS,
+        re.compile(
+            rf"\b(?:my|our) (?P<v>(?:{_PET_KINDS_EN})s)(?=(?:'? names)? (?:are|'re) (?:called |named )?(?-i:[A-Z]))",
+            re.I,
+        ),
         True,
     ),
     (
@@ -798,6 +818,62 @@ RULES: list[tuple[str, str, re.Pattern[str], bool]] = [
 # A fact the user takes back ("I'm not allergic to shellfish after all", "我其实对花生不过敏"): the value
 # is retracted, which ends it only where it is the fact in force, so a misread cannot remove anything else.
 RETRACT_RULES: list[tuple[str, str, re.Pattern[str], bool]] = [
+    # Where the user no longer lives, what they no longer do, who is no longer their partner: that
+    # value ends ("我不住在北京了", "I don't live in London anymore", "I'm not a teacher anymore", "我不当
+    # 老师了", "I broke up with Jake"). An occupation must read as one (as the rules that set it).
+    (
+        "zh_not_live_in",
+        LOCATION,
+        re.compile(rf"{_ZH_HEAD}我(?:们)?{_ZH_WHEN}(?:不|没)(?:再)?住在{ZH_V}了"),
+        False,
+    ),
+    (
+        "en_not_live_in",
+        LOCATION,
+        re.compile(
+            r"\b(?:I|we) (?:(?:don't|do not|no longer|used to) live|(?:just |finally )?moved (?:out of|away from)) "
+            rf"(?:in )?(?:the )?{EN_PLACE}",
+            re.I,
+        ),
+        True,
+    ),
+    (
+        "zh_not_occupation",
+        OCCUPATION,
+        re.compile(
+            rf"{_ZH_HEAD}我{_ZH_WHEN}(?:(?:不再|不)(?:是|当|做|干)|以前是|之前是|曾经是)(?:一名|一位|一个|个|名)?"
+            rf"(?!吃|纯素|素食)(?P<v>[{_CJK}]{{2,8}}?)(?:了)?(?=$|[{_STOP}\s]|啦|呢|啊)"
+        ),
+        False,
+    ),
+    (
+        "en_not_occupation",
+        OCCUPATION,
+        re.compile(
+            r"\bI(?:'m| am) (?:not|no longer) (?:an? )?(?P<v>[a-z][a-z\- ]{1,40}?)(?= any ?more| now|$|[.,!?;:\n])"
+            r"|\bI (?:used to be|was once|quit being|stopped being) (?:an? )?(?P<was>[a-z][a-z\- ]{1,40}?)"
+            r"(?=$|[.,!?;:\n]|\s+(?:at|in|for|and|but|so|before|until|when|back)\b)",
+            re.I,
+        ),
+        True,
+    ),
+    (
+        "zh_broke_up_with",
+        PARTNER_NAME,
+        re.compile(
+            rf"{_ZH_HEAD}我{_ZH_WHEN}(?:和|跟)(?!我|(?:{_ZH_PARTNER})(?:分|离))(?P<v>[{_CJK}]{{1,4}}?)(?:分手|离婚)了"
+        ),
+        False,
+    ),
+    (
+        "en_broke_up_with",
+        PARTNER_NAME,
+        re.compile(
+            r"\bI (?:just |finally |recently )?(?:broke up with|split up with|divorced|left) (?-i:(?P<v>[A-Z][a-z'\-]+))\b",
+            re.I,
+        ),
+        True,
+    ),
     ("zh_not_allergic", ALLERGIES, re.compile(rf"我{_ZH_WHEN}(?:其实|并)?(?:不|没有?)对{_ZH_W}过敏"), False),
     ("zh_allergic_not", ALLERGIES, re.compile(rf"我{_ZH_WHEN}对{_ZH_W}(?:其实|并)?(?:不|没有?)过敏"), False),
     (
@@ -826,5 +902,48 @@ RETRACT_RULES: list[tuple[str, str, re.Pattern[str], bool]] = [
             re.I,
         ),
         True,
+    ),
+]
+
+# The end of a key's value whatever it is: the user quit their job, broke up with their partner
+# ("我辞职了", "I got laid off", "我和男朋友分手了", "my girlfriend and I broke up"). Read on the message
+# as said (a time word kept: "我明天就辞职了" is a plan), in the past, the user the subject.
+_ZH_DONE = r"(?:今天|昨天|前天|上周|上个月|前几天|前阵子|刚刚?|已经|终于|还是|最后|其实|也)*"
+_EN_DONE = r"(?:just |finally |recently |actually |officially |already )*"
+END_RULES: list[tuple[str, str, re.Pattern[str]]] = [
+    (
+        "zh_quit_job",
+        OCCUPATION,
+        re.compile(
+            rf"{_ZH_HEAD}我{_ZH_DONE}(?:辞职|离职|裸辞|被(?:公司)?(?:开除|辞退|裁员?|炒)|失业|下岗)了"
+        ),
+    ),
+    (
+        "en_quit_job",
+        OCCUPATION,
+        re.compile(
+            rf"\bI {_EN_DONE}(?:quit|left|lost) my (?:job|day job|position)(?=$|[.,!?;:\n]|\s+(?:today|yesterday|last|this|and|so|because|lol)\b)"
+            rf"|\bI(?:'ve| have)? {_EN_DONE}(?:got|been|was|just got) (?:fired|laid off|let go|sacked)\b",
+            re.I,
+        ),
+    ),
+    (
+        "zh_broke_up",
+        PARTNER_NAME,
+        re.compile(
+            rf"{_ZH_HEAD}(?:我{_ZH_DONE}(?:和|跟)(?:(?:我的?)?(?:{_ZH_PARTNER})|他|她)|我们){_ZH_DONE}(?:分手|离婚|分开)了"
+            rf"|{_ZH_HEAD}我{_ZH_DONE}(?:离婚|失恋|被甩)了"
+        ),
+    ),
+    (
+        "en_broke_up",
+        PARTNER_NAME,
+        re.compile(
+            rf"\b(?:I {_EN_DONE}(?:broke up with|split up with|divorced|left) (?:my (?:{_EN_PARTNER})|him|her)|"
+            rf"my (?:{_EN_PARTNER}) (?:and I |just |finally )*(?:broke up|split up|separated|got divorced)|"
+            rf"my (?:{_EN_PARTNER}) {_EN_DONE}(?:broke up with|dumped|left) me|"
+            rf"we {_EN_DONE}(?:broke up|split up|got divorced)|I(?:'m| am| got) {_EN_DONE}(?:divorced|dumped))\b",
+            re.I,
+        ),
     ),
 ]

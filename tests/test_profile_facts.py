@@ -756,3 +756,165 @@ def test_http_what_friends_call_the_user_reaches_the_prompt_until_a_name_is_aske
     _chat(server, "早", "2024-10-05T08:00:00+00:00", session="s3")
     system = fake.chat_requests[-1]["messages"][0]["content"]
     assert "preferred name (call the user this): 大王" in system
+
+
+# -- several pets, each by its name ---------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("text", "pets"),
+    [
+        ("我养了两只猫，一只叫汤圆一只叫饺子", ["猫 汤圆", "猫 饺子"]),
+        ("我养了两只猫，一只叫汤圆，另一只叫饺子", ["猫 汤圆", "猫 饺子"]),
+        ("我养了两只猫，分别叫汤圆和饺子", ["猫 汤圆", "猫 饺子"]),
+        ("我养了两只猫，叫汤圆和饺子", ["猫 汤圆", "猫 饺子"]),  # was one pet named "汤圆和饺子"
+        ("我家的猫叫汤圆和饺子", ["猫 汤圆", "猫 饺子"]),
+        ("我有两只狗，分别叫大黄和小黑", ["狗 大黄", "狗 小黑"]),
+        ("我养了两只柯基，分别叫豆包和馒头", ["柯基 豆包", "柯基 馒头"]),
+        ("我养了两只猫，一只叫汤圆，一只叫饺子，还有一只狗叫旺财", ["猫 汤圆", "猫 饺子", "狗 旺财"]),
+        ("我养了一只猫和一只狗", ["猫", "狗"]),
+        ("I have two cats, Mochi and Tofu", ["cat Mochi", "cat Tofu"]),
+        ("we have two dogs named Max and Rex", ["dog Max", "dog Rex"]),
+        ("We've got two cats, Mochi and Tofu.", ["cat Mochi", "cat Tofu"]),
+        ("my dog Max and my cat Luna", ["dog Max", "cat Luna"]),
+        ("I have a dog and a cat, Max and Luna", ["dog Max", "cat Luna"]),  # was dog, cat, Max, Luna
+        ("I have a cat and a dog named Max", ["cat", "dog Max"]),
+        ("I have two cats, Mochi and Tofu, and a dog named Rex", ["cat Mochi", "cat Tofu", "dog Rex"]),
+        ("I have two cats and a dog", ["cats", "dog"]),
+        ("My cats are called Mochi and Tofu", ["cat Mochi", "cat Tofu"]),
+        ("My dogs' names are Max and Rex", ["dog Max", "dog Rex"]),
+        ("I have a dog named Max and a cat named Luna", ["dog Max"]),  # was "dog Max and"
+    ],
+)
+def test_several_pets_are_one_fact_each_with_its_name(text: str, pets: list[str]) -> None:
+    assert [o.value for o in extract(text) if o.key == "pets"] == pets
+
+
+@pytest.mark.parametrize(
+    ("text", "pets"),
+    [
+        ("I have a cat and she's adorable", ["cat"]),  # was also a pet "she's adorable"
+        ("My cats are Siamese", []),
+        ("My dogs are Huskies", []),
+        ("我养了一只猫，叫声很大", ["猫"]),  # 叫 is its voice: was a cat named 声很大
+        ("我家的狗叫得很凶", ["狗"]),
+        ("我朋友养了两只猫，一只叫汤圆一只叫饺子", []),
+        ("如果我养了两只猫，一只叫汤圆一只叫饺子", []),
+        ("my sister has two cats, Mochi and Tofu", []),
+        ("do you have two cats, Mochi and Tofu?", []),
+    ],
+)
+def test_what_is_no_pet_name_names_no_pet(text: str, pets: list[str]) -> None:
+    assert [o.value for o in extract(text) if o.key == "pets"] == pets
+
+
+# -- what ends, what is planned, quoted or asked ------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("text", "facts"),
+    [
+        ("我不住在北京了，现在在广州", [("location", "广州", "set"), ("location", "北京", "retract")]),
+        ("I don't live in London anymore", [("location", "London", "retract")]),
+        ("I used to live in Paris", [("location", "Paris", "retract")]),
+        ("我上个月从北京搬到了上海", [("location", "上海", "set")]),  # 从X: where from, not where now
+        ("其实我住在成都，不是重庆", [("location", "成都", "set")]),
+        (
+            "actually I live in Chengdu not Chongqing",
+            [("location", "Chengdu", "set")],
+        ),  # was "Chengdu not Chongqing"
+        ("我不是老师了", [("occupation", "老师", "retract")]),
+        ("我已经不当老师了", [("occupation", "老师", "retract")]),
+        ("I'm not a teacher anymore", [("occupation", "teacher", "retract")]),
+        ("I'm no longer a nurse", [("occupation", "nurse", "retract")]),
+        ("I used to be a teacher", [("occupation", "teacher", "retract")]),
+        # Whatever the job was: it ends before the new one the message gives.
+        ("我辞职了", [("occupation", "", "retract")]),
+        ("I got laid off", [("occupation", "", "retract")]),
+        (
+            "I quit my job, now I'm a barista",
+            [("occupation", "", "retract"), ("occupation", "barista", "set")],
+        ),
+        ("我辞职了，现在是自由职业者", [("occupation", "", "retract"), ("occupation", "自由职业者", "set")]),
+        ("我和男朋友分手了", [("partner_name", "", "retract")]),
+        ("My girlfriend and I broke up", [("partner_name", "", "retract")]),
+        ("I broke up with Jake", [("partner_name", "Jake", "retract")]),
+    ],
+)
+def test_what_no_longer_holds_ends(text: str, facts: list[tuple[str, str, str]]) -> None:
+    assert [(o.key, o.value, o.op) for o in extract(text)] == facts
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        # plans: a Chinese verb has no tense, the time word says it is to come
+        "我下个月搬到上海",
+        "我明年去北京当老师",
+        "我明天就辞职了",
+        "我想辞职了",
+        "I want to quit my job",
+        "I'm going to quit my job",
+        "Should I quit my job?",
+        # questions, without a question mark too
+        "我对花生过敏吗",  # was an allergy to 花生
+        "我住在上海吗",  # was the location "上海吗"
+        "我们分手了吗",
+        # someone else's
+        "我妈辞职了",
+        "我姐离婚了",
+        "my sister got fired",
+        "我朋友和她男朋友分手了",
+        "My sister moved to Boston",
+        "我妹妹叫小红",
+        "My sister's name is Lily",
+        "My friend's wife is Anna",
+        "我前男友叫阿杰",
+        "My ex-boyfriend is called Jake",
+        "我老公是医生",  # was the partner "医生"
+        "我老婆是四川的",
+        # quoted: someone's words
+        'My friend said "my name is Bob"',  # was the name Bob, and a rename
+        'She told me "I\'m allergic to peanuts"',  # was an allergy
+        '他说"我辞职了"',
+        "He said my name is Bob",  # reported: someone else's words
+        "我们分手了，又和好了",  # undone in the same message
+        # suppositions and wishes
+        "If I were a doctor I'd help people",
+        "如果我是医生就好了",
+        "my mom said I should be a lawyer",
+        "我爸说我应该当律师",
+    ],
+)
+def test_plans_questions_quotes_and_others_state_nothing(text: str) -> None:
+    assert extract(text) == []
+    assert detect(text) == []
+
+
+def test_a_job_quit_and_a_breakup_end_the_fact_in_force(store: SQLiteStore) -> None:
+    p = Profile(store)
+    said = ["我是一名护士", "我男朋友叫阿杰", "我辞职了", "我和男朋友分手了", "我现在是设计师"]
+    for i, text in enumerate(said):
+        apply(p, "u", extract(text), at=T0 + timedelta(days=i), source_turn_ids=[i + 1])
+        if i == 1:
+            assert p.values("u", "occupation") == ["护士"] and p.values("u", "partner_name") == ["阿杰"]
+    assert p.values("u", "occupation") == ["设计师"] and p.values("u", "partner_name") == []
+    assert [f.value for f in p.history("u", "occupation")] == ["护士", "设计师"]
+    # Re-reading the old turns (the P2 job) ends nothing that came after them.
+    apply(p, "u", extract("我辞职了"), at=T0 + timedelta(days=2), source_turn_ids=[3])
+    assert p.values("u", "occupation") == ["设计师"]
+
+
+def test_http_a_move_away_and_a_quit_job_leave_the_prompt(server: str, fake: FakeOpenAI) -> None:
+    _chat(server, "我是一名老师，住在北京", "2024-10-01T10:00:00+00:00")
+    current = httpx.get(f"{server}/v1/users/li/profile", params={"current": "true"}).json()["facts"]
+    assert {f["key"]: f["value"] for f in current} == {"occupation": "老师", "location": "北京"}
+    _chat(server, "I quit my job", "2024-10-05T10:00:00+00:00")
+    _chat(server, "我不住在北京了，现在在广州", "2024-10-09T10:00:00+00:00")
+    current = httpx.get(f"{server}/v1/users/li/profile", params={"current": "true"}).json()["facts"]
+    values = {f["key"]: f["value"] for f in current}
+    assert values.get("location") == "广州" and "occupation" not in values
+    fake.clear()
+    _chat(server, "早", "2024-10-10T08:00:00+00:00", session="s2")
+    system = fake.chat_requests[-1]["messages"][0]["content"]
+    assert "location: 广州" in system and "occupation:" not in system
