@@ -311,7 +311,8 @@ RULES: list[tuple[str, str, re.Pattern[str], bool]] = [
     (
         "zh_live_in_2",
         LOCATION,
-        re.compile(rf"{_ZH_HEAD}我(?:们)?{_ZH_WHEN}在(?P<v>[{_CJK}]{{2,8}}?)(?:生活|定居|住)"),
+        # "我在杭州住过" (once lived there) is no home now.
+        re.compile(rf"{_ZH_HEAD}我(?:们)?{_ZH_WHEN}在(?P<v>[{_CJK}]{{2,8}}?)(?:生活|定居|住)(?!过)"),
         False,
     ),
     # "我现在在上海", "我现在住上海", "I'm in Shanghai now": where the user is now is where they live
@@ -824,7 +825,9 @@ RETRACT_RULES: list[tuple[str, str, re.Pattern[str], bool]] = [
     (
         "zh_not_live_in",
         LOCATION,
-        re.compile(rf"{_ZH_HEAD}我(?:们)?{_ZH_WHEN}(?:不|没)(?:再)?住在{ZH_V}了"),
+        re.compile(
+            rf"{_ZH_HEAD}我(?:们)?{_ZH_WHEN}(?:(?:不|没)(?:再)?住在(?=[^{_STOP}\s]{{1,16}}了)|(?:以前|之前|曾经)住在){ZH_V}"
+        ),
         False,
     ),
     (

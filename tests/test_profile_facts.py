@@ -817,6 +817,9 @@ def test_what_is_no_pet_name_names_no_pet(text: str, pets: list[str]) -> None:
         ("我不住在北京了，现在在广州", [("location", "广州", "set"), ("location", "北京", "retract")]),
         ("I don't live in London anymore", [("location", "London", "retract")]),
         ("I used to live in Paris", [("location", "Paris", "retract")]),
+        ("我以前住在北京", [("location", "北京", "retract")]),
+        ("我在杭州住过一段时间", []),  # once lived there: was the location 杭州
+        ("我在上海生活过三年", []),
         ("我上个月从北京搬到了上海", [("location", "上海", "set")]),  # 从X: where from, not where now
         ("其实我住在成都，不是重庆", [("location", "成都", "set")]),
         (
