@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any
 from memsched.assemble import Assembly, assemble
 from memsched.config import Config
 from memsched.embed import base as embed_base
-from memsched.embed.base import Embedder
+from memsched.embed.base import Embedder, keeps_vector
 from memsched.embed.batch import MicroBatcher, PendingVectors, batch_all, embed_soon
 from memsched.errors import UnknownUserError
 from memsched.model import Candidate, Hit, Role, Turn, as_utc, utcnow
@@ -455,7 +455,8 @@ class Memory:
             stamp([turn])
             self.store.add_turns([turn])
             for name, vec in qvecs.items():
-                self.retriever.put_vector(user_id, name, turn.text, vec)
+                if keeps_vector(self.embedders[name], turn.text):
+                    self.retriever.put_vector(user_id, name, turn.text, vec)
             timings["record"] = _ms(t0)
         timings["total"] = _ms(t_start)
 

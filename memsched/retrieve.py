@@ -17,7 +17,7 @@ import numpy as np
 from memsched.cache import LRUCache
 from memsched.contextual import ContextIndex
 from memsched.embed.base import Embedder, background_pause
-from memsched.embed.batch import PendingVectors, Submits
+from memsched.embed.batch import PendingVectors, Submits, stand_ins
 from memsched.model import Candidate, Hit, content_hash
 from memsched.store.base import Store
 from memsched.text.segment import cjk_ratio
@@ -50,7 +50,11 @@ class FusionWeights:
     # On English (LoCoMo) WordLlama only adds noise next to MiniLM, so it gets no weight there; a
     # layer with weight 0 is not searched, and its query vector not computed unless it is the first
     # embedder's (`Retriever.query_names`).
-    dense: dict[str, float] = field(default_factory=lambda: {"minilm": 1.0, "wordllama": 0.0, "gloss": 0.0})
+    # The gloss layer counts for English queries as MiniLM's own layer does: it is MiniLM's space
+    # over the Chinese turns' English glosses, searched with the query's MiniLM vector
+    # (`embed.gloss.GlossEmbedder.query_stand_in`), so an English question reaches Chinese turns
+    # (BENCHMARKS.md, "Across languages"). A user with no Chinese turns has no gloss rows: no change.
+    dense: dict[str, float] = field(default_factory=lambda: {"minilm": 1.0, "wordllama": 0.0, "gloss": 1.0})
     # For Chinese queries WordLlama counts fully and MiniLM over the CC-CEDICT English glosses
     # (embed.gloss) most: on the bilingual memory test it finds twice the paraphrased facts either
     # model finds (BENCHMARKS.md, "Chinese recall"). The English-only MiniLM over the raw Chinese is
@@ -335,7 +339,9 @@ class Retriever:
     def embed_query(self, query: str, only_weighted: bool = True) -> dict[str, np.ndarray]:
         """The query's vector for each embedder (`query_names`, or every embedder)."""
         names = self.query_names(query) if only_weighted else list(self.embedders)
-        return {name: self.embedders[name].embed([query])[0] for name in names}
+        same = stand_ins(self.embedders, names, query)  # the gloss layer of an English query: MiniLM's
+        own = {name: self.embedders[name].embed([query])[0] for name in names if name not in same}
+        return {name: own[same.get(name, name)] for name in names}
 
     def bm25(self, user_id: str, query: str, k: int = 50) -> list[Hit]:
         return self.store.search_bm25(user_id, query, limit=k)
@@ -412,14 +418,19 @@ class Retriever:
             # still computes the others; their hits are fused in the usual order all the same.
             order = sorted(dense_names, key=lambda n: not (ready is None or n not in given or ready(n)))
             found: dict[str, dict[str, list[Hit]]] = {}
+            same = stand_ins(self.embedders, dense_names, query)  # the gloss layer of an English query
+            computed: dict[str, np.ndarray] = {}
             for name in order:
                 found[name] = {}
-                if name in given:
-                    vector = given[name]
+                source = same.get(name, name)
+                if source in given:
+                    vector = given[source]
+                elif source in computed:
+                    vector = computed[source]
                 else:
                     t0 = time.perf_counter()
-                    vector = self.embedders[name].embed([query])[0]
-                    timings[f"embed:{name}"] = _ms(t0)
+                    vector = computed[source] = self.embedders[source].embed([query])[0]
+                    timings[f"embed:{source}"] = _ms(t0)
                 if not np.any(vector):
                     continue  # a zero vector matches nothing (embed.gloss on a text with no Chinese)
                 t0 = time.perf_counter()

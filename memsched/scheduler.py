@@ -63,6 +63,7 @@ from memsched.commands import (
     next_seq,
 )
 from memsched.companion import Before, Companion, Plan
+from memsched.embed.base import keeps_vector
 from memsched.embed.batch import after_reply
 from memsched.errors import ConfigError, InputError, LLMError
 from memsched.jobs.queue import Job, JobQueue, Priority, SessionLock, recover_dead_owners
@@ -1154,9 +1155,10 @@ class Scheduler:
                 assert user_turn.id is not None and user_turn.seq is not None
                 key = content_hash(user_turn.text)
                 for name, vec in t.qvecs.items():
-                    if not np.any(vec):
+                    embedder = self.memory.embedders[name]
+                    if not keeps_vector(embedder, t.message) or not np.any(vec):
                         continue  # nothing to store (embed.gloss on a message with no Chinese)
-                    model_id = self.memory.embedders[name].model_id
+                    model_id = embedder.model_id
                     self.store.put_vectors_tx(tx, t.user_id, model_id, [(key, vec)])
                 for done in t.applied:
                     if done.fact_id is not None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
 
 import numpy as np
@@ -10,6 +11,7 @@ from memsched import Memory
 from memsched.embed.gloss import GlossEmbedder
 from memsched.embed.hashing import HashEmbedder
 from memsched.model import Turn, utcnow
+from memsched.scheduler import Scheduler
 from memsched.store import Store
 from memsched.text.gloss import gloss, has_han, lookup
 
@@ -71,7 +73,13 @@ def test_gloss_layer_finds_a_synonym_and_its_vectors_go_with_the_turn(backend: s
         assert mem.store.vector_count("u", gloss_embedder.model_id) == 13
         result = mem.retriever.retrieve("u", "我爱吃番茄吗？", expand=False)  # 番茄 = 西红柿 = tomato
         assert result.layers["gloss"][0].turn_id == fact.id
-        assert "gloss" not in mem.retriever.retrieve("u", "what do I like to eat?").layers
+        # An English query searches the gloss layer with the vector of the model the glosses are in
+        # (here the same hashed model): it reaches only the Chinese turns there.
+        english = mem.retriever.retrieve("u", "what do I like to eat? tomato", expand=False)
+        assert english.layers["gloss"][0].turn_id == fact.id
+        assert {h.turn_id for h in english.layers["gloss"]} <= {
+            t.id for t in mem.store.session_turns("u", "s", last=100) if has_han(t.content)
+        }
         assert fact.id is not None
         mem.delete_turns("u", [fact.id])
         assert mem.store.vector_count("u", gloss_embedder.model_id) == 12
@@ -107,7 +115,10 @@ def test_a_chinese_query_is_embedded_with_minilm_but_searches_the_gloss_and_word
         chinese, english = "我爱吃番茄吗？", "what do I like to eat?"
         # The message's MiniLM vector is computed (the router reads it, the turn stores it) ...
         assert list(mem.query_vectors(chinese)) == ["minilm", "wordllama", "gloss"]
-        assert list(mem.query_vectors(english)) == ["minilm"]
+        # (an English one's gloss vector would be MiniLM's own, were the glosses in MiniLM's space:
+        # here they are in another model's, so the English query has none and searches no gloss layer)
+        assert list(mem.query_vectors(english)) == ["minilm", "gloss"]
+        assert not np.any(mem.query_vectors(english)["gloss"])
         # ... but a Chinese query searches no MiniLM layer, in the plain fusion and in the pager.
         assert set(mem.retriever.retrieve("u", chinese).layers) == {"bm25", "wordllama", "gloss"}
         assert set(mem.retriever.retrieve("u", english).layers) == {"bm25", "minilm"}
@@ -142,3 +153,53 @@ def test_background_glossing_pauses_before_each_text() -> None:
         out = embedder.embed(texts)
     assert np.array_equal(out, foreground)
     assert events == ["pause", "pause", "pause", "embed 3"]  # one pause per Chinese text
+
+
+class _Counting(HashEmbedder):
+    """A hashed model that counts the texts it embeds."""
+
+    def __init__(self, dim: int) -> None:
+        super().__init__(dim)
+        self.texts: list[str] = []
+
+    def embed(self, texts: Sequence[str]) -> np.ndarray:
+        self.texts.extend(texts)
+        return super().embed(texts)
+
+
+def test_an_english_question_reaches_a_chinese_turn_through_its_gloss(backend: str, tmp_path: Path) -> None:
+    """The gloss layer is MiniLM's space over the Chinese turns' English glosses, so an English
+    question searches it with its own MiniLM vector (no model call of its own) and finds a Chinese
+    turn that says what it asks; the English message itself never gets a gloss row."""
+    minilm = _Counting(64)
+    embedders = {"minilm": minilm, "wordllama": HashEmbedder(32), "gloss": GlossEmbedder(minilm)}
+    mem = Memory(home=tmp_path / "m", embedders=embedders)
+    gloss_model = embedders["gloss"].model_id
+    try:
+        fact = mem.add("u", "s", "user", "我很喜欢吃西红柿")
+        for i in range(12):
+            mem.add("u", "s", "user", f"今天天气不错，我们去公园散步吧 {i}")
+            mem.add("u", "s", "user", f"I had a quiet lunch with my sister, day {i}")
+        assert mem.store.vector_count("u", gloss_model) == 13
+        question = "Do you remember which vegetable I like? tomato"
+        minilm.texts.clear()
+        vectors = mem.query_vectors(question)
+        assert np.array_equal(vectors["gloss"], vectors["minilm"])
+        assert minilm.texts == [question]  # one call: the gloss layer reuses MiniLM's vector
+        found = mem.context("u", question, session_id="q", budget=400)
+        assert found.assembly is not None
+        assert fact.id in {t.id for t in found.assembly.recalled}
+        assert "gloss" in found.trace["retrieval"]["layers"]
+        # Recorded (by the context call and by a scheduler turn), an English message stores its
+        # MiniLM vector and no gloss row; a Chinese one stores both.
+        mem.context("u", question, session_id="q", record=True)
+        sched = Scheduler(mem, start_workers=False)
+        try:
+            sched.prepare("u", "q", "And what else do I like to eat?")
+            assert mem.store.vector_count("u", gloss_model) == 13
+            sched.prepare("u", "q", "我也喜欢吃土豆")
+            assert mem.store.vector_count("u", gloss_model) == 14
+        finally:
+            sched.close()
+    finally:
+        mem.close()

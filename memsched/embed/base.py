@@ -36,6 +36,26 @@ class Embedder(Protocol):
 
 EmbedderFactory = Callable[["Config"], Embedder]
 
+
+def query_stand_in(embedder: Embedder, text: str) -> str | None:
+    """The model id whose vector of `text` is `embedder`'s query vector for it, when the embedder
+    has none of its own for such text (`embed.gloss` on text without Chinese: the English model it
+    runs over); None otherwise. See `embed.gloss.GlossEmbedder.query_stand_in`."""
+    stand_in = getattr(embedder, "query_stand_in", None)
+    return stand_in(text) if stand_in is not None else None
+
+
+def keeps_vector(embedder: Embedder, text: str) -> bool:
+    """Whether a turn with this text stores a vector of `embedder`: not for an embedder of Chinese
+    text only (`han_only`, `embed.gloss`) when the text has no Chinese, even though its query
+    vector for that text may be another model's (`query_stand_in`)."""
+    if not getattr(embedder, "han_only", False):
+        return True
+    from memsched.text.gloss import has_han
+
+    return has_han(text)
+
+
 _thread = threading.local()
 
 

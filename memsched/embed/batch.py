@@ -37,7 +37,7 @@ from typing import Any, Protocol, cast, runtime_checkable
 
 import numpy as np
 
-from memsched.embed.base import Embedder, background_pause
+from memsched.embed.base import Embedder, background_pause, query_stand_in
 
 log = logging.getLogger(__name__)
 
@@ -306,8 +306,12 @@ def embed_soon(embedders: Mapping[str, Embedder], names: Iterable[str], text: st
     (MiniLM and the gloss layer's MiniLM over a Chinese message's English gloss) share one model
     call instead of one call each, and the cheap ones are computed while the model runs."""
     names = list(names)
+    # A layer whose query vector for this text is another named model's (`query_stand_in`: the gloss
+    # layer on a text without Chinese searches with its MiniLM vector) shares that one: no call.
+    same = stand_ins(embedders, names, text)
+    own = [n for n in names if n not in same]
     parts: dict[str, Future[np.ndarray] | np.ndarray] = {}
-    batched = [n for n in names if isinstance(embedders[n], Submits) and background_pause() is None]
+    batched = [n for n in own if isinstance(embedders[n], Submits) and background_pause() is None]
     with ExitStack() as stack:
         held: set[int] = set()
         for name in batched:
@@ -317,10 +321,23 @@ def embed_soon(embedders: Mapping[str, Embedder], names: Iterable[str], text: st
                 stack.enter_context(batcher.holding())
         for name in batched:
             parts[name] = cast(Submits, embedders[name]).submit([text], urgent=True)
-    for name in names:
+    for name in own:
         if name not in parts:
             parts[name] = embedders[name].embed([text])[0]
-    return PendingVectors({name: parts[name] for name in names})
+    return PendingVectors({name: parts[same.get(name, name)] for name in names})
+
+
+def stand_ins(embedders: Mapping[str, Embedder], names: Sequence[str], text: str) -> dict[str, str]:
+    """For each of `names` whose query vector of `text` is another of `names`' (`query_stand_in`),
+    that other name."""
+    by_model = {embedders[n].model_id: n for n in names}
+    out: dict[str, str] = {}
+    for name in names:
+        model_id = query_stand_in(embedders[name], text)
+        other = by_model.get(model_id) if model_id is not None else None
+        if other is not None and other != name:
+            out[name] = other
+    return out
 
 
 def _batcher_of(embedder: Embedder) -> MicroBatcher | None:

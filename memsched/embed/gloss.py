@@ -5,7 +5,11 @@ their CC-CEDICT English senses ("我的另一半是谁？" -> "other half spouse
 that English with MiniLM, so a question and a fact that share no Chinese word can still meet in
 meaning ("spouse" ~ "boyfriend"). Only text with Han characters has a gloss vector: the stores
 select such turns (`han_only`), and any other text gets a zero row, which the retriever skips.
-English stays with MiniLM's own layer, at no extra cost.
+
+The layer is also the bridge from English to Chinese: a gloss vector lives in MiniLM's space, so an
+English message searches this layer with its own MiniLM vector (`query_stand_in`: the gloss of
+English is the English itself; no model call of its own) and reaches Chinese turns that say what
+it asks ("Who's my manager?" finds "我老板叫 Grace"). Its stored rows stay Chinese turns only.
 """
 
 from __future__ import annotations
@@ -39,6 +43,12 @@ class GlossEmbedder:
         self.batch_size = inner.batch_size
         # The gloss settings are part of the model: other settings mean other vectors.
         self.model_id = f"gloss-cedict-s{senses}:{inner.model_id}"
+
+    def query_stand_in(self, text: str) -> str | None:
+        """For a text without Han characters (nothing to gloss), the model whose vector is this
+        layer's query vector: the English model the glosses are embedded with. A caller that embeds
+        the query with that model too (`embed.batch.embed_soon`) reuses its vector."""
+        return None if has_han(text) else self.over.model_id
 
     def embed(self, texts: Sequence[str]) -> np.ndarray:
         out = np.zeros((len(texts), self.dim), dtype=np.float32)
