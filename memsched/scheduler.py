@@ -623,13 +623,55 @@ class Scheduler:
             if not handed_off and held is None:
                 self.sessions.release(hold)
 
+    def preview(
+        self,
+        user_id: str,
+        message: str,
+        *,
+        session_id: str | None = None,
+        now: datetime | None = None,
+        timezone: str | None = None,
+        budget: int = UNSET,
+    ) -> ContextResult:
+        """The context for `message` with nothing recorded: what `prepare` would give the user's LLM
+        of their memory (the profile and their local time in the system prompt, the session's
+        summaries and recent window, recalled memories), for an app that records its turns itself
+        (`POST /v1/context` without `record`). Nothing is routed: no strategy section, and commands in
+        `message` act only when it is recorded."""
+        at = as_utc(now) if now is not None else utcnow()
+        zone = timezone or zone_for(None, self._timezone(user_id), now)
+        new_zone = timezone if _remembered(timezone, at) else None
+        asked = None if budget is UNSET else budget
+        sections = [
+            clock_line(at, zone),
+            self._profile_section(user_id, DEFAULT_PROFILE_SHARE, new_zone, zone, budget=asked),
+        ]
+        kwargs: dict[str, Any] = {
+            "now": at,
+            "timezone": zone,
+            "system_sections": [s for s in sections if s],
+            "budget": budget,
+        }
+        if session_id:
+            summaries = self.store.session_summaries(user_id, session_id)
+            kwargs["session_id"] = session_id
+            kwargs["summaries"] = [render(s) for s in summaries]
+            kwargs["recent_after_seq"] = covered_seq(summaries)
+        return self.memory.context(user_id, message, **kwargs)
+
     def _profile_section(
-        self, user_id: str, share: float, timezone: str | None = None, clock: str | None = None
+        self,
+        user_id: str,
+        share: float,
+        timezone: str | None = None,
+        clock: str | None = None,
+        *,
+        budget: int | None = None,
     ) -> str:
-        """The profile's system-prompt section within `share` of the budget (most important keys first);
-        `timezone` is the one the turn came with, shown as the user's timezone already; `clock` the
-        one its dates are read in (the turn's)."""
-        limit = int(self.config.budget * share)
+        """The profile's system-prompt section within `share` of the budget (the configured one unless
+        `budget`; most important keys first); `timezone` is the one the turn came with, shown as the
+        user's timezone already; `clock` the one its dates are read in (the turn's)."""
+        limit = int((budget if budget is not None else self.config.budget) * share)
         return (
             self.profile.section(
                 user_id, max_tokens=limit, count=self.memory.counter.count, timezone=timezone, clock=clock

@@ -79,6 +79,36 @@ def test_context_and_turns_endpoints(server: str) -> None:
     assert body["trace"]["tokens"]["total"] <= 300
 
 
+def test_a_context_without_record_carries_the_profile_and_the_clock(server: str) -> None:
+    """An app that calls its own LLM and records with /v1/turns builds each context without `record`:
+    it gets what a recorded message's context would carry of the user (the profile facts, the
+    user's local time), and nothing is stored. Before, it got the bare default system prompt, so the
+    user's name and allergies reached its LLM only when a search happened to page their turn in."""
+    said = [
+        ("user", "My name is Bob and I'm allergic to peanuts."),
+        ("assistant", "Nice to meet you, Bob."),
+        *[(role, f"Chat line {i} about the weather.") for i in range(14) for role in ("user", "assistant")],
+    ]
+    for role, text in said:
+        r = httpx.post(
+            f"{server}/v1/turns",
+            json={"user": "bob", "session_id": "s", "role": role, "content": text, "timezone": "Asia/Tokyo"},
+        )
+        assert r.status_code == 201, r.text
+    before = httpx.get(f"{server}/v1/users/bob/sessions/s/turns", params={"limit": 500}).json()["turns"]
+    ctx = httpx.post(
+        f"{server}/v1/context",
+        json={"user": "bob", "message": "What should I cook tonight?", "session_id": "s", "budget": 400},
+    )
+    assert ctx.status_code == 200, ctx.text
+    system = ctx.json()["messages"][0]["content"]
+    profile = system[system.index("User profile") :]  # the facts themselves, not a recalled turn
+    assert "Bob" in profile and "peanuts" in profile and "(Asia/Tokyo)" in system, system
+    assert ctx.json()["trace"]["tokens"]["total"] <= 400
+    after = httpx.get(f"{server}/v1/users/bob/sessions/s/turns", params={"limit": 500}).json()["turns"]
+    assert after == before
+
+
 def test_bad_input_is_a_clear_400(server: str) -> None:
     r = httpx.post(f"{server}/v1/context", content=b"{not json")
     assert r.status_code == 400 and "not valid JSON" in r.json()["error"]["message"]

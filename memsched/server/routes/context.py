@@ -5,12 +5,13 @@ from __future__ import annotations
 
 import asyncio
 from datetime import datetime
-from typing import Any, cast
+from typing import cast
 
 from fastapi import APIRouter, Depends, Request
 from starlette.responses import JSONResponse
 
 from memsched.errors import InputError
+from memsched.memory import ContextResult
 from memsched.model import Role
 from memsched.server.errors import ERRORS
 from memsched.server.identity import user_id
@@ -31,8 +32,8 @@ async def context(
     body: ContextRequest, request: Request, svc: Service = Depends(get_service)
 ) -> JSONResponse:
     user = user_id(request, body.user)
-    check_timezone(body.timezone)
-    now = when(body.timestamp, timezone=body.timezone)
+    zone = check_timezone(body.timezone)
+    now = when(body.timestamp, timezone=zone)
     if not body.message.strip():
         raise InputError("message: the message is empty")
     check_message_tokens(svc.memory.counter, [body.message], svc.config.max_message_tokens)
@@ -44,10 +45,19 @@ async def context(
         )
         messages, trace = result.messages, result.trace
     else:
-        kwargs: dict[str, Any] = {"session_id": body.session_id, "now": now}
-        if body.budget is not None:
-            kwargs["budget"] = body.budget
-        ctx = await asyncio.to_thread(svc.memory.context, user, body.message, **kwargs)
+        asked = body.budget
+
+        def preview() -> ContextResult:
+            scheduler = svc.scheduler
+            if asked is None:
+                return scheduler.preview(
+                    user, body.message, session_id=body.session_id, now=now, timezone=zone
+                )
+            return scheduler.preview(
+                user, body.message, session_id=body.session_id, now=now, timezone=zone, budget=asked
+            )
+
+        ctx = await asyncio.to_thread(preview)
         messages, trace = ctx.messages, ctx.trace
     return JSONResponse({"messages": messages, "trace": trace}, headers={TRACE_HEADER: str(trace["id"])})
 
