@@ -154,6 +154,29 @@ def test_upstream_vision_sends_the_image_itself_and_an_image_only_message_works(
         )
 
 
+def test_an_image_with_blank_text_is_an_image_only_message(server: str, fake: FakeOpenAI) -> None:
+    """A photo sent with a text part of only spaces (a chat box left blank) is the image alone, in the
+    proxy and the Responses API. Before, it was a 400 'the message must be a non-empty string'."""
+    fake.script_caption("a red kite over a beach", "a bowl of ramen")
+    r = _chat(server, "  \n ")
+    assert r.status_code == 200, r.text
+    content = [{"type": "input_text", "text": " "}, {"type": "input_image", "image_url": PNG}]
+    r = httpx.post(
+        f"{server}/v1/responses",
+        json={
+            "model": "m",
+            "user": "li",
+            "metadata": {"session_id": "s1"},
+            "input": [{"role": "user", "content": content}],
+        },
+        timeout=60,
+    )
+    assert r.status_code == 200, r.text
+    turns = httpx.get(f"{server}/v1/users/li/sessions/s1/turns").json()["turns"]
+    users = [t["content"] for t in turns if t["role"] == "user"]
+    assert users == ["[image: a red kite over a beach]", "[image: a bowl of ramen]"]
+
+
 def test_image_refs_keep_no_bytes() -> None:
     assert Image(PNG).ref.startswith("data:image/png;sha256=") and len(Image(PNG).ref) < 60
     assert Image("https://example.com/a.jpg").ref == "https://example.com/a.jpg"

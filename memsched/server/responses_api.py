@@ -158,8 +158,10 @@ def parse_input(value: Any, instructions: str | None) -> ParsedInput:
         return parsed
     parsed.message = text_of(items[last].get("content"))
     parsed.images = image_parts(chat_view[last].get("content"))
-    if not parsed.message.strip() and not parsed.images:
-        raise empty_message("input" if whole else f"input.{last}.content", items[last].get("content"))
+    if not parsed.message.strip():
+        if not parsed.images:
+            raise empty_message("input" if whole else f"input.{last}.content", items[last].get("content"))
+        parsed.message = ""  # blank text beside an image: the image alone is the message
     for it in items[:last]:
         if is_message(it) and it.get("role") in ("user", "assistant"):
             text = text_of(it.get("content"))

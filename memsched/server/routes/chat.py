@@ -74,8 +74,10 @@ async def chat(body: ChatRequest, request: Request, svc: Service = Depends(get_s
         raise InputError("messages: must contain a user message")
     message = proxy.text_of(messages[last].get("content"))
     images = image_parts(messages[last].get("content"))
-    if not message.strip() and not images:
-        raise empty_message(f"messages.{last}.content", messages[last].get("content"))
+    if not message.strip():
+        if not images:
+            raise empty_message(f"messages.{last}.content", messages[last].get("content"))
+        message = ""  # blank text beside an image: the image alone is the message
     check_message_tokens(svc.memory.counter, message_texts(messages), svc.config.max_message_tokens)
     zone = check_timezone(meta.timezone if meta else None, "metadata.timezone")
     now = when(meta.timestamp if meta else None, "metadata.timestamp", zone)
