@@ -3,6 +3,7 @@ all against the real-HTTP fake server."""
 
 from __future__ import annotations
 
+import base64
 import socket
 from collections.abc import Iterator
 from pathlib import Path
@@ -100,6 +101,33 @@ def test_500_always_raises_after_retries_without_leaking_the_key(
     assert f"{fake.base_url}/chat/completions" in message
     assert KEY not in message
     assert len(fake.chat_requests) == 3  # 1 + retries=2
+
+
+def test_a_password_in_the_url_is_sent_as_basic_auth_and_never_shown(fake: FakeOpenAI) -> None:
+    """A helper LLM or embedding endpoint behind basic auth (`http://user:password@host/v1`) gets the
+    credentials; errors (logs, a job's last_error, a trace) name the URL without them."""
+    url = fake.base_url.replace("http://", "http://relay:s3cret-pw@")
+    basic = "Basic " + base64.b64encode(b"relay:s3cret-pw").decode()
+    with OpenAIChatClient(url, None, "fake-model", timeout=5, backoff=0.0) as chat:
+        assert chat.complete(USER).content
+        assert "".join(chat.stream(USER))
+        assert [r.headers.get("authorization") for r in fake.requests] == [basic, basic]
+        for failure in ([Fail(500)] * 3, [Malformed()]):
+            fake.script(*failure)
+            with pytest.raises(LLMError) as info:
+                chat.complete(USER)
+            assert "s3cret-pw" not in str(info.value) and "127.0.0.1" in str(info.value)
+        fake.script(*[Fail(500)] * 3)
+        with pytest.raises(LLMError) as info:
+            "".join(chat.stream(USER))
+        assert "s3cret-pw" not in str(info.value)
+    embedder = OpenAIEmbedder(url.removesuffix("/v1") + "/v1", None, "emb", timeout=5, backoff=0.0)
+    assert embedder.embed(["hello"]).shape[0] == 1
+    assert fake.requests[-1].headers.get("authorization") == basic
+    fake.script_embeddings(*[Fail(500)] * 3)
+    with pytest.raises(EmbedderError) as failed:
+        embedder.embed(["hello again"])
+    assert "s3cret-pw" not in str(failed.value)
 
 
 def test_400_is_not_retried(client: OpenAIChatClient, fake: FakeOpenAI) -> None:

@@ -10,6 +10,7 @@ invisibly, bounded, streamed), upstream failures as 502s in OpenAI format.
 
 from __future__ import annotations
 
+import base64
 import json
 import re
 import threading
@@ -25,7 +26,7 @@ from conftest import daytime_strategies
 
 from memsched.config import Config
 from memsched.server.app import create_app
-from memsched.testing import Cut, Fail, FakeOpenAI, Hold, LiveServer
+from memsched.testing import Cut, Fail, FakeOpenAI, Hold, LiveServer, Malformed
 
 WEATHER_TOOL = {
     "type": "function",
@@ -630,6 +631,35 @@ def test_upstream_failure_is_a_502_and_a_retry_replaces_the_turn(
     fake.script("I am here.")
     assert _post(server, _body("are you there?", stream=stream)).status_code == 200
     assert [t["content"] for t in _turns(server)] == ["are you there?", "I am here."]
+
+
+@pytest.mark.parametrize("stream", [False, True])
+def test_an_upstream_password_in_its_url_never_reaches_a_client(
+    tmp_path: Path, fake: FakeOpenAI, helper: FakeOpenAI, stream: bool
+) -> None:
+    """An upstream behind HTTP basic auth (`https://user:password@host/v1`) still gets its
+    credentials, but an upstream failure's error (sent to every API client) and the turn's trace
+    name it without them. Before, both carried the password."""
+    cfg = Config.load(
+        home=tmp_path / "srv",
+        embedders="hash",
+        upstream_base_url=fake.base_url.replace("http://", "http://relay:s3cret-pw@"),
+        upstream_model="fake-model",
+        llm_base_url=helper.base_url,
+        llm_model="helper-model",
+    )
+    with LiveServer(create_app(cfg)) as base:
+        fake.script("hello")
+        assert _post(base, _body("hi", stream=stream)).status_code == 200
+        basic = "Basic " + base64.b64encode(b"relay:s3cret-pw").decode()
+        assert fake.requests[-1].headers.get("authorization") == basic
+        for failure in ([Fail(500)] * 3, [Malformed()]):
+            fake.script(*failure)
+            r = _post(base, _body("are you there?", stream=stream))
+            assert r.status_code == 502, r.text
+            assert "s3cret-pw" not in r.text and "127.0.0.1" in r.json()["error"]["message"]
+            traces = httpx.get(f"{base}/v1/users/alice/traces", timeout=10).json()
+            assert "s3cret-pw" not in json.dumps(traces) and "127.0.0.1" in traces[0]["error"]
 
 
 @pytest.mark.parametrize("stream", [False, True])

@@ -10,7 +10,7 @@ import numpy as np
 
 from memsched.embed.base import normalize, register
 from memsched.errors import ConfigError, EmbedderError, LLMError
-from memsched.llm.client import post_json
+from memsched.llm.client import post_json, split_credentials
 
 if TYPE_CHECKING:
     from memsched.config import Config
@@ -40,7 +40,7 @@ class OpenAIEmbedder:
     ) -> None:
         if batch_size < 1:
             raise ConfigError(f"batch_size must be >= 1, got {batch_size}")
-        self.base_url = base_url.rstrip("/")
+        self.base_url, self._auth = split_credentials(base_url.rstrip("/"))
         self.model = model
         self.model_id = f"openai:{model}"
         self.batch_size = batch_size
@@ -96,6 +96,7 @@ class OpenAIEmbedder:
                 retries=self.retries,
                 backoff=self.backoff,
                 secret=self._api_key,
+                auth=self._auth,
             )
         except LLMError as exc:
             raise EmbedderError(f"embedder {self.model_id}: {exc}") from None

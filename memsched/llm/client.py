@@ -15,6 +15,7 @@ from collections import Counter
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal, Protocol, TypeVar
+from urllib.parse import unquote, urlsplit, urlunsplit
 
 import httpx
 from pydantic import BaseModel, ValidationError
@@ -87,6 +88,18 @@ def _is_retryable_status(status: int) -> bool:
     return status == 429 or status >= 500
 
 
+def split_credentials(url: str) -> tuple[str, tuple[str, str] | None]:
+    """`url` without its `user:password@`, and those as (user, password) for basic auth (None when it
+    has none): the URL is what error messages name (a client's 502, a trace, a job's last_error, a
+    log), so the password must not be in it. The HTTP client sends the pair as it would have from
+    the URL."""
+    parts = urlsplit(url)
+    if parts.username is None and parts.password is None:
+        return url, None
+    creds = (unquote(parts.username or ""), unquote(parts.password or ""))
+    return urlunsplit(parts._replace(netloc=parts.netloc.rpartition("@")[2])), creds
+
+
 def post_json(
     http: httpx.Client,
     url: str,
@@ -97,19 +110,22 @@ def post_json(
     retries: int,
     backoff: float,
     secret: str | None = None,
+    auth: tuple[str, str] | None = None,
 ) -> dict[str, Any]:
     """POST `body` as JSON and return the decoded JSON object of a 2xx reply.
 
     Retries (`retries` extra attempts, sleeping backoff, 2*backoff, ...) on connect errors, timeouts,
     429 and 5xx. Raises `LLMError` naming the URL and the status or the timeout; `secret` (the API
-    key) is scrubbed from every message.
+    key) is scrubbed from every message; `auth` is sent as basic auth (`split_credentials`).
     """
     last: str = ""
     for attempt in range(retries + 1):
         if attempt:
             time.sleep(backoff * 2 ** (attempt - 1))
         try:
-            resp = http.post(url, json=body, headers=headers, timeout=timeout)
+            resp = http.post(
+                url, json=body, headers=headers, timeout=timeout, auth=auth or httpx.USE_CLIENT_DEFAULT
+            )
         except httpx.TimeoutException:
             last = f"timed out after {timeout:g}s"
             continue
@@ -157,7 +173,7 @@ class OpenAIChatClient:
         backoff: float = 0.2,
         http: httpx.Client | None = None,
     ) -> None:
-        self.base_url = base_url.rstrip("/")
+        self.base_url, self._auth = split_credentials(base_url.rstrip("/"))
         self.model = model
         self.timeout = timeout
         self.retries = retries
@@ -223,6 +239,7 @@ class OpenAIChatClient:
             retries=self.retries,
             backoff=self.backoff,
             secret=self._api_key,
+            auth=self._auth,
         )
         elapsed_ms = (time.perf_counter() - started) * 1000.0
         try:
@@ -263,7 +280,12 @@ class OpenAIChatClient:
             yielded = False
             try:
                 with self._http.stream(
-                    "POST", self.url, json=body, headers=self._headers(), timeout=timeout
+                    "POST",
+                    self.url,
+                    json=body,
+                    headers=self._headers(),
+                    timeout=timeout,
+                    auth=self._auth or httpx.USE_CLIENT_DEFAULT,
                 ) as resp:
                     if not resp.is_success:
                         resp.read()

@@ -25,7 +25,7 @@ import aiohttp
 
 from memsched.config import Config
 from memsched.errors import LLMError, UpstreamStatusError
-from memsched.llm.client import count_call
+from memsched.llm.client import count_call, split_credentials
 
 
 class Upstream:
@@ -39,7 +39,10 @@ class Upstream:
         retries: int = 2,
         backoff: float = 0.2,
     ) -> None:
-        self.base_url = base_url.rstrip("/")
+        # A user:password in the URL goes as basic auth, as aiohttp would send it from the URL, and
+        # out of the URL that error messages (a client's 502), traces and logs name.
+        self.base_url, creds = split_credentials(base_url.rstrip("/"))
+        self._auth = aiohttp.BasicAuth(*creds) if creds else None
         self.model = model
         self.timeout = timeout
         self.retries = retries
@@ -63,6 +66,7 @@ class Upstream:
                 # The proxy environment is read once (`env_proxy`): aiohttp's trust_env reads it,
                 # and ~/.netrc, on every request, in a thread of the default executor.
                 trust_env=False,
+                auth=self._auth,
             )
         return self._session
 
