@@ -7,6 +7,7 @@ import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
+from urllib.parse import quote
 
 import httpx
 import pytest
@@ -276,3 +277,31 @@ def test_openapi_and_docs(server: str) -> None:
     assert "cdn" not in docs.text.lower() and "https://" not in docs.text.replace("https://swagger.io", "")
     for src in __import__("re").findall(r'(?:src|href)="(/[^"]+)"', docs.text):
         assert httpx.get(server + src).status_code == 200, src  # every asset is served by memsched
+
+
+@pytest.mark.parametrize(("user", "session"), [("org/42", "2024/03/02"), ("50%off", "a%2Fb")])
+def test_ids_with_a_slash_or_percent_are_reachable_and_deletable(
+    tmp_path: Path, server: str, user: str, session: str
+) -> None:
+    """The proxy takes any user and session id from the body; over REST and the SDK an id with a '/'
+    (an org-scoped user, a session named by date) goes percent-encoded in the path. Its user can be
+    read and deleted like any other. Before, the encoded '/' split the path: every /v1/users/...
+    call was a 404, so such a user could not be deleted except from the command line."""
+    from memsched import Client
+
+    _seed(server, user=user, session=session)
+    path = f"{server}/v1/users/{quote(user, safe='')}"
+    sessions = httpx.get(f"{path}/sessions").json()
+    assert [s["id"] for s in sessions] == [session], sessions
+    turns = httpx.get(f"{path}/sessions/{quote(session, safe='')}/turns").json()["turns"]
+    assert [t["content"] for t in turns] == [c for _, c in TURNS]
+    assert httpx.get(f"{path}/memories", params={"q": "Sesame"}).json()[0]["session_id"] == session
+    assert httpx.get(f"{path}/profile").status_code == 200
+    with Client(server) as client:
+        assert [s.id for s in client.sessions(user)] == [session]
+        client.delete_user(user)
+    assert httpx.get(f"{path}/sessions").status_code == 404
+    db = tmp_path / "srv" / "memsched.db"
+    if db.exists():
+        data = b"".join(p.read_bytes() for p in db.parent.glob("memsched.db*"))
+        assert b"Sesame" not in data

@@ -25,6 +25,7 @@ from memsched.config import Config
 from memsched.server.errors import install_error_handlers
 from memsched.server.identity import IdentityMiddleware
 from memsched.server.limits import BodyLimitMiddleware, JsonBodyMiddleware
+from memsched.server.paths import EncodedIdsMiddleware
 from memsched.server.routes import ROUTERS
 from memsched.server.service import TRACE_HEADER, Service
 from memsched.server.ui import ui_routes
@@ -90,7 +91,9 @@ def create_app(
     # The debug UI: HTML pages, not part of the API (left out of /openapi.json).
     app.router.routes.extend(ui_routes(lambda: app.state.service))
     install_error_handlers(app)
-    # Outermost first: the body limit applies before anything reads the body.
+    # Innermost first (each one added wraps the ones before): the body limit applies before anything
+    # reads the body; ids in /v1/users paths are read from the raw path just before routing.
+    app.add_middleware(EncodedIdsMiddleware)
     app.add_middleware(IdentityMiddleware)
     app.add_middleware(JsonBodyMiddleware)
     app.add_middleware(BodyLimitMiddleware, max_bytes=cfg.max_body_bytes)

@@ -15,10 +15,11 @@ from memsched.importers import parse_timestamp
 from memsched.nudges import due_nudges, user_timezone
 from memsched.server.errors import ERRORS
 from memsched.server.identity import user_id
+from memsched.server.paths import IdRoute
 from memsched.server.service import Service, get_service
 from memsched.server.validate import check_timezone
 
-router = APIRouter(tags=["companion"])
+router = APIRouter(tags=["companion"], route_class=IdRoute)
 
 
 class MoodOut(BaseModel):

@@ -18,9 +18,10 @@ from memsched.forget import forget
 from memsched.model import Forgotten
 from memsched.server.errors import ERRORS, ApiError
 from memsched.server.identity import user_id
+from memsched.server.paths import IdRoute
 from memsched.server.service import Service, get_service
 
-router = APIRouter(tags=["forget"])
+router = APIRouter(tags=["forget"], route_class=IdRoute)
 
 
 class ForgetResponse(BaseModel):

@@ -10,11 +10,12 @@ from fastapi import APIRouter, Depends, Query, Request
 from memsched.memory import SearchHit
 from memsched.server.errors import ERRORS
 from memsched.server.identity import user_id
+from memsched.server.paths import IdRoute
 from memsched.server.schemas import BookmarkOut, LayerScores, MemoryHit
 from memsched.server.service import Service, get_service
 from memsched.text.timeexpr import turn_dates
 
-router = APIRouter(tags=["memories"])
+router = APIRouter(tags=["memories"], route_class=IdRoute)
 
 
 def _memory(hit: SearchHit) -> MemoryHit:

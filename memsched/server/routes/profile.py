@@ -10,9 +10,10 @@ from pydantic import BaseModel, Field
 from memsched.profile import Profile
 from memsched.server.errors import ERRORS
 from memsched.server.identity import user_id
+from memsched.server.paths import IdRoute
 from memsched.server.service import Service, get_service
 
-router = APIRouter(tags=["profile"])
+router = APIRouter(tags=["profile"], route_class=IdRoute)
 
 
 class FactOut(BaseModel):

@@ -9,9 +9,10 @@ from fastapi import APIRouter, Depends, Query, Request
 
 from memsched.server.errors import ERRORS, ApiError
 from memsched.server.identity import user_id, visible
+from memsched.server.paths import IdRoute
 from memsched.server.service import Service, get_service
 
-router = APIRouter(tags=["traces"])
+router = APIRouter(tags=["traces"], route_class=IdRoute)
 
 
 @router.get(

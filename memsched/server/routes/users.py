@@ -10,10 +10,11 @@ from memsched.errors import UnknownUserError
 from memsched.model import Turn
 from memsched.server.errors import ERRORS, ApiError
 from memsched.server.identity import user_id
+from memsched.server.paths import IdRoute
 from memsched.server.schemas import SessionOut, TurnOut, TurnPage
 from memsched.server.service import Service, get_service
 
-router = APIRouter(tags=["sessions"])
+router = APIRouter(tags=["sessions"], route_class=IdRoute)
 
 
 def turn_out(t: Turn) -> TurnOut:
