@@ -88,7 +88,8 @@ DEFAULT_CUES: dict[str, dict[str, list[str]]] = {
     "repair": {
         "apology": _cues(
             "对不起|抱歉|我错了|是我不好|不该那样|别生气了|原谅我|sorry|i apologize|i apologise|"
-            "my bad|my fault|i was wrong|forgive me"
+            "my bad|my fault|i was wrong|forgive me|i didn't mean it|i didn't mean that|i didn't mean what i said|"
+            "i take it back|我不是故意的|我不是那个意思|我收回"
         ),
         "acceptance": _cues(
             "没关系|原谅你|不生气了|不生你气了|不生你的气了|不气了|不怪你了|好啦好啦|算啦|和好|没事了|过去了|"
@@ -950,6 +951,22 @@ class Router:
             )
             if corroborated:
                 notes.append("mood: an uncued conflict reading again, corroborated by the previous message's")
+        # A happy mood the message names in its own words (a cue word, the user's) that replaces the
+        # carried one (`mood.update` sets it when at least as strong) takes that mood's pull with it:
+        # "I GOT THE JOB!!!" the day after a sad evening was routed to comfort by the carried sadness,
+        # and got the comfort voice with a happy mood. The message's own reading, casual, stands.
+        if (
+            mood == "happy"
+            and cued
+            and own_mode == "casual"
+            and mode != "casual"
+            and not cues.get(mode)
+            and carried is not None
+            and intensity >= carried.intensity
+        ):
+            notes.append(f"mode: the message's own happy mood replaces the carried {mode} pull")
+            reason += f"; the message's own happy mood replaces the carried {mode} pull: casual"
+            mode = "casual"
         # What the next message may corroborate: the own reading when a cue word backs it or it stands
         # clear of casual, else casual.
         reading = (

@@ -875,3 +875,75 @@ def test_an_uncued_conflict_reading_is_corroborated_by_the_previous_confident_on
         Carried(previous_reading="conflict", previous_age_s=3 * 3600),  # too long ago
     ):
         assert not router.route(text, carried=carried).mood_corroborated
+
+
+@pytest.mark.parametrize(
+    ("text", "carried", "intensity", "mode"),
+    [
+        ("I GOT THE JOB!!!", "sad", 0.5, "casual"),  # the comfort voice with a happy mood before
+        ("哈哈哈哈", "sad", 0.5, "casual"),
+        ("I GOT THE JOB!!!", "upset", 0.5, "casual"),  # the cold voice with a happy mood before
+        ("哈哈哈哈", "sad", 0.9, "comfort"),  # the carried sadness is stronger: it stays, and pulls
+    ],
+)
+def test_a_happy_mood_of_the_users_own_takes_the_carried_pull_with_it(
+    tmp_path: Path, text: str, carried: str, intensity: float, mode: str
+) -> None:
+    """A happy cue word of the user's replaces a weaker carried mood (`mood.update`), but the mode
+    still followed the carried one: "I GOT THE JOB!!!" the day after a sad evening got the comfort
+    voice while the mood said happy. The mode now goes with the mood."""
+    from datetime import UTC, datetime
+
+    from memsched import mood as moods
+    from memsched.memory import Memory
+    from memsched.router import Carried, Prototypes
+    from memsched.strategy import StrategyTable
+
+    router = Router(prototypes=Prototypes(), classifier=ModeClassifier.load())
+    memory = Memory(home=tmp_path / "m")
+    try:
+        route = _route(router, memory, text, carried=Carried(carried, intensity))
+    finally:
+        memory.close()
+    assert route.mode == mode, route.mode_reason
+    now = datetime(2026, 1, 2, 9, tzinfo=UTC)
+    upd = moods.update(
+        moods.Mood(carried, intensity, updated_at=now),
+        label=route.mood,
+        intensity=route.mood_intensity,
+        now=now,
+        cued=route.mood_cued,
+    )
+    choice = StrategyTable.load().select(
+        route.mode, upd.mood.label, upd.mood.intensity, route.signals, backed=route.backed
+    )
+    if mode == "casual":
+        assert upd.mood.label == "happy" and choice.strategy.name == "casual", choice.reason
+    else:
+        assert upd.mood.label == carried
+
+
+@pytest.mark.parametrize("text", ["I didn't mean what I said yesterday", "我不是那个意思，你别多想"])
+def test_an_apology_without_sorry_is_met_warmly(text: str) -> None:
+    """ "I didn't mean what I said" the morning after an argument is an apology: it got the cold voice
+    (no apology cue word), now the repair signal and, with the upset mood, accept_apology."""
+    from datetime import UTC, datetime
+
+    from memsched import mood as moods
+    from memsched.router import Carried
+    from memsched.strategy import StrategyTable
+
+    route = Router().route(text, carried=Carried("upset", 0.5))
+    assert route.apology and route.signals["repair"]
+    now = datetime(2026, 1, 2, 9, tzinfo=UTC)
+    upd = moods.update(
+        moods.Mood("upset", 0.5, updated_at=now),
+        label=route.mood,
+        intensity=route.mood_intensity,
+        now=now,
+        apology=route.apology,
+        cued=route.mood_cued,
+    )
+    assert upd.mood.intensity < 0.5
+    choice = StrategyTable.load().select(route.mode, upd.mood.label, upd.mood.intensity, route.signals)
+    assert choice.strategy.name == "accept_apology", choice.reason
