@@ -94,6 +94,11 @@ EN = [
     ("on 5 June 2023 we married", "5 June 2023 = 2023-06-05"),
     ("we met on March 5", "March 5 = 2026-03-05"),
     ("late March we moved", "late March = late 2026-03"),
+    # A question in the past tense whose subject is what it asks about: the date gone by, not next year's.
+    ("What happened on 17 October?", "17 October = 2026-10-17"),
+    ("who called on the 15th?", "on the 15th = 2026-11-15"),
+    ("Who visited on March 5?", "March 5 = 2026-03-05"),
+    ("What is planned for March 5?", "March 5 = 2027-03-05"),
 ]
 
 

@@ -437,7 +437,7 @@ _EN_PAST = re.compile(
     r"\b(?:had|was|were|went|did|got|came|saw|met|made|took|left|spent|felt|told|said|bought|ate|gave|found"
     r"|ran|began|wrote|flew|drove|slept|won|lost|paid|sent|heard|kept|broke|brought|caught|sold|yesterday|ago"
     r"|last)\b"
-    r"|\b(?:i|we|he|she|they|you)\s+(?:\w+ly\s+)?\w+ed\b",
+    r"|\b(?:i|we|he|she|they|you|what|who|which)\s+(?:\w+ly\s+)?\w+ed\b",
     re.I,
 )
 _ZH_FUTURE = re.compile(r"要|会|准备|打算|将|想|计划|见|等|明天|下周|得去|还没|该|有个|有场|有一")
