@@ -309,6 +309,32 @@ def test_a_time_without_offset_asks_for_nudges_on_the_user_clock(
     assert state["last_active"] is not None
 
 
+def test_a_time_in_words_is_read_off_the_event_loop(server: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """`at` that is not ISO 8601 goes through dateparser, whose first call loads its tables for
+    seconds: read on the event loop, it held every other request of the server meanwhile."""
+    import asyncio
+
+    from memsched.server.routes import companion as routes
+
+    on_loop: list[bool] = []
+    parse = routes.parse_timestamp
+
+    def spy(value: object, where: str, zone: str | None = None) -> datetime:
+        try:
+            asyncio.get_running_loop()
+            on_loop.append(True)
+        except RuntimeError:  # a worker thread: no loop runs here
+            on_loop.append(False)
+        return parse(value, where, zone)
+
+    monkeypatch.setattr(routes, "parse_timestamp", spy)
+    chat(server, "fang", "s", "我明天要面试，好紧张", datetime(2024, 10, 15, 21, 0))
+    for path in ("state", "nudges"):
+        r = httpx.get(f"{server}/v1/users/fang/{path}", params={"at": "Oct 16 2024 9:30am"}, timeout=30)
+        assert r.status_code == 200, r.text
+    assert on_loop == [False, False]
+
+
 def test_state_and_nudges_of_an_unknown_user_are_404(server: str) -> None:
     for path in ("state", "nudges"):
         r = httpx.get(f"{server}/v1/users/nobody/{path}")

@@ -12,7 +12,7 @@ from pydantic import BaseModel, Field
 from memsched.companion import user_state
 from memsched.errors import InputError
 from memsched.importers import parse_timestamp
-from memsched.nudges import due_nudges, user_timezone
+from memsched.nudges import Nudge, due_nudges, user_timezone
 from memsched.server.errors import ERRORS
 from memsched.server.identity import user_id
 from memsched.server.paths import IdRoute
@@ -85,9 +85,14 @@ async def state(
 ) -> StateOut:
     uid = user_id(request, user)
     svc.memory.require_user(uid)
-    zone = await asyncio.to_thread(user_timezone, svc.memory, uid) if (at or now) else None
-    data = await asyncio.to_thread(user_state, svc.memory, uid, _at(at, now, zone))
-    return StateOut.model_validate(data)
+
+    def read() -> dict[str, object]:
+        # `at` is read here too, not on the event loop: a time that is not ISO 8601 goes through
+        # dateparser, whose first call loads its language tables (seconds on a busy machine).
+        zone = user_timezone(svc.memory, uid) if (at or now) else None
+        return user_state(svc.memory, uid, _at(at, now, zone))
+
+    return StateOut.model_validate(await asyncio.to_thread(read))
 
 
 @router.get(
@@ -111,10 +116,11 @@ async def nudges(
     uid = user_id(request, user)
     svc.memory.require_user(uid)
     check_timezone(timezone)
-    zone = timezone
-    if zone is None and (at or now):
-        zone = await asyncio.to_thread(user_timezone, svc.memory, uid)
-    found = await asyncio.to_thread(
-        due_nudges, svc.memory, uid, _at(at, now, zone), timezone=timezone, include_upcoming=upcoming
-    )
-    return [NudgeOut.model_validate(n.as_dict()) for n in found]
+
+    def read() -> list[Nudge]:  # off the event loop, `at` included (see `state`)
+        zone = timezone
+        if zone is None and (at or now):
+            zone = user_timezone(svc.memory, uid)
+        return due_nudges(svc.memory, uid, _at(at, now, zone), timezone=timezone, include_upcoming=upcoming)
+
+    return [NudgeOut.model_validate(n.as_dict()) for n in await asyncio.to_thread(read)]
