@@ -942,7 +942,12 @@ def profile_extract_task(ctx: TaskContext, job: Job) -> None:
             log.warning("profile LLM extraction of page %s failed, rules only: %s", page_id, exc)
     profile = Profile(ctx.store)
     with ctx.store.transaction() as tx:
+        # A turn forgotten while this job read it or waited for the LLM gives nothing: its facts
+        # would outlive the forget (read inside the transaction, so no forget lands in between).
+        kept = {t.id for t in ctx.store.get_turns(job.user_id, [t.id for t, _ in found if t.id is not None])}
         for turn, ob in found:
             assert turn.id is not None
+            if turn.id not in kept:
+                continue
             apply(profile, job.user_id, [ob], at=turn.created_at, source_turn_ids=[turn.id], tx=tx)
     log.info("profile extraction of page %s of %s: %d facts", page_id, job.user_id, len(found))
