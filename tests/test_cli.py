@@ -189,6 +189,11 @@ def test_malformed_line_keeps_what_came_before(tmp_path: Path, isolated_env: Pat
         (["eval", "locomo", "--data", "/nonexistent.json"], "file not found"),
         (["eval", "locomo", "--budget", "abc"], "--budget"),
         (["proactive", "--user", "x", "--timezone", "Mars/Base"], "unknown time zone 'Mars/Base'"),
+        # serve and worker: found out before the server starts, not as a traceback while it does
+        (["serve", "--port", "70000", "--embedders", "hash"], "--port (or MEMSCHED_PORT) must be between 1"),
+        (["serve", "--embedders", "hash,bogus"], "unknown embedder 'bogus'"),
+        (["serve", "--log-level", "loud", "--embedders", "hash"], "--log-level must be debug"),
+        (["worker", "--once", "--kinds", "embed,bogus", "--embedders", "hash"], "unknown job kind 'bogus'"),
     ],
 )
 def test_bad_input_exits_non_zero_with_one_line(args: list[str], message: str) -> None:

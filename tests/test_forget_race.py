@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import threading
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -55,8 +56,12 @@ def test_a_profile_job_held_on_the_llm_does_not_write_back_a_forgotten_turn(
     ids = [i for p in planted for i in p.turn_ids]
     # The page is full: its P2 profile extraction is queued. Its LLM call waits for the gate.
     gate = threading.Event()
-    facts = {"facts": [{"turn": 2, "key": "pets", "value": "cat Zorblaxquint", "op": "set"},
-                       {"turn": 3, "key": "pets", "value": "猫 琥珀麒麟", "op": "set"}]}
+    facts = {
+        "facts": [
+            {"turn": 2, "key": "pets", "value": "cat Zorblaxquint", "op": "set"},
+            {"turn": 3, "key": "pets", "value": "猫 琥珀麒麟", "op": "set"},
+        ]
+    }
     fake.script_for("lasting facts", Hold(gate, json.dumps(facts)))
     worker = Worker(memory, queue=sched.queue, llm=llm, kinds=["profile_extract"])
     runner = threading.Thread(target=worker.drain, kwargs={"timeout": 60})
@@ -64,7 +69,7 @@ def test_a_profile_job_held_on_the_llm_does_not_write_back_a_forgotten_turn(
     for _ in range(600):
         if any("lasting facts" in json.dumps(b) for b in fake.chat_requests):
             break
-        threading.Event().wait(0.05)
+        time.sleep(0.05)
     else:
         pytest.fail("the profile job never asked the LLM")
     assert left(path)  # the scan sees the secret before the forget

@@ -91,6 +91,13 @@ def worker(
     window_text = cfg.p2_window or ""
     window = parse_window(window_text) if window_text.strip() else None
     kind_list = [k.strip() for k in kinds.split(",") if k.strip()] if kinds else None
+    if kind_list:
+        from memsched.jobs.tasks import registered
+
+        known = registered()
+        unknown = [k for k in kind_list if k not in known]
+        if unknown:  # it would wait forever for jobs no task can run
+            raise InputError(f"--kinds: unknown job kind {unknown[0]!r}; known: {', '.join(known)}")
     with _logging_to_stderr(log_level), Memory(cfg) as mem:
         w = Worker(mem, threads=threads, poll=poll, lease_seconds=lease, kinds=kind_list, p2_window=window)
         try:

@@ -17,6 +17,7 @@ from memsched.cli.common import (
     reports_errors,
 )
 from memsched.config import Config
+from memsched.errors import InputError
 
 
 @app.command()
@@ -45,6 +46,9 @@ def serve(
 
     from memsched.server.app import TURN_THREADS, create_app
 
+    level = log_level.strip().lower()
+    if level not in LOG_LEVELS:
+        raise InputError(f"--log-level must be {', '.join(LOG_LEVELS)}, got {log_level!r}")
     cfg = load_config(
         home=home,
         db=db,
@@ -55,7 +59,8 @@ def serve(
         upstream_base_url=upstream,
         upstream_model=model,
     )
-    logging.basicConfig(level=log_level.upper(), format="%(asctime)s %(levelname)s %(name)s %(message)s")
+    check_listen_and_embedders(cfg)
+    logging.basicConfig(level=level.upper(), format="%(asctime)s %(levelname)s %(name)s %(message)s")
     cfg = loopback_unless_keys(cfg)
     console.print(
         f"memsched serving [bold]{cfg.store_location}[/] on http://{cfg.host}:{cfg.port} "
@@ -64,10 +69,26 @@ def serve(
     # This process is the server's alone: the heap loaded at start is frozen out of the collector,
     # and the event loop gets the threads concurrent turns need.
     app = create_app(cfg, freeze_heap=True, turn_threads=TURN_THREADS)
-    uvicorn.run(app, host=cfg.host, port=cfg.port, log_level=log_level.lower())
+    uvicorn.run(app, host=cfg.host, port=cfg.port, log_level=level)
 
 
 LOOPBACK = ("127.0.0.1", "::1", "localhost")
+LOG_LEVELS = ("debug", "info", "warning", "error")
+
+
+def check_listen_and_embedders(cfg: Config) -> None:
+    """What the server would otherwise find out only while starting (a traceback from the socket or
+    from the app's startup): a port out of range, an embedder name that does not exist."""
+    from memsched.embed.base import available
+
+    if not 0 < cfg.port < 65536:
+        raise InputError(f"--port (or MEMSCHED_PORT) must be between 1 and 65535, got {cfg.port}")
+    known = available()
+    unknown = [n for n in cfg.embedder_names if n not in known]
+    if unknown:
+        raise InputError(
+            f"--embedders (or MEMSCHED_EMBEDDERS): unknown embedder {unknown[0]!r}; choose from {', '.join(known)}"
+        )
 
 
 def loopback_unless_keys(cfg: Config) -> Config:
