@@ -14,8 +14,15 @@ job makes them), in a new session after the last one; a fact counts when its tur
   about its own facts (what the bridge must not spoil).
 
     python benchmarks/across_languages.py                       # today's default
-    python benchmarks/across_languages.py --english-gloss 0,1,2 # the gloss layer's weight for English
-                                                                # queries (0: before the bridge)
+    python benchmarks/across_languages.py --setups before,layer,space,space+zh
+    python benchmarks/across_languages.py --english-gloss 0,1,2 # the gloss layer on its own for English
+                                                                # queries at these weights (0: before)
+
+Setups (`FusionWeights`): `before` no bridge; `layer` session 26's bridge, the gloss layer searched
+on its own by English queries (weight 1); `space` MiniLM's layer searched as one space with the
+gloss layer's rows, each turn by its nearer row (`FusionWeights.space_model`: English queries);
+`space+zh` the gloss layer of Chinese queries searched the same way (`space_gloss`: the other
+direction).
 """
 
 from __future__ import annotations
@@ -24,6 +31,7 @@ import argparse
 import json
 import tempfile
 from pathlib import Path
+from typing import Any
 
 from memsched.bookmarks import generate_bookmarks
 from memsched.config import Config
@@ -41,10 +49,33 @@ ASKINGS = (
 )
 
 
-def run(
-    budgets: list[int], english_gloss: list[float | None], data_path: Path = DATA
-) -> dict[str, dict[str, float]]:
-    """Recall per asking, budget and gloss weight for English queries (None: the default's)."""
+SETUPS: dict[str, dict[str, Any]] = {
+    "default": {},
+    "before": {"gloss": 0.0, "space_model": False, "space_gloss": False},
+    "layer": {"gloss": 1.0, "space_model": False, "space_gloss": False},
+    "space": {"gloss": 0.0, "space_model": True, "space_gloss": False},
+    "space+zh": {"gloss": 0.0, "space_model": True, "space_gloss": True},
+}
+
+
+def weights_of(setup: str) -> FusionWeights:
+    """The fusion weights of a named setup (SETUPS), or 'english gloss W': the gloss layer searched
+    on its own by English queries at weight W, no shared space."""
+    weights = FusionWeights()
+    if setup.startswith("english gloss "):
+        change: dict[str, Any] = {"gloss": float(setup.rsplit(" ", 1)[1]), "space_model": False}
+    else:
+        change = SETUPS[setup]
+    if "gloss" in change:
+        weights.dense = {**weights.dense, "gloss": change["gloss"]}
+    for key in ("space_model", "space_gloss"):
+        if key in change:
+            setattr(weights, key, change[key])
+    return weights
+
+
+def run(budgets: list[int], setups: list[str], data_path: Path = DATA) -> dict[str, dict[str, float]]:
+    """Recall per asking, budget and setup (`weights_of`)."""
     data = json.loads(data_path.read_text(encoding="utf-8"))
     out: dict[str, dict[str, float]] = {}
     with tempfile.TemporaryDirectory() as tmp:
@@ -72,12 +103,8 @@ def run(
                 facts[user].setdefault(lang, []).append(turn.id)
             mem.index(user)
             generate_bookmarks(mem, user)
-        for weight in english_gloss:
-            weights = FusionWeights()
-            if weight is not None:
-                weights.dense = {**weights.dense, "gloss": weight}
-            mem.retriever.weights = weights
-            label = "default" if weight is None else f"english gloss {weight:g}"
+        for label in setups:
+            mem.retriever.weights = weights_of(label)
             for budget in budgets:
                 for name, user, asked, said in ASKINGS:
                     found = []
@@ -101,11 +128,16 @@ def main() -> None:
         default="",
         help="gloss layer weights for English queries to compare, e.g. 0,1,2 (default: the default's only)",
     )
+    ap.add_argument("--setups", default="", help=f"named setups to compare: {', '.join(SETUPS)}")
     ap.add_argument("--data", type=Path, default=DATA, help="another set made by make_bilingual_memory.py")
     args = ap.parse_args()
     budgets = [int(b) for b in args.budgets.split(",") if b.strip()]
-    grid: list[float | None] = [float(w) for w in args.english_gloss.split(",") if w.strip()] or [None]
-    result = run(budgets, grid, args.data)
+    grid = [f"english gloss {float(w):g}" for w in args.english_gloss.split(",") if w.strip()]
+    grid += [s.strip() for s in args.setups.split(",") if s.strip()]
+    unknown = [s for s in grid if not s.startswith("english gloss ") and s not in SETUPS]
+    if unknown:
+        ap.error(f"--setups: unknown setup {unknown[0]!r}; choose from {', '.join(SETUPS)}")
+    result = run(budgets, grid or ["default"], args.data)
     print(json.dumps({"benchmark": "across_languages", "recall": result}, ensure_ascii=False))
     for row, per in result.items():
         print(f"{row:<24}  " + "  ".join(f"{k} {v:.3f}" for k, v in per.items()))

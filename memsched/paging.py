@@ -41,7 +41,7 @@ from memsched.errors import LLMError
 from memsched.model import Candidate, Hit
 from memsched.text.segment import cjk_ratio, has_cjk, terms
 from memsched.topic import without_time
-from memsched.vectors import blas_single_thread
+from memsched.vectors import blas_single_thread, top_hits
 from memsched.vocab import TermPostings, TermVectors, Vocabulary, query_terms, soft_hits
 
 if TYPE_CHECKING:
@@ -1395,10 +1395,20 @@ class Pager:
                 continue  # a layer that counts nothing for this query's script (MiniLM for Chinese)
             if not np.any(qvecs[name]):
                 continue
+            query_vector = np.asarray(qvecs[name], dtype=np.float32)
             ids, matrix = self._bookmark_matrix(user_id, embedder.model_id)
+            pair = self.retriever.space_of(name)
+            if pair is not None:  # MiniLM's and the gloss layer's bookmark rows as one space
+                other = self.retriever.embedders[pair[1] if name == pair[0] else pair[0]].model_id
+                more_ids, more = self._bookmark_matrix(user_id, other)
+                if len(more_ids):
+                    sims = matrix @ query_vector if len(ids) else np.zeros(0, dtype=np.float32)
+                    both = np.concatenate([ids, more_ids]), np.concatenate([sims, more @ query_vector])
+                    out[f"bookmarks:{name}"] = top_hits(*both, k, once=True)
+                    continue
             if len(ids) == 0:
                 continue
-            sims = matrix @ np.asarray(qvecs[name], dtype=np.float32)
+            sims = matrix @ query_vector
             top = np.argsort(-sims, kind="stable")[:k]
             out[f"bookmarks:{name}"] = [
                 Hit(turn_id=int(ids[i]), score=float(sims[i]), rank=r + 1) for r, i in enumerate(top)

@@ -27,6 +27,8 @@ from memsched.vectors import (
     VectorIndex,
     graph_generation,
     open_graph,
+    search_as_one,
+    top_hits,
     update_graph,
 )
 
@@ -50,11 +52,12 @@ class FusionWeights:
     # On English (LoCoMo) WordLlama only adds noise next to MiniLM, so it gets no weight there; a
     # layer with weight 0 is not searched, and its query vector not computed unless it is the first
     # embedder's (`Retriever.query_names`).
-    # The gloss layer counts for English queries as MiniLM's own layer does: it is MiniLM's space
-    # over the Chinese turns' English glosses, searched with the query's MiniLM vector
-    # (`embed.gloss.GlossEmbedder.query_stand_in`), so an English question reaches Chinese turns
-    # (BENCHMARKS.md, "Across languages"). A user with no Chinese turns has no gloss rows: no change.
-    dense: dict[str, float] = field(default_factory=lambda: {"minilm": 1.0, "wordllama": 0.0, "gloss": 1.0})
+    # The gloss layer is MiniLM's space over the Chinese turns' English glosses: an English query
+    # reaches those turns through MiniLM's own layer, which holds the gloss rows too (`space_model`
+    # below; BENCHMARKS.md, "Across languages"), so the gloss layer is not searched on its own for
+    # English (a weight > 0 would search it with the query's MiniLM vector as well,
+    # `embed.gloss.GlossEmbedder.query_stand_in`: session 26's way, one more layer to fuse).
+    dense: dict[str, float] = field(default_factory=lambda: {"minilm": 1.0, "wordllama": 0.0, "gloss": 0.0})
     # For Chinese queries WordLlama counts fully and MiniLM over the CC-CEDICT English glosses
     # (embed.gloss) most: on the bilingual memory test it finds twice the paraphrased facts either
     # model finds (BENCHMARKS.md, "Chinese recall"). The English-only MiniLM over the raw Chinese is
@@ -70,6 +73,14 @@ class FusionWeights:
     # ranks evidence far better than plain vectors, but next to neighbour and page expansion it
     # did not hold up out of sample on the dev conversations (BENCHMARKS.md "Leave-one-out").
     context: float = 0.0
+    # MiniLM's layer and the gloss layer (MiniLM's vectors of the Chinese turns' English glosses)
+    # searched as one space (`Retriever.space_of`, `vectors.search_as_one`): with `space_model`
+    # MiniLM's layer holds the gloss rows too, so an English question reaches what was said in
+    # Chinese (the gloss layer itself then counts nothing for English: `dense["gloss"]` 0); with
+    # `space_gloss` the gloss layer holds MiniLM's rows too, so a Chinese question reaches what was
+    # said in English (measured, off: BENCHMARKS.md "Across languages").
+    space_model: bool = True
+    space_gloss: bool = False
     # The soft-term layer of the pager (memsched.vocab, PagingOptions.terms), relative to a dense
     # layer's 1.0: chosen leave-one-out on the dev conversations (0.25 .. 2 tried; BENCHMARKS.md).
     terms: float = 0.75
@@ -347,9 +358,51 @@ class Retriever:
         return self.store.search_bm25(user_id, query, limit=k)
 
     def dense(self, user_id: str, name: str, query_vector: np.ndarray, k: int = 50) -> list[Hit]:
+        pair = self.space_of(name)
         if self.store.serves_vector_search:  # PostgreSQL: the database's index, no matrix here
+            if pair is not None:
+                return self._store_search_as_one(user_id, pair, query_vector, k)
             return self.store.search_vectors(user_id, self.embedders[name].model_id, query_vector, k)
+        if pair is not None:
+            return search_as_one(
+                self._index(user_id, pair[0]), self._index(user_id, pair[1]), query_vector, k
+            )
         return self._index(user_id, name).search(query_vector, k)
+
+    def space_of(self, name: str) -> tuple[str, str] | None:
+        """(MiniLM's layer, the gloss layer) when layer `name` searches them as one space
+        (`FusionWeights.space`): the gloss layer's rows are MiniLM's vectors of the Chinese turns'
+        English glosses, a better MiniLM vector of such a turn than the one of its raw Chinese
+        (near-noise: MiniLM reads English only), so each turn the gloss layer holds is searched by
+        its gloss row and every other turn by its MiniLM row. None for any other layer, or without
+        a layer over another's model (`embed.gloss`: `over`, `han_only`)."""
+        w = self.weights
+        if not (w.space_model or w.space_gloss):
+            return None
+        for gloss_name, embedder in self.embedders.items():
+            model = getattr(getattr(embedder, "over", None), "model_id", None)
+            if model is None or not getattr(embedder, "han_only", False):
+                continue
+            base = next(
+                (n for n, e in self.embedders.items() if e.model_id == model and n != gloss_name), None
+            )
+            if base is not None and (
+                (name == base and w.space_model) or (name == gloss_name and w.space_gloss)
+            ):
+                return base, gloss_name
+        return None
+
+    def _store_search_as_one(
+        self, user_id: str, pair: tuple[str, str], query_vector: np.ndarray, k: int
+    ) -> list[Hit]:
+        """`search_as_one` through the store's own search (PostgreSQL)."""
+        found = [
+            self.store.search_vectors(user_id, self.embedders[name].model_id, query_vector, k)
+            for name in pair
+        ]
+        hits = [h for layer in found for h in layer]
+        ids = np.array([h.turn_id for h in hits], dtype=np.int64)
+        return top_hits(ids, np.array([h.score for h in hits], dtype=np.float32), k, once=True)
 
     def vectors_for(self, user_id: str, name: str, turn_ids: Sequence[int]) -> np.ndarray:
         """The stored vectors of these turns for one embedder (rows in index order; missing ones left out)."""

@@ -225,6 +225,41 @@ def graph_generation(path: Path) -> str:
         return ""
 
 
+def top_hits(ids: np.ndarray, sims: np.ndarray, k: int, *, once: bool = False) -> list[Hit]:
+    """The `k` best (turn id, similarity) pairs as hits, best first. `once`: an id may come twice
+    (a turn with a row in each of two layers searched as one, `search_as_one`) and counts once, at
+    its better similarity."""
+    if len(sims) == 0 or k <= 0:
+        return []
+    want = min(2 * k if once else k, len(sims))  # each id at most twice: k distinct ones among 2k
+    top = np.argpartition(-sims, want - 1)[:want]
+    # Ties (one text stored for several turns, a coarse embedder) go to the older turn, as in
+    # the stores' own search (`ORDER BY distance, turn id`), whichever tied rows argpartition took.
+    near = np.flatnonzero(sims >= sims[top].min())
+    top = near[np.lexsort((ids[near], -sims[near]))]
+    if once:
+        top = top[np.sort(np.unique(ids[top], return_index=True)[1])]  # each id's first: its best
+    top = top[:k]
+    # tolist(): the same Python ints and floats as int()/float() of each element, in one call;
+    # the hits made positionally in C (starmap): a third of a comprehension's time for 200.
+    found_ids, found_sims = ids[top].tolist(), sims[top].tolist()
+    return list(itertools.starmap(Hit, zip(found_ids, found_sims, range(1, len(top) + 1), strict=True)))
+
+
+def search_as_one(base: VectorIndex, other: VectorIndex, query: np.ndarray, k: int) -> list[Hit]:
+    """The k nearest turns of two indexes in one vector space, searched as one: a turn with a row
+    in both counts once, by the row nearer to `query` (MiniLM's layer and the gloss layer, whose
+    rows are MiniLM's vectors of the Chinese turns' glosses: `Retriever.space_of`). One list of
+    hits for a query that would otherwise search, fuse and rank two."""
+    if not len(other):
+        return base.search(query, k)
+    if not len(base):
+        return other.search(query, k)
+    ids, sims = base.similarities(query, k)
+    more_ids, more_sims = other.similarities(query, k)
+    return top_hits(np.concatenate([ids, more_ids]), np.concatenate([sims, more_sims]), k, once=True)
+
+
 # One BLAS thread per search: a 10k x 384 product takes ~0.2 ms on one core, while OpenBLAS's two
 # threads, when the other core is busy (a worker, another turn), wait on it: p90 16 ms (BENCHMARKS.md).
 _blas = ThreadpoolController()
@@ -331,12 +366,17 @@ class VectorIndex:
         """The k nearest turns by cosine similarity (vectors are unit length), best first."""
         if len(self) == 0 or k <= 0:
             return []
+        return top_hits(*self.similarities(query, k), k)
+
+    def similarities(self, query: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
+        """(turn ids, cosine similarities to `query`) of every vector in memory and, in graph mode,
+        of the graph's nearest to it (enough for the best `k`)."""
         query = np.asarray(query, dtype=np.float32).reshape(-1)
         with self._lock:
             ann, members, ids, matrix = self._ann, self._members, self.ids, self.matrix
         with _blas.limit(limits=1, user_api="blas"):
             sims = matrix @ query if len(ids) else np.zeros(0, dtype=np.float32)
-        if ann is not None and members is not None:
+        if ann is not None and members is not None and k > 0:
             # the graph's own cosine distances (float16 vectors: scores within ~1e-3 of exact),
             # each node standing for every turn with its vector
             found = ann.search(query, min(k * ANN_OVERSAMPLE, len(ann)), threads=1)
@@ -345,18 +385,7 @@ class VectorIndex:
             )
             ids = np.concatenate([ids, turns])
             sims = np.concatenate([sims, scores])
-        if len(sims) == 0:
-            return []
-        k = min(k, len(sims))
-        top = np.argpartition(-sims, k - 1)[:k]
-        # Ties (one text stored for several turns, a coarse embedder) go to the older turn, as in
-        # the stores' own search (`ORDER BY distance, turn id`), whichever tied rows argpartition took.
-        near = np.flatnonzero(sims >= sims[top].min())
-        top = near[np.lexsort((ids[near], -sims[near]))][:k]
-        # tolist(): the same Python ints and floats as int()/float() of each element, in one call;
-        # the hits made positionally in C (starmap): a third of a comprehension's time for 200.
-        found_ids, found_sims = ids[top].tolist(), sims[top].tolist()
-        return list(itertools.starmap(Hit, zip(found_ids, found_sims, range(1, len(top) + 1), strict=True)))
+        return ids, sims
 
     def vectors(self, turn_ids: Sequence[int]) -> np.ndarray:
         """The vectors of these turns (rows in index order; in graph mode the graph's copies)."""

@@ -8,6 +8,7 @@ from pathlib import Path
 import numpy as np
 
 from memsched import Memory
+from memsched.bookmarks import generate_bookmarks
 from memsched.embed.gloss import GlossEmbedder
 from memsched.embed.hashing import HashEmbedder
 from memsched.model import Turn, utcnow
@@ -73,13 +74,11 @@ def test_gloss_layer_finds_a_synonym_and_its_vectors_go_with_the_turn(backend: s
         assert mem.store.vector_count("u", gloss_embedder.model_id) == 13
         result = mem.retriever.retrieve("u", "我爱吃番茄吗？", expand=False)  # 番茄 = 西红柿 = tomato
         assert result.layers["gloss"][0].turn_id == fact.id
-        # An English query searches the gloss layer with the vector of the model the glosses are in
-        # (here the same hashed model): it reaches only the Chinese turns there.
+        # An English query searches the model the glosses are in (here the same hashed model) with
+        # the gloss rows standing beside that model's rows: one layer, where the fact comes first.
         english = mem.retriever.retrieve("u", "what do I like to eat? tomato", expand=False)
-        assert english.layers["gloss"][0].turn_id == fact.id
-        assert {h.turn_id for h in english.layers["gloss"]} <= {
-            t.id for t in mem.store.session_turns("u", "s", last=100) if has_han(t.content)
-        }
+        assert set(english.layers) == {"bm25", "hash"}
+        assert english.layers["hash"][0].turn_id == fact.id
         assert fact.id is not None
         mem.delete_turns("u", [fact.id])
         assert mem.store.vector_count("u", gloss_embedder.model_id) == 12
@@ -115,10 +114,9 @@ def test_a_chinese_query_is_embedded_with_minilm_but_searches_the_gloss_and_word
         chinese, english = "我爱吃番茄吗？", "what do I like to eat?"
         # The message's MiniLM vector is computed (the router reads it, the turn stores it) ...
         assert list(mem.query_vectors(chinese)) == ["minilm", "wordllama", "gloss"]
-        # (an English one's gloss vector would be MiniLM's own, were the glosses in MiniLM's space:
-        # here they are in another model's, so the English query has none and searches no gloss layer)
-        assert list(mem.query_vectors(english)) == ["minilm", "gloss"]
-        assert not np.any(mem.query_vectors(english)["gloss"])
+        # (an English one searches no gloss layer of its own: were the glosses in MiniLM's space,
+        # MiniLM's layer would hold their rows; here they are in another model's)
+        assert list(mem.query_vectors(english)) == ["minilm"]
         # ... but a Chinese query searches no MiniLM layer, in the plain fusion and in the pager.
         assert set(mem.retriever.retrieve("u", chinese).layers) == {"bm25", "wordllama", "gloss"}
         assert set(mem.retriever.retrieve("u", english).layers) == {"bm25", "minilm"}
@@ -169,8 +167,9 @@ class _Counting(HashEmbedder):
 
 def test_an_english_question_reaches_a_chinese_turn_through_its_gloss(backend: str, tmp_path: Path) -> None:
     """The gloss layer is MiniLM's space over the Chinese turns' English glosses, so an English
-    question searches it with its own MiniLM vector (no model call of its own) and finds a Chinese
-    turn that says what it asks; the English message itself never gets a gloss row."""
+    question's MiniLM layer holds the gloss rows too (each turn once, by its nearer row): it finds a
+    Chinese turn that says what it asks in one layer, with one model call and no gloss layer of its
+    own to search and fuse; the English message itself never gets a gloss row."""
     minilm = _Counting(64)
     embedders = {"minilm": minilm, "wordllama": HashEmbedder(32), "gloss": GlossEmbedder(minilm)}
     mem = Memory(home=tmp_path / "m", embedders=embedders)
@@ -183,13 +182,16 @@ def test_an_english_question_reaches_a_chinese_turn_through_its_gloss(backend: s
         assert mem.store.vector_count("u", gloss_model) == 13
         question = "Do you remember which vegetable I like? tomato"
         minilm.texts.clear()
-        vectors = mem.query_vectors(question)
-        assert np.array_equal(vectors["gloss"], vectors["minilm"])
-        assert minilm.texts == [question]  # one call: the gloss layer reuses MiniLM's vector
+        assert list(mem.query_vectors(question)) == ["minilm"]
+        assert minilm.texts == [question]  # one model call, one vector
+        searched = mem.retriever.retrieve("u", question, expand=False)
+        assert set(searched.layers) == {"bm25", "minilm"}
+        assert searched.layers["minilm"][0].turn_id == fact.id
+        assert len({h.turn_id for h in searched.layers["minilm"]}) == len(searched.layers["minilm"])
         found = mem.context("u", question, session_id="q", budget=400)
         assert found.assembly is not None
         assert fact.id in {t.id for t in found.assembly.recalled}
-        assert "gloss" in found.trace["retrieval"]["layers"]
+        assert "gloss" not in found.trace["retrieval"]["layers"]
         # Recorded (by the context call and by a scheduler turn), an English message stores its
         # MiniLM vector and no gloss row; a Chinese one stores both.
         mem.context("u", question, session_id="q", record=True)
@@ -201,5 +203,13 @@ def test_an_english_question_reaches_a_chinese_turn_through_its_gloss(backend: s
             assert mem.store.vector_count("u", gloss_model) == 14
         finally:
             sched.close()
+        # The bookmarks the same way: a Chinese page's bookmark is in the English question's
+        # MiniLM bookmark layer, and no bookmark gloss layer is searched.
+        generate_bookmarks(mem, "u")
+        chinese_marks = set(mem.store.bookmark_vectors("u", gloss_model)[0].tolist())
+        assert chinese_marks
+        layers = mem.pager.retrieve("u", question, session_id="q").layers
+        assert "bookmarks:gloss" not in layers
+        assert chinese_marks <= {h.turn_id for h in layers["bookmarks:minilm"]}
     finally:
         mem.close()

@@ -8,7 +8,15 @@ import numpy as np
 
 from memsched.embed.base import normalize
 from memsched.store import Store
-from memsched.vectors import Members, VectorIndex, graph_generation, open_graph, update_graph, usearch_index
+from memsched.vectors import (
+    Members,
+    VectorIndex,
+    graph_generation,
+    open_graph,
+    search_as_one,
+    update_graph,
+    usearch_index,
+)
 
 
 def _data(n: int, dim: int = 16) -> tuple[np.ndarray, np.ndarray]:
@@ -26,6 +34,33 @@ def test_exact_search_matches_brute_force() -> None:
     expected = ids[np.argsort(-(m @ q))[:5]]
     assert [h.turn_id for h in hits] == list(expected)
     assert hits[0].score > 0.999 and hits[0].rank == 1
+
+
+def test_two_indexes_searched_as_one_count_each_turn_once_by_its_nearer_row() -> None:
+    """MiniLM's layer and the gloss layer as one space: a turn with a row in both (a Chinese turn:
+    its raw MiniLM row and its gloss row) is one hit, scored by the row nearer to the query; the
+    list is the brute-force ranking of every turn by that score."""
+    ids, m = _data(400)
+    base, other = VectorIndex(), VectorIndex()
+    base.add(ids, m)  # every turn has a MiniLM row
+    chinese = ids[::2]  # half of them have a gloss row as well
+    rng = np.random.default_rng(3)
+    glossed = normalize(m[::2] + rng.normal(scale=0.8, size=m[::2].shape))
+    other.add(chinese, glossed)
+    q = m[10] + glossed[40]
+    q = q / np.linalg.norm(q)
+    best = m @ q
+    best[::2] = np.maximum(best[::2], glossed @ q)
+    expected = ids[np.lexsort((ids, -best))][:30]
+    hits = search_as_one(base, other, q, 30)
+    assert [h.turn_id for h in hits] == list(expected)
+    assert [h.rank for h in hits] == list(range(1, 31))
+    assert len({h.turn_id for h in hits}) == 30
+    # Turn 81 (row 80, glossed as gloss row 40) is found by its gloss row, turn 11 by its own.
+    by_id = {h.turn_id: h.score for h in hits}
+    assert np.isclose(by_id[81], glossed[40] @ q) and np.isclose(by_id[11], m[10] @ q)
+    # A user with no gloss rows (English only): the plain search, hit for hit.
+    assert search_as_one(base, VectorIndex(), q, 30) == base.search(q, 30)
 
 
 def test_graph_search_finds_what_exact_search_finds_and_sees_the_tail(tmp_path: Path) -> None:

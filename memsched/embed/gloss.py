@@ -6,10 +6,12 @@ that English with MiniLM, so a question and a fact that share no Chinese word ca
 meaning ("spouse" ~ "boyfriend"). Only text with Han characters has a gloss vector: the stores
 select such turns (`han_only`), and any other text gets a zero row, which the retriever skips.
 
-The layer is also the bridge from English to Chinese: a gloss vector lives in MiniLM's space, so an
-English message searches this layer with its own MiniLM vector (`query_stand_in`: the gloss of
-English is the English itself; no model call of its own) and reaches Chinese turns that say what
-it asks ("Who's my manager?" finds "我老板叫 Grace"). Its stored rows stay Chinese turns only.
+The layer is also the bridge from English to Chinese: a gloss vector lives in MiniLM's space, so
+MiniLM's layer searches the gloss rows beside its own (`Retriever.space_of`, each turn by its
+nearer row) and an English message reaches Chinese turns that say what it asks ("Who's my
+manager?" finds "我老板叫 Grace") with its own MiniLM vector: the gloss of English is the English
+itself (`query_stand_in`, for a configuration that searches this layer on its own for English).
+Its stored rows stay Chinese turns only.
 """
 
 from __future__ import annotations
