@@ -371,11 +371,11 @@ class Retriever:
 
     def space_of(self, name: str) -> tuple[str, str] | None:
         """(MiniLM's layer, the gloss layer) when layer `name` searches them as one space
-        (`FusionWeights.space`): the gloss layer's rows are MiniLM's vectors of the Chinese turns'
-        English glosses, a better MiniLM vector of such a turn than the one of its raw Chinese
-        (near-noise: MiniLM reads English only), so each turn the gloss layer holds is searched by
-        its gloss row and every other turn by its MiniLM row. None for any other layer, or without
-        a layer over another's model (`embed.gloss`: `over`, `han_only`)."""
+        (`FusionWeights.space_model`, `space_gloss`): the gloss layer's rows are MiniLM's vectors
+        of the Chinese turns' English glosses, so a Chinese turn has two rows in MiniLM's space and
+        counts once, by the nearer (its raw row is weak, MiniLM reading English only, but not
+        noise), every other turn by its MiniLM row (`vectors.search_as_one`). None for any other
+        layer, or without a layer over another's model (`embed.gloss`: `over`, `han_only`)."""
         w = self.weights
         if not (w.space_model or w.space_gloss):
             return None
@@ -395,14 +395,17 @@ class Retriever:
     def _store_search_as_one(
         self, user_id: str, pair: tuple[str, str], query_vector: np.ndarray, k: int
     ) -> list[Hit]:
-        """`search_as_one` through the store's own search (PostgreSQL)."""
+        """`search_as_one` through the store's own search (PostgreSQL); one layer's hits as they
+        are when the other has none (a user without Chinese turns)."""
         found = [
             self.store.search_vectors(user_id, self.embedders[name].model_id, query_vector, k)
             for name in pair
         ]
+        if not found[0] or not found[1]:
+            return found[0] or found[1]
         hits = [h for layer in found for h in layer]
         ids = np.array([h.turn_id for h in hits], dtype=np.int64)
-        return top_hits(ids, np.array([h.score for h in hits], dtype=np.float32), k, once=True)
+        return top_hits(ids, np.array([h.score for h in hits], dtype=np.float64), k, once=True)
 
     def vectors_for(self, user_id: str, name: str, turn_ids: Sequence[int]) -> np.ndarray:
         """The stored vectors of these turns for one embedder (rows in index order; missing ones left out)."""
