@@ -44,6 +44,7 @@ from memsched.profile_rules import (
     EN_PLACE,
     EN_V,
     END_RULES,
+    PET_END_RULES,
     PET_KINDS_EN,
     PET_KINDS_ZH,
     RETRACT_RULES,
@@ -53,6 +54,7 @@ from memsched.profile_rules import (
 )
 from memsched.store import Tx
 from memsched.text.places import is_place_en, is_place_zh
+from memsched.text.segment import ENGLISH_STOP_WORDS
 from memsched.text.timeexpr import spans
 
 if TYPE_CHECKING:
@@ -558,6 +560,11 @@ def extract(text: str) -> list[Observation]:
         ):
             continue
         found.insert(0, Observation(key, "", "retract", rule=rule))
+    # "My cat Luna died": the pet ends (before any new one the message gives), and the pet the same
+    # words named ("my cat Luna") is not set again.
+    for ended in reversed(_pets_gone(text)):
+        found = [ob for ob in found if not (ob.key == PETS and ob.op == "set" and ended_pets([ob.value], ended.value))]
+        found.insert(0, ended)
     sleep = _sleep_time(text)
     if sleep is not None:
         found.append(sleep)
@@ -566,6 +573,101 @@ def extract(text: str) -> list[Observation]:
     if zone is not None:
         found.append(zone)
     return found
+
+
+def _pets_gone(text: str) -> list[Observation]:
+    """The pets a message says are gone (`PET_END_RULES`), each a retraction of "kind name", the
+    kind or the name as said (`ended_pets` reads which pet in force it is)."""
+    out: list[Observation] = []
+    for rule, pattern, english in PET_END_RULES:
+        for m in pattern.finditer(text):
+            if (
+                _is_question(text, m.end())
+                or _hypothetical(text, m.start())
+                or _hypothetical(text, m.end() - 1)
+                or in_quote(text, m.start())
+            ):
+                continue
+            name = m.group("name")
+            if rule == "en_named_pet_gone" and name and name.lower() in ENGLISH_STOP_WORDS:
+                continue  # "If my cat died …", "She died": no name
+            if name and (
+                english
+                and (name.lower() in EN_NOT_GREETING_NAMES or name.lower() in _EN_PRONOUNS or _is_breed(name))
+                or not english
+                and (clean_value(name, english=False) is None or not _zh_pet_name(name))
+            ):
+                name = None
+            kind = m.group("kind")
+            said = " ".join(w for w in (kind.lower() if english and kind else kind, name) if w)
+            if said:
+                out.append(Observation(PETS, said, "retract", rule=rule))
+    return out
+
+
+# Kinds said of the same animal: "kitten" is a cat, 猫咪 a 猫, "puppy" a dog.
+_PET_FAMILY = {
+    "kitten": "cat",
+    "kitty": "cat",
+    "puppy": "dog",
+    "doggy": "dog",
+    "doggo": "dog",
+    "bunny": "rabbit",
+    "猫咪": "猫",
+    "猫猫": "猫",
+    "狗狗": "狗",
+    "犬": "狗",
+}
+
+
+def _pet_parts(value: str) -> tuple[str, str]:
+    """(kind, name) of a pet value as the rules store it: "cat Luna", "golden retriever Max", "猫 豆豆",
+    "猫咪" (a kind alone), "Luna" (a name alone, as an ending may say it)."""
+    words = value.split()
+    if len(words) == 1:
+        w = words[0]
+        if w.isascii():
+            is_kind = w.lower() in PET_KINDS_EN or w.lower() in _PET_FAMILY or _is_breed(w)
+        else:
+            is_kind = re.search(f"(?:{PET_KINDS_ZH})$", w) is not None
+        return (w, "") if is_kind else ("", w)
+    if not value.isascii():
+        return words[0], " ".join(words[1:])  # "猫 豆豆", "柯基 豆包"
+    cut = len(words)
+    while cut > 1 and words[cut - 1][:1].isupper():
+        cut -= 1
+    return " ".join(words[:cut]), " ".join(words[cut:])
+
+
+def _pet_family(kind: str) -> str:
+    """A kind's animal: "golden retriever" and "puppy" are dogs, 橘猫 and 猫咪 are 猫."""
+    kind = kind.lower().strip()
+    if not kind:
+        return ""
+    if kind.isascii():
+        last = kind.split()[-1]
+        if last in EN_BREEDS:
+            return last
+        return _PET_FAMILY.get(last, last)
+    kind = _PET_FAMILY.get(kind, kind)
+    m = re.search(f"(?:{PET_KINDS_ZH})$", kind)
+    core = m.group(0) if m else kind
+    core = _PET_FAMILY.get(core, core)
+    return {"小猫": "猫", "小狗": "狗"}.get(core, core)
+
+
+def ended_pets(current: Sequence[str], said: str) -> list[str]:
+    """Which of the pets in force (`current` values) an ending names (`said`, from `_pets_gone`): the
+    pet of that name; else, for a kind, the one pet of that kind (none when there are several: "my
+    cat died" with two cats does not say which)."""
+    kind, name = _pet_parts(said)
+    if name:
+        by_name = [v for v in current if _pet_parts(v)[1].casefold() == name.casefold()]
+        if by_name or not kind:
+            return by_name
+    family = _pet_family(kind)
+    same_kind = [v for v in current if _pet_family(_pet_parts(v)[0]) == family]
+    return same_kind if len(same_kind) == 1 else []
 
 
 # The names after "I have two cats": ", Mochi and Tofu", " named Mochi and Tofu", ": Mochi & Tofu".
@@ -831,7 +933,10 @@ def apply(
             if not _others_may_name(profile, user_id):
                 continue
             meta = {OTHERS_CALL: True}
-        if ob.op == "retract" and not ob.value:  # "我辞职了": whatever the value in force is
+        if ob.op == "retract" and ob.key == PETS:  # "my cat Luna died": the pet in force it names
+            for value in ended_pets(profile.values(user_id, PETS), ob.value):
+                profile.retract(user_id, PETS, value, at=at, tx=tx)
+        elif ob.op == "retract" and not ob.value:  # "我辞职了": whatever the value in force is
             for value in profile.values(user_id, ob.key):
                 profile.retract(user_id, ob.key, value, at=at, tx=tx)
         elif ob.op == "retract":

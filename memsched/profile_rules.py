@@ -31,7 +31,10 @@ A supposition states nothing: 如果/要是/假如/if/suppose/wish before the st
 A like retracts the same dislike and a dislike the same like ("I don't like jazz any more"); a negated
 allergy ("我其实对芒果不过敏", "I'm not allergic to walnuts after all") retracts that allergy, a place
 or job the user no longer has ("我不住在北京了", "I'm not a teacher anymore") that value, and a job
-quit or a breakup ("我辞职了", "I got laid off", "我和男朋友分手了") the value in force (`END_RULES`).
+quit or a breakup ("我辞职了", "I got laid off", "我和男朋友分手了") the value in force (`END_RULES`), a
+pet that died or was given away ("My cat Luna died", "Luna passed away", "我家狗狗去世了", "我们把狗送人了")
+that pet (`PET_END_RULES`). Love of what the user has ("I love my job", "I love my wife") is no taste:
+a like or dislike is of a thing in general ("I love jazz", "I hate the cold").
 Words in quotes are someone's, not the user's ('He said "I'm a doctor"').
 
 """
@@ -142,6 +145,16 @@ EN_BREEDS = frozenset(
 _PET_KIND_OR_BREED_EN = rf"(?:(?!an?\b|and\b|the\b)[a-z]+ )?(?:{_PET_KINDS_EN}|{'|'.join(sorted(EN_BREEDS, key=len, reverse=True))})\b"
 _ZH_PARTNER = "男朋友|女朋友|男友|女友|老公|老婆|丈夫|妻子|太太|先生|对象|爱人|未婚夫|未婚妻"
 _EN_PARTNER = "boyfriend|girlfriend|husband|wife|partner|fiancée|fiancee|fiance|fiancé|spouse"
+
+
+# What follows "I love" / "I hate" when it is a taste: a thing in general ("jazz", "the beach",
+# "hiking"), not what the user has or is with ("my job", "my wife", "our new flat", "your voice": love
+# of one's own is no taste a companion should suggest from), nor "the way you …", "the idea of …".
+_EN_TASTE = (
+    r" (?!(?:my|our|your|his|her|their|its|this|these|those|that|it|you|him|them|us|me|myself|"
+    r"the (?:way|idea|fact|thought|feeling|sound of your|time|moment|people|person)|"
+    r"everything|everyone|everybody|being|having)\b)" + EN_V
+)
 
 
 def clean_value(value: str, *, english: bool) -> str | None:
@@ -766,7 +779,7 @@ RULES: list[tuple[str, str, re.Pattern[str], bool]] = [
         "en_dislike",
         DISLIKES,
         re.compile(
-            rf"\bI {_EN_ADV}(?:hate|dislike|detest|can't stand|cannot stand|don't like|do not like){EN_V.replace('(?P<v>', ' (?P<v>', 1)}",
+            rf"\bI {_EN_ADV}(?:hate|dislike|detest|can't stand|cannot stand|don't like|do not like){_EN_TASTE}",
             re.I,
         ),
         True,
@@ -811,7 +824,7 @@ RULES: list[tuple[str, str, re.Pattern[str], bool]] = [
     (
         "en_like",
         LIKES,
-        re.compile(rf"\bI {_EN_ADV}(?:love|like|enjoy|adore){EN_V.replace('(?P<v>', ' (?P<v>', 1)}", re.I),
+        re.compile(rf"\bI {_EN_ADV}(?:love|like|enjoy|adore){_EN_TASTE}", re.I),
         True,
     ),
 ]
@@ -948,5 +961,73 @@ END_RULES: list[tuple[str, str, re.Pattern[str]]] = [
             rf"we {_EN_DONE}(?:broke up|split up|got divorced)|I(?:'m| am| got) {_EN_DONE}(?:divorced|dumped))\b",
             re.I,
         ),
+    ),
+]
+
+# A pet that is gone: it died, was put down, ran away or was given away ("My cat Luna died last week",
+# "we had to put our dog down", "Luna passed away", "我的猫咪走了", "我家狗狗去世了", "我们把狗送人了").
+# The kind and/or the name of the pet said; `profile_extract.ended_pets` ends the pet in force it
+# names (a kind alone only when one pet of that kind is in force, a name alone only a pet's name).
+# Read with the time words out ("去年死了" is 死了), the verb right after the pet: "my cat almost
+# died", "my cat is dying", "我的猫走了过来" end nothing.
+_EN_GONE = (
+    r"(?:just |finally |sadly |recently |unfortunately |suddenly )*"
+    r"(?:died|passed away|passed on|passed(?=\s*[.,!;:~\n]|\s*$)|has (?:died|passed away|passed on)|"
+    r"is (?:gone|dead|no longer with us)|(?:was|got|had to be) put (?:down|to sleep)|was euthanized|"
+    r"ran away(?! from)|went missing|crossed the rainbow bridge)\b"
+)
+_EN_PET = rf"(?P<kind>{_PET_KIND_OR_BREED_EN})(?:,? (?-i:(?P<name>[A-Z][a-z'\-]+)),?)?(?!['\w])"
+_EN_LOSE = (
+    r"(?:just |finally |sadly |recently |unfortunately )*"
+    r"(?:lost|buried|had to rehome|rehomed|gave away|had to give away|had to give up|(?:had to )?put down)"
+)
+_ZH_PET_NAME_GLUED = rf"(?:[，,]?(?:叫)?(?P<name>[{_CJK}]{{1,4}}?)[，,]?)?"
+_ZH_GONE = (
+    r"(?:也|已经|还是|终于|突然|刚刚?|就)*(?:走了|去世了|过世了|死了|死掉了|没了|病死了|老死了|离开了(?:我们)?|"
+    r"不在了|走丢了|丢了|跑丢了|被送人了|去了喵星|回喵星了|去了汪星|回汪星了)"
+    r"(?=$|[，,。.!！?？;；~～\s]|呢|啊|呀|哦|吧|嘛|哈|呜)"
+)
+PET_END_RULES: list[tuple[str, re.Pattern[str], bool]] = [
+    (
+        "en_pet_gone",
+        re.compile(rf"\b(?:my|our) {_EN_PET} {_EN_GONE}", re.I),
+        True,
+    ),
+    (
+        "en_named_pet_gone",
+        re.compile(
+            rf"(?:^|(?<=[.!?,;]\s)|(?<=\band\s)|(?<=\bbut\s)|(?<=\bthen\s))(?-i:(?P<name>[A-Z][a-z'\-]+)),? "
+            rf"(?:(?:my|our) (?P<kind>{_PET_KINDS_EN}),? )?{_EN_GONE}",
+            re.I,
+        ),
+        True,
+    ),
+    (
+        "en_lost_pet",
+        re.compile(
+            rf"\b(?:I|we)(?:'ve| have)? {_EN_LOSE} (?:my|our) {_EN_PET}(?! (?:for|in|at|somewhere|today|again)\b)",
+            re.I,
+        ),
+        True,
+    ),
+    (
+        "en_put_pet_down",
+        re.compile(rf"\b(?:I|we) (?:had to |just |finally )*put (?:my|our) {_EN_PET} (?:down|to sleep)\b", re.I),
+        True,
+    ),
+    (
+        "zh_pet_gone",
+        re.compile(
+            rf"{_ZH_HEAD}我(?:的|家的?|们家的?)?(?P<kind>[橘黑白花灰黄大小老胖]?(?:{_PET_KINDS_ZH})){_ZH_PET_NAME_GLUED}{_ZH_GONE}"
+        ),
+        False,
+    ),
+    (
+        "zh_give_pet_away",
+        re.compile(
+            rf"{_ZH_HEAD}我(?:们)?(?:已经|还是|终于|只好|只能)?把(?:我的|我家的?)?(?P<kind>[橘黑白花灰黄大小老胖]?(?:{_PET_KINDS_ZH})){_ZH_PET_NAME_GLUED}"
+            r"(?:送人|送走|安乐死|埋)了"
+        ),
+        False,
     ),
 ]

@@ -1,0 +1,136 @@
+"""What the companion remembers about a person when it changes: a pet that died or was given away,
+affection that is no taste ("I love my job"), nicknames, and a place the user moved from. Each in
+both languages, with the phrasing that must NOT change anything; the HTTP tests drive `memsched
+serve`'s app on loopback against the fake upstream and read the profile and what reached the LLM."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+import httpx
+import pytest
+
+from memsched.config import Config
+from memsched.profile import Profile
+from memsched.profile_extract import apply, extract
+from memsched.server.app import create_app
+from memsched.store.sqlite import SQLiteStore
+from memsched.testing import FakeOpenAI, LiveServer
+
+T0 = datetime(2026, 3, 1, 12, tzinfo=UTC)
+
+
+def _said(text: str) -> list[tuple[str, str, str]]:
+    return [(o.key, o.value, o.op) for o in extract(text)]
+
+
+def _walk(store: SQLiteStore, said: list[str]) -> Profile:
+    p = Profile(store)
+    for i, text in enumerate(said):
+        apply(p, "u", extract(text), at=T0 + timedelta(days=i), source_turn_ids=[i + 1])
+    return p
+
+
+# -- a pet that is gone -----------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("had", "gone", "left"),
+    [
+        (["My cat Luna sleeps on my bed"], "My cat Luna died last week", []),
+        (["My cat Luna sleeps on my bed"], "Luna passed away last night", []),
+        (["I have a cat called Luna"], "Luna, my cat, died yesterday", []),
+        (["I have a dog and a cat, Max and Luna"], "We had to put our dog Max down", ["cat Luna"]),
+        (["I have a golden retriever named Max"], "My dog Max passed away in March", []),
+        (["I have a kitten called Mochi"], "my cat ran away :(", []),
+        (["I have two cats, Mochi and Tofu"], "Tofu died last year", ["cat Mochi"]),
+        (["I have a dog"], "I lost my dog last month", []),
+        (["我养了一只猫咪"], "我的猫咪走了", []),
+        (["我家的狗叫旺财"], "我家狗狗去世了", []),
+        (["我家的猫叫豆豆", "我养了一只狗"], "我家的猫豆豆去年死了", ["狗"]),
+        (["我养了一只橘猫叫胖虎"], "我的猫昨天去了喵星", []),
+        (["我有一只小狗叫旺财"], "我们把狗送人了", []),
+    ],
+)
+def test_a_pet_that_died_or_was_given_away_is_no_current_pet(
+    store: SQLiteStore, had: list[str], gone: str, left: list[str]
+) -> None:
+    p = _walk(store, [*had, gone])
+    assert p.values("u", "pets") == left
+    assert [f.value for f in p.history("u", "pets") if not f.current]  # the pet stays in the history
+
+
+@pytest.mark.parametrize(
+    ("had", "said"),
+    [
+        # two of the kind: the kind alone does not say which
+        (["I have two cats, Mochi and Tofu"], "My cat died"),
+        (["我养了两只猫，一只叫汤圆一只叫饺子"], "我的猫走了"),
+        # not gone, or not the user's pet
+        (["My cat Luna sleeps on my bed"], "My cat almost died last week"),
+        (["My cat Luna sleeps on my bed"], "My cat Luna is dying"),
+        (["My cat Luna sleeps on my bed"], "If my cat died I'd be devastated"),
+        (["My cat Luna sleeps on my bed"], "Did your cat die?"),
+        (["My cat Luna sleeps on my bed"], "My phone died"),
+        (["My cat Luna sleeps on my bed"], "Grandpa died last year"),
+        (["My dog Max sleeps a lot"], "My dog passed the vet check"),
+        (["My dog Max sleeps a lot"], "My dog ran away from the vacuum"),
+        (["My dog Max sleeps a lot"], "I lost my dog's leash"),
+        (["我家的猫叫豆豆"], "我的猫走了过来"),
+        (["我家的猫叫豆豆"], "我妈的猫死了"),
+        (["我家的猫叫豆豆"], "我的猫死了吗"),
+        (["我家的猫叫豆豆"], "如果我的猫死了我会很难过"),
+    ],
+)
+def test_what_ends_no_pet(store: SQLiteStore, had: list[str], said: str) -> None:
+    before = _walk(store, had).values("u", "pets")
+    assert before
+    assert _walk(store, [*had, said]).values("u", "pets") == before
+
+
+def test_the_pet_a_death_names_is_not_set_again_by_the_same_words() -> None:
+    assert _said("My cat Luna died last week") == [("pets", "cat Luna", "retract")]
+    assert _said("我家的猫豆豆去年死了") == [("pets", "猫 豆豆", "retract")]
+
+
+# -- affection is no taste --------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "I love my job",
+        "I love my wife so much",
+        "I really love my kids",
+        "I like my new apartment",
+        "I enjoy my work",
+        "I love our little garden",
+        "I hate my job",
+        "I don't like my neighbours",
+        "I love the way you talk to me",
+        "I love being a mom",
+        "I love it here",
+        "I love you",
+        "我喜欢我的工作",
+        "我爱我老婆",
+        "我很喜欢这份工作",
+    ],
+)
+def test_love_of_ones_own_is_no_like(text: str) -> None:
+    assert [(k, v) for k, v, _ in _said(text) if k in ("likes", "dislikes")] == []
+
+
+@pytest.mark.parametrize(
+    ("text", "key", "values"),
+    [
+        ("I love the beach", "likes", ["beach"]),
+        ("I love jazz and hiking", "likes", ["jazz", "hiking"]),
+        ("I really like sushi", "likes", ["sushi"]),
+        ("I don't like horror movies", "dislikes", ["horror movies"]),
+        ("我喜欢爬山", "likes", ["爬山"]),
+    ],
+)
+def test_a_taste_in_things_is_still_one(text: str, key: str, values: list[str]) -> None:
+    assert [v for k, v, _ in _said(text) if k == key] == values
