@@ -696,6 +696,19 @@ _OTHERS_CALL_EN = re.compile(
     r"(?=\s*$|\s*[.!,;~]|\s+(?:for\s+short|lol|haha)\b)",
     re.I,
 )
+# A nickname the user states ("my nickname is Bee", "我小名叫豆豆", "我的外号是大熊") is what others call
+# them too, in the present: "my nickname was Bee", "我以前的外号是…", "小时候我的小名叫…" are past.
+_NICKNAME_ZH = re.compile(
+    rf"{_CLAUSE}(?:其实|对了)?我(?:的)?(?:小名|乳名|昵称|外号|绰号|花名)(?:一般|通常|平时|也|都|就)*(?:叫|是|叫做)"
+    rf"{_name('new')}(?:吧|啊|呀|哦|嘛|哈|呢|啦)*(?=$|[，,。.!！~～;；\s])"
+)
+_NICKNAME_EN = re.compile(
+    r"(?:^|(?<=[.!?;,]\s))(?:(?:well|actually|oh|haha|lol|btw|so|and|but)[,\s]+)*"
+    r"my\s+(?:nickname|nick|pet name)(?:'s|\s+is)\s+"
+    r"[\"“']?(?-i:(?P<new>[A-Z][a-z'\-]+(?:\s[A-Z][a-z'\-]+)?))[\"”']?"
+    r"(?=\s*$|\s*[.!,;~]|\s+(?:for\s+short|lol|haha)\b)",
+    re.I,
+)
 _OTHERS_CALL_AGAINST = re.compile(
     r"但|可是|不过|讨厌|不喜欢|受不了|烦|\b(?:but|though|although|hate|dislike|don't like|can't stand|annoying)\b",
     re.I,
@@ -723,12 +736,18 @@ def nickname(name: str) -> bool:
 
 
 def others_call(text: str) -> tuple[str, str] | None:
-    """What others call the user, said alone ("大家都叫我小明", "my friends call me Bobby"): (rule,
+    """What others call the user, said alone ("大家都叫我小明", "my friends call me Bobby", "my nickname
+    is Bee", "我小名叫豆豆"): (rule,
     name), or None. Not in a question, nor set against in the rest of the message."""
     if "我" in text:
         m, rule = _OTHERS_CALL_ZH.search(text), "zh_others_call_me_alone"
+        if m is None:
+            m, rule = _NICKNAME_ZH.search(text), "zh_my_nickname_is"
     else:
-        m, rule = _OTHERS_CALL_EN.search(text) if "call" in text.lower() else None, "en_others_call_me_alone"
+        lower = text.lower()
+        m, rule = _OTHERS_CALL_EN.search(text) if "call" in lower else None, "en_others_call_me_alone"
+        if m is None and ("nick" in lower or "pet name" in lower):
+            m, rule = _NICKNAME_EN.search(text), "en_my_nickname_is"
     if (
         m is None
         or _clause_is_question(text, m.start(), m.end())
@@ -737,7 +756,11 @@ def others_call(text: str) -> tuple[str, str] | None:
     ):
         return None
     name = _clean_name(_group(m, "new"))
-    if name is None or not nickname(name) or not _whole_name(_group(m, "new"), name):
+    if name is None or not _whole_name(_group(m, "new"), name):
+        return None
+    # A name said to be a nickname needs no nickname's shape ("我小名叫铁柱"), only to be no title.
+    stated = rule.endswith("_my_nickname_is")
+    if not (nickname(name) or (stated and name.lower() not in _NOT_NICKNAMES)):
         return None
     return rule, name
 

@@ -134,3 +134,57 @@ def test_love_of_ones_own_is_no_like(text: str) -> None:
 )
 def test_a_taste_in_things_is_still_one(text: str, key: str, values: list[str]) -> None:
     assert [v for k, v, _ in _said(text) if k == key] == values
+
+
+# -- nicknames ----------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("text", "name"),
+    [
+        ("我小名叫豆豆", "豆豆"),
+        ("我的小名是豆豆", "豆豆"),
+        ("我的外号叫大熊", "大熊"),
+        ("我小名叫铁柱", "铁柱"),  # said to be a nickname: no nickname's shape needed
+        ("我的昵称是Lily", "Lily"),
+        ("my nickname is Bee", "Bee"),
+        ("My nickname's Bee lol", "Bee"),
+        ("btw my pet name is Bunny", "Bunny"),
+    ],
+)
+def test_a_nickname_the_user_has_is_what_others_call_them(text: str, name: str) -> None:
+    assert _said(text) == [("preferred_name", name, "set")]
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        # past: no name now
+        "people used to call me Bunny",
+        "my nickname was Bee",
+        "My nickname at school was Bunny",
+        "我以前的外号是胖子",
+        "小时候我的小名叫豆豆",
+        # set against, asked, someone else's, a title
+        "My nickname is Bee but I hate it",
+        "我小名叫豆豆，但我不喜欢别人这么叫",
+        "What's my nickname?",
+        "我的小名叫什么来着？",
+        "My sister's nickname is Bee",
+        "我妈的小名叫芳芳",
+        "我的外号是老师",
+    ],
+)
+def test_a_past_or_rejected_nickname_names_no_one(text: str) -> None:
+    assert _said(text) == []
+
+
+def test_a_nickname_never_replaces_a_name_the_user_asked_for(store: SQLiteStore) -> None:
+    from memsched.commands import apply_rename, detect
+
+    p = Profile(store)
+    apply(p, "u", extract("my nickname is Bee"), at=T0, source_turn_ids=[1])
+    assert p.values("u", "preferred_name") == ["Bee"]
+    apply_rename(p, "u", detect("call me Da Wang")[0], at=T0 + timedelta(days=1), source_turn_ids=[2])
+    apply(p, "u", extract("我小名叫豆豆"), at=T0 + timedelta(days=2), source_turn_ids=[3])
+    assert p.values("u", "preferred_name") == ["Da Wang"]
