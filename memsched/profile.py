@@ -16,6 +16,7 @@ fact, it is filed as history.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -72,6 +73,59 @@ KEY_LABELS: dict[str, str] = {
     SLEEP_TIME: "usual bedtime",
     HOMETOWN: "hometown (where the user comes from, not where they live)",
 }
+
+# What a message asks about when it names a key's subject ("where do I live now?", "我现在住哪",
+# "what's my job again?"): that key's line is the last the budget drops (`Profile.section`), so the
+# answer in force is shown even when the recalled turns say the old one. General words only.
+_ASKED: dict[str, re.Pattern[str]] = {
+    LOCATION: re.compile(
+        r"\b(?:live|living|lives|moved?|moving|address|city|neighbou?rhood|apartment|flat)\b|住|搬|地址|哪个城市",
+        re.I,
+    ),
+    HOMETOWN: re.compile(r"\b(?:from|hometown|grew up|born in)\b|老家|家乡|哪里人|哪儿人", re.I),
+    OCCUPATION: re.compile(
+        r"\b(?:job|work|works|working|career|profession|occupation|for a living)\b|工作|职业|上班|做什么的|干什么的",
+        re.I,
+    ),
+    PARTNER_NAME: re.compile(
+        r"\b(?:boyfriend|girlfriend|husband|wife|partner|fianc[eé]e?|spouse|married|dating)\b|"
+        r"男朋友|女朋友|男友|女友|老公|老婆|对象|丈夫|妻子|爱人",
+        re.I,
+    ),
+    PETS: re.compile(
+        r"\b(?:pets?|cats?|kitten|dogs?|puppy|rabbit|bunny|hamster|parrot|turtle|fish)\b|宠物|猫|狗|兔|仓鼠|鹦鹉|乌龟|金鱼",
+        re.I,
+    ),
+    BIRTHDAY: re.compile(r"\bbirthday\b|\bborn\b|生日", re.I),
+    SLEEP_TIME: re.compile(r"\b(?:sleep|bed|bedtime)\b|睡", re.I),
+    LIKES: re.compile(r"\b(?:favou?rites?|hobby|hobbies)\b|喜欢|爱好|最爱", re.I),
+    DISLIKES: re.compile(r"\b(?:hate|dislike)\b|讨厌|不喜欢", re.I),
+}
+
+
+def asked_keys(message: str, by_key: dict[str, list[dict[str, Any]]]) -> set[str]:
+    """The keys a message asks about: a key's subject in words (`_ASKED`), or one of its values, in
+    force or former ("do I still live in Beijing?" is about the location, now Shanghai)."""
+    if not message:
+        return set()
+    folded = message.casefold()
+    out = {k for k, pattern in _ASKED.items() if k in by_key and pattern.search(message)}
+    for key, facts in by_key.items():
+        if key in out:
+            continue
+        for f in facts:
+            value = str(f["value"]).casefold().strip()
+            if len(value) < 2:
+                continue
+            if value.isascii():
+                if re.search(rf"(?<![a-z]){re.escape(value)}(?![a-z])", folded):
+                    out.add(key)
+                    break
+            elif value in folded:
+                out.add(key)
+                break
+    return out
+
 
 SECTION_HEADER = "User profile (current facts; they override anything said earlier):"
 # The profile's share of the context budget until the strategy table gives one per mode.
@@ -266,6 +320,7 @@ class Profile:
         count: Callable[[str], int] = len,
         timezone: str | None = None,
         clock: str | None = None,
+        message: str = "",
     ) -> str:
         """The system-prompt section for the user's current facts, or "" when there are none.
 
@@ -276,7 +331,8 @@ class Profile:
         it is the user's timezone now, though the fact is written only when the turn is recorded (a
         prompt saying "Now … (Europe/London)" must not say "timezone: Asia/Shanghai"). `clock` is the
         zone the turn is read in (`memsched.zones`: it may be a fixed offset, never a fact): the dates
-        are on it, else on the timezone fact's.
+        are on it, else on the timezone fact's. The lines of what `message` asks about (`asked_keys`:
+        "where do I live now?") are dropped last, so the value in force is there to answer it.
         """
         rows = self.store.facts(user_id)
         if not rows and not timezone:
@@ -292,15 +348,16 @@ class Profile:
         zone = clock or next(
             (f["value"] for f in reversed(by_key.get(TIMEZONE, [])) if f["superseded_at"] is None), None
         )
-        lines: list[str] = []
-        for key in order:
-            line = _line(key, by_key[key], zone)
-            if line:
-                lines.append(line)
-        if not lines:
+        shown = {key: line for key in order if (line := _line(key, by_key[key], zone))}
+        if not shown:
             return ""
+        asked = asked_keys(message, by_key) if max_tokens is not None else set()
+        # Dropped first: the least important key not asked about.
+        keep = [k for k in shown if k in asked] + [k for k in shown if k not in asked]
+        lines = list(shown.values())
         while max_tokens is not None and lines and count("\n".join([SECTION_HEADER, *lines])) > max_tokens:
-            lines.pop()
+            keep.pop()
+            lines = [line for k, line in shown.items() if k in keep]
         return "\n".join([SECTION_HEADER, *lines]) if lines else ""
 
 

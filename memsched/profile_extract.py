@@ -562,9 +562,13 @@ def extract(text: str) -> list[Observation]:
         found.insert(0, Observation(key, "", "retract", rule=rule))
     # "My cat Luna died": the pet ends (before any new one the message gives), and the pet the same
     # words named ("my cat Luna") is not set again.
-    for ended in reversed(_pets_gone(text)):
-        found = [ob for ob in found if not (ob.key == PETS and ob.op == "set" and ended_pets([ob.value], ended.value))]
-        found.insert(0, ended)
+    for gone in reversed(_pets_gone(text)):
+        found = [
+            ob
+            for ob in found
+            if not (ob.key == PETS and ob.op == "set" and ended_pets([ob.value], gone.value))
+        ]
+        found.insert(0, gone)
     sleep = _sleep_time(text)
     if sleep is not None:
         found.append(sleep)
@@ -591,18 +595,20 @@ def _pets_gone(text: str) -> list[Observation]:
             name = m.group("name")
             if rule == "en_named_pet_gone" and name and name.lower() in ENGLISH_STOP_WORDS:
                 continue  # "If my cat died …", "She died": no name
-            if name and (
-                english
-                and (name.lower() in EN_NOT_GREETING_NAMES or name.lower() in _EN_PRONOUNS or _is_breed(name))
-                or not english
-                and (clean_value(name, english=False) is None or not _zh_pet_name(name))
-            ):
+            if name and not _pet_name_ok(name, english=english):
                 name = None
             kind = m.group("kind")
             said = " ".join(w for w in (kind.lower() if english and kind else kind, name) if w)
             if said:
                 out.append(Observation(PETS, said, "retract", rule=rule))
     return out
+
+
+def _pet_name_ok(name: str, *, english: bool) -> bool:
+    if english:
+        lower = name.lower()
+        return lower not in EN_NOT_GREETING_NAMES and lower not in _EN_PRONOUNS and not _is_breed(name)
+    return clean_value(name, english=False) is not None and _zh_pet_name(name)
 
 
 # Kinds said of the same animal: "kitten" is a cat, 猫咪 a 猫, "puppy" a dog.

@@ -1012,7 +1012,9 @@ PET_END_RULES: list[tuple[str, re.Pattern[str], bool]] = [
     ),
     (
         "en_put_pet_down",
-        re.compile(rf"\b(?:I|we) (?:had to |just |finally )*put (?:my|our) {_EN_PET} (?:down|to sleep)\b", re.I),
+        re.compile(
+            rf"\b(?:I|we) (?:had to |just |finally )*put (?:my|our) {_EN_PET} (?:down|to sleep)\b", re.I
+        ),
         True,
     ),
     (

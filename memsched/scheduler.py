@@ -644,7 +644,9 @@ class Scheduler:
         asked = None if budget is UNSET else budget
         sections = [
             clock_line(at, zone),
-            self._profile_section(user_id, DEFAULT_PROFILE_SHARE, new_zone, zone, budget=asked),
+            self._profile_section(
+                user_id, DEFAULT_PROFILE_SHARE, new_zone, zone, budget=asked, message=message
+            ),
         ]
         kwargs: dict[str, Any] = {
             "now": at,
@@ -667,14 +669,21 @@ class Scheduler:
         clock: str | None = None,
         *,
         budget: int | None = None,
+        message: str = "",
     ) -> str:
         """The profile's system-prompt section within `share` of the budget (the configured one unless
-        `budget`; most important keys first); `timezone` is the one the turn came with, shown as the
-        user's timezone already; `clock` the one its dates are read in (the turn's)."""
+        `budget`; most important keys first, and what `message` asks about); `timezone` is the one the
+        turn came with, shown as the user's timezone already; `clock` the one its dates are read in (the
+        turn's)."""
         limit = int((budget if budget is not None else self.config.budget) * share)
         return (
             self.profile.section(
-                user_id, max_tokens=limit, count=self.memory.counter.count, timezone=timezone, clock=clock
+                user_id,
+                max_tokens=limit,
+                count=self.memory.counter.count,
+                timezone=timezone,
+                clock=clock,
+                message=message,
             )
             if limit > 0
             else ""
@@ -1021,7 +1030,7 @@ class Scheduler:
         with t.sw.stage("overflow_check"):
             # The profile's share until the strategy is chosen (then the strategy's own share).
             t.profile_text = self._profile_section(
-                t.user_id, DEFAULT_PROFILE_SHARE, self._new_zone(t), t.timezone
+                t.user_id, DEFAULT_PROFILE_SHARE, self._new_zone(t), t.timezone, message=t.message
             )
             sections = (clock_line(t.at, t.timezone), t.profile_text, *(a.note for a in t.applied))
             t.sections = [s for s in sections if s]
@@ -1111,7 +1120,9 @@ class Scheduler:
             t.sections = [*t.sections, *t.plan.sections]
             share = t.plan.shares.get("profile") if t.plan.shares else None
             if share is not None and t.profile_text:
-                text = self._profile_section(t.user_id, float(share), self._new_zone(t), t.timezone)
+                text = self._profile_section(
+                    t.user_id, float(share), self._new_zone(t), t.timezone, message=t.message
+                )
                 t.sections = [text if x == t.profile_text else x for x in t.sections if x]
                 t.sections = [x for x in t.sections if x]
                 t.profile_text = text

@@ -188,3 +188,93 @@ def test_a_nickname_never_replaces_a_name_the_user_asked_for(store: SQLiteStore)
     apply_rename(p, "u", detect("call me Da Wang")[0], at=T0 + timedelta(days=1), source_turn_ids=[2])
     apply(p, "u", extract("我小名叫豆豆"), at=T0 + timedelta(days=2), source_turn_ids=[3])
     assert p.values("u", "preferred_name") == ["Da Wang"]
+
+
+# -- a fact that changed: the newest is in the prompt when it is asked about ---------------------------
+
+
+FULL = [
+    "Hi, I'm Sarah. I'm allergic to peanuts and shellfish, I'm vegetarian, my boyfriend is called Tom",
+    "I have a cat called Luna, my birthday is March 3rd, I'm a nurse at the city hospital",
+    "I love jazz, hiking and sushi, I hate cilantro. I usually go to bed at 11pm.",
+]
+
+
+@pytest.mark.parametrize(
+    ("first", "moved", "question", "line"),
+    [
+        ("I live in Beijing", "I moved to Shanghai", "Where do I live now?", "location: Shanghai"),
+        ("I live in Beijing", "I moved to Shanghai", "Do I still live in Beijing?", "location: Shanghai"),
+        ("我住在北京", "我搬到上海了", "我现在住哪？", "location: 上海"),
+        (
+            "I work as a teacher",
+            "I quit my job, now I'm a barista",
+            "What's my job again?",
+            "occupation: barista",
+        ),
+    ],
+)
+def test_the_line_a_question_asks_about_is_the_last_the_budget_drops(
+    store: SQLiteStore, first: str, moved: str, question: str, line: str
+) -> None:
+    p = _walk(store, [*FULL, first, moved])
+    tight = p.section("u", max_tokens=60, count=lambda s: len(s.split()) + len(s) // 8)
+    assert line not in tight  # the full profile does not fit: the location is not among the first
+    asked = p.section("u", max_tokens=60, count=lambda s: len(s.split()) + len(s) // 8, message=question)
+    assert line in asked and "formerly" in asked
+    assert asked.splitlines()[0] == tight.splitlines()[0]  # the same header, keys in their order
+    # a message about nothing in the profile drops what it always did
+    assert p.section("u", max_tokens=60, count=lambda s: len(s.split()) + len(s) // 8, message="hi") == tight
+
+
+@pytest.fixture
+def server(tmp_path: Path, fake: FakeOpenAI) -> Iterator[str]:
+    cfg = Config.load(
+        home=tmp_path / "srv",
+        embedders="hash",
+        upstream_base_url=fake.base_url,
+        upstream_model="fake-model",
+        budget=600,
+    )
+    with LiveServer(create_app(cfg)) as base:
+        yield base
+
+
+def _chat(base: str, text: str, at: datetime) -> str:
+    r = httpx.post(
+        f"{base}/v1/chat/completions",
+        json={
+            "model": "fake-model",
+            "user": "sarah",
+            "metadata": {"session_id": at.date().isoformat(), "timestamp": at.isoformat()},
+            "messages": [{"role": "user", "content": text}],
+        },
+        timeout=60,
+    )
+    assert r.status_code == 200, r.text
+    return r.text
+
+
+def test_http_a_move_a_pet_that_died_and_a_nickname_over_months(server: str, fake: FakeOpenAI) -> None:
+    at = T0
+    for text in [
+        *FULL,
+        "my nickname is Bee",
+        "I live in Beijing, near the Temple of Heaven.",
+        "Beijing traffic is awful in the mornings, I live in Beijing so I deal with it every day.",
+        "Where I live in Beijing the hutongs are full of old men playing chess.",
+    ]:
+        _chat(server, text, at)
+        at += timedelta(days=3)
+    at = datetime(2026, 6, 1, 10, tzinfo=UTC)
+    _chat(server, "I moved to Shanghai last week! The new flat is small but bright.", at)
+    _chat(server, "My cat Luna died last week. I miss her so much.", at + timedelta(days=2))
+    current = httpx.get(f"{server}/v1/users/sarah/profile", params={"current": "true"}).json()["facts"]
+    values = {(f["key"], f["value"]) for f in current}
+    assert ("location", "Shanghai") in values and ("preferred_name", "Bee") in values
+    assert not [v for k, v in values if k == "pets"]
+    fake.clear()
+    _chat(server, "Where do I live now?", at + timedelta(days=9))
+    system = fake.chat_requests[-1]["messages"][0]["content"]
+    assert "location: Shanghai (since 2026-06-01; formerly Beijing)" in system
+    assert "Luna" not in system.split("Memories from")[0]  # no pet in the profile lines
