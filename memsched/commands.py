@@ -23,7 +23,7 @@ from memsched.forget import COUNTS_RESET as COUNTS_RESET  # re-exported for the 
 from memsched.forget import after_forget
 from memsched.jobs.tasks import TaskContext, task
 from memsched.model import utcnow
-from memsched.profile import NAME, PREFERRED_NAME, Profile
+from memsched.profile import NAME, PARTNER_NAME, PREFERRED_NAME, Profile
 from memsched.text.places import is_place_en
 from memsched.text.segment import ENGLISH_STOP_WORDS
 
@@ -525,6 +525,7 @@ _VARIANT_GROUPS: tuple[tuple[str, ...], ...] = (
     ),
 )
 TOPIC_VARIANTS: dict[str, tuple[str, ...]] = {w.lower(): g for g in _VARIANT_GROUPS for w in g}
+_EX = "ex"  # the topic of a former partner (`_VARIANT_GROUPS`)
 
 _ME = {"我", "我自己", "me", "myself"}
 
@@ -1029,6 +1030,14 @@ def match_topic(store: Store, user_id: str, topic: str, *, exclude: Sequence[int
             for name in apposed_names(t.content, nouns):
                 if _norm_name(name) not in {_norm_name(x) for x in base}:
                     via.setdefault(name, f"named after it in turn {t.id}")
+    if _EX in base:
+        # "forget everything about my ex": a partner the profile holds as former is the ex, by name
+        # ("my boyfriend is called Tom", then "I broke up with Tom").
+        for row in store.facts(user_id, PARTNER_NAME):
+            if row["superseded_at"] is not None and _norm_name(row["value"]) not in {
+                _norm_name(x) for x in base
+            }:
+                via.setdefault(row["value"], "a former partner in the profile")
     pattern = topic_pattern(topic, list(via))
     hits: set[int] = set()
     follow: set[tuple[str, int]] = set()

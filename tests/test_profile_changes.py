@@ -278,3 +278,46 @@ def test_http_a_move_a_pet_that_died_and_a_nickname_over_months(server: str, fak
     system = fake.chat_requests[-1]["messages"][0]["content"]
     assert "location: Shanghai (since 2026-06-01; formerly Beijing)" in system
     assert "Luna" not in system.split("Memories from")[0]  # no pet in the profile lines
+
+
+# -- forgetting the ex ------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("said", "forget", "ex", "now"),
+    [
+        (
+            [
+                "My boyfriend is called Tom, we met in college.",
+                "Tom and I went hiking today, it was lovely.",
+                "I broke up with Tom.",
+                "My boyfriend's name is Mark, we've been dating a month.",
+            ],
+            "Forget everything about my ex.",
+            "Tom",
+            "Mark",
+        ),
+        (
+            ["我男朋友叫阿杰", "今天阿杰带我去吃了火锅", "我和阿杰分手了", "我男朋友叫小林"],
+            "忘掉关于我前任的一切",
+            "阿杰",
+            "小林",
+        ),
+    ],
+)
+def test_http_forgetting_the_ex_forgets_the_former_partner_by_name(
+    server: str, fake: FakeOpenAI, said: list[str], forget: str, ex: str, now: str
+) -> None:
+    at = T0
+    for text in said:
+        _chat(server, text, at)
+        at += timedelta(days=5)
+    history = httpx.get(f"{server}/v1/users/sarah/profile").json()["facts"]
+    assert ex in {f["value"] for f in history if f["key"] == "partner_name"}
+    _chat(server, forget, at)
+    history = httpx.get(f"{server}/v1/users/sarah/profile").json()["facts"]
+    assert [f["value"] for f in history if f["key"] == "partner_name"] == [now]
+    fake.clear()
+    _chat(server, "hi, what do you remember about me?", at + timedelta(days=1))
+    system = fake.chat_requests[-1]["messages"][0]["content"]
+    assert f"partner: {now}" in system and ex not in system
