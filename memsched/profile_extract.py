@@ -64,6 +64,9 @@ if TYPE_CHECKING:
 log = logging.getLogger("memsched.profile")
 
 Op = Literal["set", "retract"]
+# "correct": the user corrects a value they gave ("No, I said Luna not Lola"): `old` becomes `value`
+# in whichever fact in force holds it.
+RuleOp = Literal["set", "retract", "correct"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -72,11 +75,13 @@ class Observation:
 
     key: str
     value: str
-    op: Op = "set"
+    op: RuleOp = "set"
     rule: str = ""
+    old: str = ""
 
     def as_dict(self) -> dict[str, Any]:
-        return {"key": self.key, "value": self.value, "op": self.op, "rule": self.rule}
+        out = {"key": self.key, "value": self.value, "op": self.op, "rule": self.rule}
+        return {**out, "old": self.old} if self.old else out
 
 
 # -- values ----------------------------------------------------------------------------------------
@@ -569,6 +574,7 @@ def extract(text: str) -> list[Observation]:
             if not (ob.key == PETS and ob.op == "set" and ended_pets([ob.value], gone.value))
         ]
         found.insert(0, gone)
+    found += _corrections(as_said)
     sleep = _sleep_time(text)
     if sleep is not None:
         found.append(sleep)
@@ -602,6 +608,59 @@ def _pets_gone(text: str) -> list[Observation]:
             if said:
                 out.append(Observation(PETS, said, "retract", rule=rule))
     return out
+
+
+# A value corrected: "No, I said Luna not Lola", "I meant peanuts, not walnuts", "her name is Luna,
+# not Lola", "not Lola, Luna"; "不是北京，是南京", "我说的是豆豆，不是逗逗". `apply` changes the old word
+# only where a fact in force holds it, so "it's Monday, not Tuesday" changes nothing.
+_EN_WORD = r"[A-Za-z][A-Za-z'\-]*(?: [A-Z][A-Za-z'\-]*)?"
+_EN_CORRECTION = re.compile(
+    rf"\b(?:I said|I meant|I mean|I typed|it's|it is|its|that's|that is|is|was)\s+(?P<new>{_EN_WORD}),?\s+not\s+"
+    rf"(?P<old>{_EN_WORD})(?=\s*$|\s*[.!,;~)])"
+    rf"|(?:^|(?<=[.!?]\s)|(?<=\bno[,!.]\s)|(?<=\bno\s))not\s+(?P<old2>{_EN_WORD})\s*[,;]\s*(?:it's\s+|but\s+|I said\s+|I meant\s+)?"
+    rf"(?P<new2>{_EN_WORD})(?=\s*$|\s*[.!,;~)])",
+    re.I,
+)
+_ZH_WORD = r"[\u4e00-\u9fffA-Za-z·]{1,8}?"
+_ZH_CORRECTION = re.compile(
+    rf"(?:^|(?<=[，,。.!！?？；;\s]))(?:不对|不是的|错了|说错了)?[，,]?不是(?P<old>{_ZH_WORD})[，,\s]*(?:是|而是|我说的是)(?P<new>{_ZH_WORD})"
+    rf"(?=$|[，,。.!！~～;；\s]|啦|啊|呀|哦|吧)"
+    rf"|(?:我说的是|我是说|应该是)(?P<new2>{_ZH_WORD})[，,\s]*(?:不是|而不是)(?P<old2>{_ZH_WORD})(?=$|[，,。.!！~～;；\s]|啦|啊|呀|哦|吧)"
+)
+
+
+def _corrections(text: str) -> list[Observation]:
+    out: list[Observation] = []
+    for pattern, english in ((_EN_CORRECTION, True), (_ZH_CORRECTION, False)):
+        for m in pattern.finditer(text):
+            new, old = (m.group("new") or m.group("new2")), (m.group("old") or m.group("old2"))
+            if not new or not old or _is_question(text, m.end()) or in_quote(text, m.start()):
+                continue
+            if english and (old.lower() in ENGLISH_STOP_WORDS or new.lower() in ENGLISH_STOP_WORDS):
+                continue
+            if not english and (
+                clean_value(old, english=False) is None or clean_value(new, english=False) is None
+            ):
+                continue
+            if same_value(new, old):
+                continue
+            out.append(
+                Observation("", new, "correct", rule="en_correction" if english else "zh_correction", old=old)
+            )
+    return out
+
+
+def corrected(value: str, old: str, new: str) -> str | None:
+    """`value` with the word `old` as `new` ("cat Lola" -> "cat Luna"; "北京" -> "南京"), or None when
+    the value does not hold it as a whole word or the whole value."""
+    if same_value(value, old):
+        return new
+    words = value.split()
+    if len(words) > 1 and any(same_value(w, old) for w in words):
+        return " ".join(new if same_value(w, old) else w for w in words)
+    if len(old.split()) > 1 and re.search(rf"(?<![\w]){re.escape(old)}(?![\w])", value, re.I):
+        return re.sub(rf"(?<![\w]){re.escape(old)}(?![\w])", new, value, flags=re.I)
+    return None
 
 
 def _pet_name_ok(name: str, *, english: bool) -> bool:
@@ -939,7 +998,17 @@ def apply(
             if not _others_may_name(profile, user_id):
                 continue
             meta = {OTHERS_CALL: True}
-        if ob.op == "retract" and ob.key == PETS:  # "my cat Luna died": the pet in force it names
+        if ob.op == "correct":  # "No, I said Luna not Lola": the fact in force that holds Lola
+            for fact in profile.facts(user_id, current=True):
+                value = corrected(fact.value, ob.old, ob.value)
+                if value is None or fact.key == TIMEZONE:
+                    continue
+                if fact.key in MULTI_KEYS:
+                    profile.retract(user_id, fact.key, fact.value, at=at, tx=tx)
+                profile.set(
+                    user_id, fact.key, value, at=at, source_turn_ids=source_turn_ids, meta=fact.meta, tx=tx
+                )
+        elif ob.op == "retract" and ob.key == PETS:  # "my cat Luna died": the pet in force it names
             for value in ended_pets(profile.values(user_id, PETS), ob.value):
                 profile.retract(user_id, PETS, value, at=at, tx=tx)
         elif ob.op == "retract" and not ob.value:  # "我辞职了": whatever the value in force is

@@ -35,6 +35,9 @@ quit or a breakup ("我辞职了", "I got laid off", "我和男朋友分手了")
 pet that died or was given away ("My cat Luna died", "Luna passed away", "我家狗狗去世了", "我们把狗送人了")
 that pet (`PET_END_RULES`). Love of what the user has ("I love my job", "I love my wife") is no taste:
 a like or dislike is of a thing in general ("I love jazz", "I hate the cold").
+A value the user corrects ("No, I said Luna not Lola", "I meant peanuts, not walnuts", "不是北京，是南京",
+"我说的是豆豆，不是逗逗") is replaced in the fact in force that holds the old word (`profile_extract.corrected`);
+where none does ("it's Monday, not Tuesday") nothing changes.
 Words in quotes are someone's, not the user's ('He said "I'm a doctor"').
 
 """

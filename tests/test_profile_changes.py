@@ -321,3 +321,47 @@ def test_http_forgetting_the_ex_forgets_the_former_partner_by_name(
     _chat(server, "hi, what do you remember about me?", at + timedelta(days=1))
     system = fake.chat_requests[-1]["messages"][0]["content"]
     assert f"partner: {now}" in system and ex not in system
+
+
+# -- corrections --------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("said", "correction", "key", "values"),
+    [
+        (["My cat is called Lola"], "No, I said Luna not Lola", "pets", ["cat Luna"]),
+        (["My cat is called Lola"], "No, my cat's name is Luna, not Lola", "pets", ["cat Luna"]),
+        (["I have a dog named Rex"], "not Rex, Max", "pets", ["dog Max"]),
+        (
+            ["I'm allergic to walnuts and latex"],
+            "sorry, I meant peanuts, not walnuts",
+            "allergies",
+            ["latex", "peanuts"],
+        ),
+        (["我住在北京"], "不是北京，是南京", "location", ["南京"]),
+        (["我家的猫叫逗逗"], "不对，我说的是豆豆，不是逗逗", "pets", ["猫 豆豆"]),
+        (["My boyfriend is called Jon"], "it's John, not Jon", "partner_name", ["John"]),
+    ],
+)
+def test_a_value_the_user_corrects_is_replaced(
+    store: SQLiteStore, said: list[str], correction: str, key: str, values: list[str]
+) -> None:
+    p = _walk(store, [*said, correction])
+    assert p.values("u", key) == values
+
+
+@pytest.mark.parametrize(
+    "said",
+    [
+        "It's Monday, not Tuesday",  # no fact holds Tuesday
+        "I said yes, not no",
+        "Is it Luna, not Lola?",  # a question
+        'She said "it\'s Luna, not Lola"',  # someone's words
+        "不是我，是他",
+        "Lola is not Luna",
+    ],
+)
+def test_what_corrects_nothing_in_force_changes_nothing(store: SQLiteStore, said: str) -> None:
+    p = _walk(store, ["My cat is called Lola", "I live in Boston", "My wife is Anna", said])
+    assert p.values("u", "pets") == ["cat Lola"]
+    assert p.values("u", "location") == ["Boston"] and p.values("u", "partner_name") == ["Anna"]
