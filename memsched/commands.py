@@ -85,6 +85,9 @@ _ZH_NOT_NAMES = frozenset(
 _ZH_NOT_FIRST = frozenset("一了你他她它我起去吃回出来做帮过睡醒干别不没怎什啥哪谁几这那吧吗呢啊呀嘛哦")
 
 
+ZH_NOT_NAME_FIRST = _ZH_NOT_FIRST
+
+
 def _clean_name(raw: str | None) -> str | None:
     if not raw:
         return None

@@ -34,6 +34,7 @@ HOMETOWN = "hometown"  # where the user comes from; `location` is where they liv
 OCCUPATION = "occupation"
 PARTNER_NAME = "partner_name"
 PETS = "pets"
+PEOPLE = "people"  # the people in the user's life by name: "sister 小红", "son Leo", "best friend Anna"
 LIKES = "likes"
 DISLIKES = "dislikes"
 ALLERGIES = "allergies"
@@ -50,6 +51,7 @@ KEYS: tuple[str, ...] = (
     DIET,
     PARTNER_NAME,
     PETS,
+    PEOPLE,
     BIRTHDAY,
     LOCATION,
     HOMETOWN,
@@ -60,7 +62,7 @@ KEYS: tuple[str, ...] = (
     TIMEZONE,  # last: the prompt's clock line already names it
 )
 # Keys that hold a set of values: a new value joins the others instead of replacing them.
-MULTI_KEYS: frozenset[str] = frozenset({PETS, LIKES, DISLIKES, ALLERGIES, DIET})
+MULTI_KEYS: frozenset[str] = frozenset({PETS, PEOPLE, LIKES, DISLIKES, ALLERGIES, DIET})
 # Keys whose earlier values are worth naming ("formerly 小王"): old mentions in history are outdated.
 FORMERLY_KEYS: frozenset[str] = frozenset({PREFERRED_NAME, NAME, LOCATION, OCCUPATION, PARTNER_NAME})
 
@@ -72,6 +74,7 @@ KEY_LABELS: dict[str, str] = {
     DIET: "diet (suggest food that fits it)",
     SLEEP_TIME: "usual bedtime",
     HOMETOWN: "hometown (where the user comes from, not where they live)",
+    PEOPLE: "people in the user's life",
 }
 
 # What a message asks about when it names a key's subject ("where do I live now?", "我现在住哪",
@@ -96,6 +99,11 @@ _ASKED: dict[str, re.Pattern[str]] = {
         r"\b(?:pets?|cats?|kitten|dogs?|puppy|rabbit|bunny|hamster|parrot|turtle|fish)\b|宠物|猫|狗|兔|仓鼠|鹦鹉|乌龟|金鱼",
         re.I,
     ),
+    PEOPLE: re.compile(
+        r"\b(?:sister|brother|mom|mum|mother|dad|father|son|daughter|kids?|family|friends?|cousin)\b|"
+        r"姐|妹|哥|弟|妈|爸|儿子|女儿|孩子|家人|朋友|闺蜜",
+        re.I,
+    ),
     BIRTHDAY: re.compile(r"\bbirthday\b|\bborn\b|生日", re.I),
     SLEEP_TIME: re.compile(r"\b(?:sleep|bed|bedtime)\b|睡", re.I),
     LIKES: re.compile(r"\b(?:favou?rites?|hobby|hobbies)\b|喜欢|爱好|最爱", re.I),
@@ -113,18 +121,17 @@ def asked_keys(message: str, by_key: dict[str, list[dict[str, Any]]]) -> set[str
     for key, facts in by_key.items():
         if key in out:
             continue
-        for f in facts:
-            value = str(f["value"]).casefold().strip()
-            if len(value) < 2:
-                continue
-            if value.isascii():
-                if re.search(rf"(?<![a-z]){re.escape(value)}(?![a-z])", folded):
-                    out.add(key)
-                    break
-            elif value in folded:
-                out.add(key)
-                break
+        # The value, or a name in it ("sister 小红": "小红最近怎么样？", "cat Luna": "how's Luna?")
+        said = {p for f in facts for v in [str(f["value"]).casefold().strip()] for p in (v, *v.split()[1:])}
+        if any(_mentions(folded, v) for v in said if len(v) >= 2):
+            out.add(key)
     return out
+
+
+def _mentions(folded: str, value: str) -> bool:
+    if value.isascii():
+        return re.search(rf"(?<![a-z]){re.escape(value)}(?![a-z])", folded) is not None
+    return value in folded
 
 
 SECTION_HEADER = "User profile (current facts; they override anything said earlier):"

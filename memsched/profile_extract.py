@@ -15,7 +15,16 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import BaseModel, Field
 
-from memsched.commands import detect, ends_as_question, in_quote, named, others_call, stated_name
+from memsched.commands import (
+    ZH_NOT_NAME_FIRST,
+    detect,
+    ends_as_question,
+    in_quote,
+    named,
+    nickname,
+    others_call,
+    stated_name,
+)
 from memsched.errors import LLMError
 from memsched.jobs.tasks import TaskContext, task
 from memsched.model import Turn
@@ -31,6 +40,7 @@ from memsched.profile import (
     NAME,
     OCCUPATION,
     PARTNER_NAME,
+    PEOPLE,
     PETS,
     PREFERRED_NAME,
     SLEEP_TIME,
@@ -44,6 +54,8 @@ from memsched.profile_rules import (
     EN_PLACE,
     EN_V,
     END_RULES,
+    KIN_SAME,
+    PEOPLE_RULES,
     PET_END_RULES,
     PET_KINDS_EN,
     PET_KINDS_ZH,
@@ -574,6 +586,7 @@ def extract(text: str) -> list[Observation]:
             if not (ob.key == PETS and ob.op == "set" and ended_pets([ob.value], gone.value))
         ]
         found.insert(0, gone)
+    found += _people(text)
     found += _corrections(as_said)
     sleep = _sleep_time(text)
     if sleep is not None:
@@ -608,6 +621,50 @@ def _pets_gone(text: str) -> list[Observation]:
             if said:
                 out.append(Observation(PETS, said, "retract", rule=rule))
     return out
+
+
+def _people(text: str) -> list[Observation]:
+    """The people in the user's life a message names (`PEOPLE_RULES`): "sister 小红", "son Leo"."""
+    out: list[Observation] = []
+    for rule, pattern, english in PEOPLE_RULES:
+        for m in pattern.finditer(text):
+            if _is_question(text, m.end()) or _hypothetical(text, m.start()) or in_quote(text, m.start()):
+                continue
+            name = _glued_name(m.group("rest")) if rule == "zh_kin_glued" else m.group("v")
+            name = re.sub(r"'s$", "", name) if name and english else name  # "my best friend Sarah's birthday"
+            if not name or (english and (name.lower() in EN_NOT_GREETING_NAMES or is_place_en(name))):
+                continue
+            if not english and (name[0] in ZH_NOT_NAME_FIRST or clean_value(name, english=False) is None):
+                continue
+            kin = m.group("kin").lower() if english else m.group("kin")
+            value = f"{KIN_SAME.get(kin, kin)} {name}"
+            if not any(o.value == value for o in out):
+                out.append(Observation(PEOPLE, value, rule=rule))
+    return out
+
+
+def _glued_name(rest: str) -> str | None:
+    """The name jieba glues to a kinship word ("我姐小红今天来了" -> 小红, "我妈李梅" -> 李梅): the next
+    word when jieba tags it a person's name, or the next two or three characters when they have a
+    nickname's shape and end a word ("小红", "乐乐"); None for "我姐今天来了", "我弟刚毕业"."""
+    from memsched.text.postag import lcut
+
+    if rest[0] in "们俩家的和跟与也都还就又在是说":  # "我哥们儿", "我爸妈", "我姐也…": no name follows
+        return None
+    words = [(w, f) for w, f in lcut(rest)][:3]
+    if not words:
+        return None
+    first, flag = words[0]
+    if flag == "nr" and 2 <= len(first) <= 3:
+        return str(first)
+    joined = ""
+    for w, _ in words:
+        joined += w
+        if len(joined) > 3:
+            return None
+        if len(joined) >= 2:
+            return joined if nickname(joined) and not _ZH_NOT_TOPIC.fullmatch(joined) else None
+    return None
 
 
 # A value corrected: "No, I said Luna not Lola", "I meant peanuts, not walnuts", "her name is Luna,

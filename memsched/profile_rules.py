@@ -1036,3 +1036,56 @@ PET_END_RULES: list[tuple[str, re.Pattern[str], bool]] = [
         False,
     ),
 ]
+
+# The people in the user's life by name (`people`): a relative or friend named after the word for
+# them: "my sister Anna", "my son is named Leo", "my mom's name is Linda", "我妹妹叫小丽", "我姐姐的名字
+# 是王芳", and, glued as jieba leaves it, "我姐小红今天来了", "我哥大伟说…" (`profile_extract._people`
+# takes the glued name only when jieba tags it a person's name or it has a nickname's shape). A
+# partner is `partner_name`; an ex, a boss or a colleague is none of these.
+_EN_KIN = (
+    r"mom|mum|mother|dad|father|sister|little sister|big sister|older sister|younger sister|brother|"
+    r"little brother|big brother|older brother|younger brother|son|daughter|grandma|grandmother|"
+    r"grandpa|grandfather|granddaughter|grandson|aunt|uncle|cousin|niece|nephew|best friend|friend|"
+    r"stepmom|stepdad|stepson|stepdaughter|stepsister|stepbrother"
+)
+_ZH_KIN = (
+    r"姐姐|妹妹|哥哥|弟弟|妈妈|爸爸|老妈|老爸|儿子|女儿|闺女|爷爷|奶奶|外公|外婆|姥姥|姥爷|表姐|表妹|表哥|表弟|"
+    r"堂姐|堂妹|堂哥|堂弟|闺蜜|好朋友|好友|发小|姐|妹|哥|弟|妈|爸"
+)
+PEOPLE_RULES: list[tuple[str, re.Pattern[str], bool]] = [
+    (
+        "en_kin_named",
+        re.compile(
+            rf"\b(?:my|our) (?P<kin>{_EN_KIN})(?:'s name is| is called| is named| is|,)? {_EN_CAP_NAME}",
+            re.I,
+        ),
+        True,
+    ),
+    (
+        "zh_kin_named",
+        re.compile(
+            rf"我(?:的|家)?(?P<kin>{_ZH_KIN})(?:(?:的名字|的小名|的大名)(?:叫|是)|叫)(?P<v>[{_CJK}·]{{2,4}}?|[A-Z][a-z]+)"
+            r"(?=$|[，,。.!！?？；;~～\s]|吧|啊|呀|哦|了|呢|，)"
+        ),
+        False,
+    ),
+    ("zh_kin_glued", re.compile(rf"{_ZH_HEAD}我(?P<kin>{_ZH_KIN})(?P<rest>[{_CJK}]{{2,8}})"), False),
+]
+# The word a relative is stored under: 姐 is 姐姐, 老妈 妈妈, "mum" mom.
+KIN_SAME = {
+    "姐": "姐姐",
+    "妹": "妹妹",
+    "哥": "哥哥",
+    "弟": "弟弟",
+    "妈": "妈妈",
+    "老妈": "妈妈",
+    "爸": "爸爸",
+    "老爸": "爸爸",
+    "闺女": "女儿",
+    "好友": "好朋友",
+    "mum": "mom",
+    "mother": "mom",
+    "father": "dad",
+    "grandmother": "grandma",
+    "grandfather": "grandpa",
+}

@@ -176,7 +176,7 @@ def test_a_nickname_the_user_has_is_what_others_call_them(text: str, name: str) 
     ],
 )
 def test_a_past_or_rejected_nickname_names_no_one(text: str) -> None:
-    assert _said(text) == []
+    assert [f for f in _said(text) if f[0] in ("preferred_name", "name")] == []
 
 
 def test_a_nickname_never_replaces_a_name_the_user_asked_for(store: SQLiteStore) -> None:
@@ -365,3 +365,60 @@ def test_what_corrects_nothing_in_force_changes_nothing(store: SQLiteStore, said
     p = _walk(store, ["My cat is called Lola", "I live in Boston", "My wife is Anna", said])
     assert p.values("u", "pets") == ["cat Lola"]
     assert p.values("u", "location") == ["Boston"] and p.values("u", "partner_name") == ["Anna"]
+
+
+# -- the people in the user's life --------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("text", "values"),
+    [
+        # jieba glues the name to the kinship word, or tags it a name: both read
+        ("我姐小红今天来了", ["姐姐 小红"]),
+        ("我哥大伟说他要结婚", ["哥哥 大伟"]),
+        ("我妈李梅", ["妈妈 李梅"]),
+        ("我儿子乐乐三岁了", ["儿子 乐乐"]),
+        ("我妹妹叫小丽", ["妹妹 小丽"]),
+        ("我妹妹叫小红", ["妹妹 小红"]),
+        ("我姐姐的名字是王芳", ["姐姐 王芳"]),
+        ("My sister Anna is visiting", ["sister Anna"]),
+        ("My son is named Leo", ["son Leo"]),
+        ("My mom's name is Linda", ["mom Linda"]),
+        ("My sister's name is Lily", ["sister Lily"]),
+        ("My daughter Mia turned 5", ["daughter Mia"]),
+        ("My best friend Sarah's birthday is tomorrow", ["best friend Sarah"]),
+    ],
+)
+def test_a_relative_or_friend_by_name(text: str, values: list[str]) -> None:
+    assert [v for k, v, _ in _said(text) if k == "people"] == values
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "我姐今天来了",
+        "我弟刚毕业",
+        "我妈是医生",
+        "我妈叫我回家吃饭",
+        "我妈叫了外卖",
+        "我哥们儿都来了",
+        "我爸妈都很好",
+        "我姐也来了",
+        "我前男友叫阿杰",
+        "my friend is a doctor",  # someone else's job, and no name
+        "My sister is Chinese",
+        "Is my sister Anna coming?",
+        "If my son were named Leo",
+    ],
+)
+def test_what_names_no_one_in_the_users_life(text: str) -> None:
+    assert [v for k, v, _ in _said(text) if k in ("people", "occupation", "name", "partner_name")] == []
+
+
+def test_a_question_about_someone_by_name_keeps_their_line(store: SQLiteStore) -> None:
+    p = _walk(store, [*FULL, "我妹妹叫小丽"])
+    count = lambda s: len(s.split()) + len(s) // 8  # noqa: E731
+    assert "小丽" not in p.section("u", max_tokens=60, count=count)
+    assert "people in the user's life: 妹妹 小丽" in p.section(
+        "u", max_tokens=60, count=count, message="小丽最近怎么样？"
+    )
