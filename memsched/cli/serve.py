@@ -44,6 +44,7 @@ def serve(
     """Run the service on the embedded SQLite store (point your OpenAI SDK at http://HOST:PORT/v1)."""
     import uvicorn
 
+    from memsched.server.access_log import uvicorn_log_config
     from memsched.server.app import TURN_THREADS, create_app
 
     level = log_level.strip().lower()
@@ -69,7 +70,7 @@ def serve(
     # This process is the server's alone: the heap loaded at start is frozen out of the collector,
     # and the event loop gets the threads concurrent turns need.
     app = create_app(cfg, freeze_heap=True, turn_threads=TURN_THREADS)
-    uvicorn.run(app, host=cfg.host, port=cfg.port, log_level=level)
+    uvicorn.run(app, host=cfg.host, port=cfg.port, log_level=level, log_config=uvicorn_log_config())
 
 
 LOOPBACK = ("127.0.0.1", "::1", "localhost")

@@ -28,6 +28,7 @@ from memsched.errors import (
     UnknownUserError,
     UpstreamStatusError,
 )
+from memsched.server.access_log import redact_request_path
 
 log = logging.getLogger("memsched.server")
 
@@ -188,7 +189,7 @@ def install_error_handlers(app: FastAPI) -> None:
     async def on_error(request: Request, exc: Exception) -> Response:
         status, kind, code = classify(exc)
         if status >= 500 and not isinstance(exc, MemschedError):
-            log.exception("unhandled error on %s", request.url.path)
+            log.exception("unhandled error on %s", redact_request_path(request.url.path))
             return error_response(status, "internal error; see the server log", kind, code)
         if isinstance(exc, ValidationError):
             return error_response(status, validation_message(list(exc.errors())), kind, code)
