@@ -390,3 +390,24 @@ def test_deleting_a_session_waits_for_its_turn_in_flight(setup: Setup) -> None:
     worker.join(timeout=30)
     assert done.is_set()
     assert [t.content for t in s.memory.store.session_turns("u", "s1")][:1] == ["still there?"]
+
+
+def test_a_turn_id_past_64_bits_is_no_turn_not_a_crash(setup: Setup) -> None:
+    """`DELETE /v1/users/u/turns/99999999999999999999999` was a 500 (the driver's OverflowError) and
+    `memsched forget --turn` with it a traceback; no turn has such an id, and nothing is deleted."""
+    import httpx
+    from typer.testing import CliRunner
+
+    from memsched.cli import app
+
+    s = setup
+    plant(s, "en")
+    kept = s.memory.store.turn_count("u")
+    huge = str(2**64 + 7)
+    with _live(s) as base:
+        r = httpx.delete(f"{base}/v1/users/u/turns/{huge}", timeout=30)
+    assert r.status_code == 404 and f"has no turn {huge}" in r.json()["error"]["message"], r.text
+    result = CliRunner().invoke(app, ["forget", "--user", "u", "--db", str(s.path), "--turn", huge])
+    assert result.exit_code == 1 and f"has no turn {huge}" in result.output, result.output
+    assert forget(s.memory, "u", turn_ids=[2**64 + 7]).turn_ids == []
+    assert s.memory.store.turn_count("u") == kept

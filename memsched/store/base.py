@@ -59,6 +59,16 @@ JOB_COLUMNS = (
 )
 
 
+# A row id of either store is a signed 64-bit integer (SQLite INTEGER, PostgreSQL bigint).
+ROW_ID_RANGE = range(-(2**63), 2**63)
+
+
+def row_ids(ids: Iterable[int]) -> list[int]:
+    """The ids that can name a row: one outside the 64-bit range names none (handed to the driver it
+    raised OverflowError, a 500 for `DELETE /v1/users/u/turns/99999999999999999999999`)."""
+    return [i for i in (int(x) for x in ids) if i in ROW_ID_RANGE]
+
+
 def validate_turn(turn: Turn) -> None:
     """Refuse a turn no backend can store faithfully, naming the problem (every backend calls this
     before writing, so bad input fails the same way on all of them and nothing is half-stored)."""

@@ -21,7 +21,7 @@ import numpy as np
 from memsched.config import DEFAULT_PAGE_SIZE, DEFAULT_PG_LOCK_CONNECTIONS
 from memsched.errors import StoreError
 from memsched.model import Hit, Page, Session, Turn, utcnow
-from memsched.store.base import Tx, validate_turn
+from memsched.store.base import Tx, row_ids, validate_turn
 from memsched.store.postgres_base import (
     TURN_COLUMNS,
     PgTx,
@@ -304,7 +304,7 @@ class PostgresStore(
 
     def get_turns(self, user_id: str, ids: Sequence[int]) -> list[Turn]:
         out: list[Turn] = []
-        for chunk in chunks(ids):
+        for chunk in chunks(row_ids(ids)):
             out.extend(
                 row_to_turn(r)
                 for r in self._all(

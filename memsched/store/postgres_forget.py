@@ -20,6 +20,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from memsched.model import Forgotten
+from memsched.store.base import row_ids
 from memsched.store.lineage import Derived, Schema, registered
 from memsched.store.postgres_base import PgMixin, PgTx, chunks
 
@@ -63,7 +64,7 @@ class PgForgetMixin(PgMixin):
         out = Forgotten(user_id)
         with self.transaction() as tx:
             schema, types = read_schema(tx)
-            self._forget_turns_tx(tx, schema, types, out, [int(i) for i in turn_ids])
+            self._forget_turns_tx(tx, schema, types, out, row_ids(turn_ids))
         if purge and out.turn_ids:
             out.purge = self.purge_deleted(list(out.rows))
         return out

@@ -16,7 +16,7 @@ import numpy as np
 from memsched.config import DEFAULT_PAGE_SIZE
 from memsched.errors import StoreError
 from memsched.model import Hit, Page, Session, Turn, utcnow
-from memsched.store.base import Tx, validate_turn
+from memsched.store.base import Tx, row_ids, validate_turn
 from memsched.store.migrations import FOREIGN_KEYS_OFF, MIGRATIONS
 from memsched.store.sqlite_base import TURN_COLUMNS, SQLiteTx, dt, row_to_turn, sqlite_tx, ts
 from memsched.store.sqlite_bookmarks import BookmarksMixin
@@ -316,7 +316,7 @@ class SQLiteStore(
         if not ids:
             return []
         out: list[Turn] = []
-        ids = list(ids)
+        ids = row_ids(ids)
         # `+user_id`: by primary key, the user a filter (see `turn_vectors`).
         for start in range(0, len(ids), 500):
             chunk = ids[start : start + 500]

@@ -23,6 +23,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from memsched.model import Forgotten
+from memsched.store.base import row_ids
 from memsched.store.lineage import Derived, Schema, fts5_tables, read_schema
 from memsched.store.sqlite_base import SQLiteMixin, SQLiteTx
 
@@ -57,7 +58,7 @@ class ForgetMixin(SQLiteMixin):
         """Delete the user's turns and everything made from them; then purge the bytes (`purge`)."""
         out = Forgotten(user_id)
         with self.transaction() as tx:
-            self._forget_turns_tx(tx, read_schema(tx), out, [int(i) for i in turn_ids])
+            self._forget_turns_tx(tx, read_schema(tx), out, row_ids(turn_ids))
         if out.turn_ids:
             self._drop_vector_graphs(user_id)
         if purge and out.turn_ids:
