@@ -6,6 +6,7 @@ with its line number, and everything before it stays stored.
 
 from __future__ import annotations
 
+import codecs
 import json
 from collections import Counter
 from collections.abc import Iterator
@@ -33,10 +34,23 @@ class LocomoSample:
     qa: list[dict[str, Any]]
 
 
+# What a text editor may put at the start of a file: UTF-8's byte order mark is read past; UTF-16 text
+# (what some Windows tools save) is named, since every line of it would fail as "not valid UTF-8".
+UTF16_BOMS = (codecs.BOM_UTF16_LE, codecs.BOM_UTF16_BE)
+
+
+def utf16_error(path: Path) -> ImportFileError:
+    return ImportFileError(f"{path}: the file is UTF-16 text; memsched reads UTF-8: save it as UTF-8")
+
+
 def detect_format(path: Path) -> str:
     """'locomo' for a JSON list of samples with a `conversation`, else 'jsonl'."""
-    with path.open("r", encoding="utf-8") as fh:
-        head = fh.read(4096).lstrip()
+    with path.open("rb") as fh:
+        raw = fh.read(4096)
+    if raw.startswith(UTF16_BOMS):
+        raise utf16_error(path)
+    # A cut multi-byte character or other bad bytes are the reader's to report, with their line.
+    head = raw.decode("utf-8-sig", errors="replace").lstrip()
     if (head.startswith("[") and '"conversation"' in head) or '"sample_id"' in head:
         return "locomo"
     return "jsonl"
@@ -86,9 +100,11 @@ def read_jsonl_lines(path: Path, user_id: str, batch: int = 500) -> Iterator[lis
     pending: list[tuple[Turn, bool]] = []
     with path.open("rb") as fh:
         for lineno, raw in enumerate(fh, start=1):
+            if lineno == 1 and raw.startswith(UTF16_BOMS):
+                raise utf16_error(path)
             try:
                 try:
-                    line = raw.decode("utf-8")
+                    line = raw.decode("utf-8-sig" if lineno == 1 else "utf-8")
                 except UnicodeDecodeError:
                     raise ImportFileError("not valid UTF-8 text", line=lineno) from None
                 if not line.strip():
@@ -183,7 +199,10 @@ def read_locomo(path: Path, user_prefix: str | None = None) -> list[LocomoSample
     id; a shared photo's `blip_caption` is appended as an image description.
     """
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
+        raw = path.read_bytes()
+        if raw.startswith(UTF16_BOMS):
+            raise utf16_error(path)
+        data = json.loads(raw.decode("utf-8-sig"))
     except UnicodeDecodeError:
         raise ImportFileError(f"{path}: not valid UTF-8 text") from None
     except RecursionError:

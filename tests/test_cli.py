@@ -263,3 +263,45 @@ def test_every_command_has_help() -> None:
     # Help is markdown (lines of a docstring join into one paragraph): placeholders must survive it.
     code, out = invoke("forget", "--help")
     assert "<home>/memsched.db" in out
+
+
+@pytest.mark.parametrize("fmt", ["auto", "jsonl"])
+def test_an_editor_s_byte_order_mark_is_read_past_and_utf16_is_named(
+    tmp_path: Path, isolated_env: Path, fmt: str
+) -> None:
+    """A file saved by Notepad starts with UTF-8's byte order mark: it was refused ('Unexpected UTF-8
+    BOM (decode using utf-8-sig)'); UTF-16 text (other Windows tools) was a traceback."""
+    line = '{"session_id": "s1", "role": "user", "content": "我的猫叫芝麻"}\n'
+    bom = tmp_path / "bom.jsonl"
+    bom.write_bytes(b"\xef\xbb\xbf" + line.encode())
+    code, out = invoke("import", str(bom), "--user", "u", "--format", fmt, "--embedders", "hash")
+    assert code == 0, out
+    assert "imported 1 new turns" in out
+    u16 = tmp_path / "u16.jsonl"
+    u16.write_text(line, encoding="utf-16")
+    result = runner.invoke(app, ["import", str(u16), "--user", "u2", "--format", fmt, "--embedders", "hash"])
+    assert result.exit_code == 1
+    assert "UTF-16 text" in result.output and "Traceback" not in result.output
+
+
+def test_a_locomo_file_with_a_byte_order_mark_imports(
+    tmp_path: Path, isolated_env: Path, locomo_file: Path
+) -> None:
+    bom = tmp_path / "bom.json"
+    bom.write_bytes(b"\xef\xbb\xbf" + locomo_file.read_bytes())
+    code, out = invoke("import", str(bom), "--embedders", "hash", "--no-index")
+    assert code == 0, out
+    assert "imported" in out
+
+
+def test_forget_with_a_turn_id_past_64_bits_names_it_and_keeps_everything(tmp_path: Path) -> None:
+    """`forget --turn 36893488147419103239` was a traceback (the driver's OverflowError, on SQLite
+    and on PostgreSQL); no turn has such an id."""
+    f = _jsonl(tmp_path / "c.jsonl")
+    code, out = invoke("import", str(f), "--user", "alice", "--embedders", "hash", "--no-index")
+    assert code == 0, out
+    huge = str(2**65 + 7)
+    result = runner.invoke(app, ["forget", "--user", "alice", "--turn", huge, "--turn", "1"])
+    assert result.exit_code == 1 and f"has no turn {huge}" in result.output, result.output
+    code, out = invoke("search", "--user", "alice", "--json", "--embedders", "hash", "Sesame")
+    assert code == 0 and json.loads(out)
