@@ -5,6 +5,7 @@ the turns meanwhile, then the LLM answers; the scan of the real database files m
 from __future__ import annotations
 
 import json
+import logging
 import threading
 import time
 from collections.abc import Iterator
@@ -82,3 +83,26 @@ def test_a_profile_job_held_on_the_llm_does_not_write_back_a_forgotten_turn(
     assert not any("Zorblaxquint" in v or "琥珀麒麟" in v for v in values), values
     forget(memory, "u", last=1)  # any later forget purges the file again; the job must have left nothing
     assert left(path) == []
+
+
+def test_a_helper_reply_in_prose_leaves_no_text_in_the_log_or_the_file(
+    env: tuple[Memory, Scheduler, OpenAIChatClient], fake: FakeOpenAI, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A small model asked for JSON answers in prose, quoting the messages. memsched logged that
+    reply at WARNING ('profile LLM extraction of page 1 failed, rules only: invalid JSON from LLM:
+    ...; reply was "Sure! ... my cat is called Zorblaxquint"'): after the user deleted the messages,
+    the server's log still had them. The error now says what was wrong, not what the model said."""
+    memory, sched, llm = env
+    sched.turn("u", "s1", "今天天气不错")
+    planted = [sched.turn("u", "s1", SECRET_EN), sched.turn("u", "s1", SECRET_ZH)]
+    prose = f"Sure! The user told me: {SECRET_EN}. 还有：{SECRET_ZH}"
+    fake.script_for("lasting facts", prose)
+    fake.script_for("keywords", prose)
+    worker = Worker(memory, queue=sched.queue, llm=llm)
+    with caplog.at_level(logging.INFO, logger="memsched"):
+        worker.drain(timeout=60)
+    assert any("invalid JSON from LLM" in r.getMessage() for r in caplog.records)  # it was asked
+    forget(memory, "u", turn_ids=[i for p in planted for i in p.turn_ids])
+    logged = "\n".join(r.getMessage() for r in caplog.records if r.levelno >= logging.INFO)
+    assert [n for n in NEEDLES if n in logged] == []
+    assert left(Path(memory.config.db_path)) == []

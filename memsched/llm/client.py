@@ -8,6 +8,7 @@ small retry loop, and a per-purpose call counter that traces and metrics read.
 from __future__ import annotations
 
 import json
+import logging
 import re
 import threading
 import time
@@ -24,6 +25,8 @@ from memsched.errors import ConfigError, LLMError
 
 if TYPE_CHECKING:
     from memsched.config import Config
+
+log = logging.getLogger(__name__)
 
 # The purposes memsched uses; any string is accepted, these are the ones the metrics expect.
 PURPOSES = ("reply", "bookmark", "rerank", "summary", "judge", "decompose")
@@ -382,9 +385,16 @@ def complete_json(
         problems = "; ".join(
             f"{'.'.join(str(p) for p in err['loc']) or '<root>'}: {err['msg']}" for err in exc.errors()
         )
-        raise LLMError(f"invalid JSON from LLM: {problems}; reply was {result.content[:200]!r}") from None
     except ValueError as exc:
-        raise LLMError(f"invalid JSON from LLM: {exc}; reply was {result.content[:200]!r}") from None
+        problems = str(exc)
+    # Not the reply itself: a model that answers in prose quotes the user's messages, and this error
+    # is logged at WARNING and kept in a failed job's row, where a forget of those messages cannot
+    # reach it. Its text goes to the DEBUG log only (SECURITY.md, "What memsched cannot delete").
+    log.debug("%s reply that is not the JSON asked for: %r", purpose, result.content[:500])
+    raise LLMError(
+        f"invalid JSON from LLM ({purpose}): {problems} (a reply of {len(result.content)} characters;"
+        " its text is logged at DEBUG)"
+    )
 
 
 def client_from_config(
