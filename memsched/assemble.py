@@ -83,6 +83,22 @@ def format_memory(turns: Sequence[Turn], timezone: str | None = None) -> str:
     return "\n".join(lines)
 
 
+def base_tokens(counter: TokenCounter, system_text: str, new_message: str) -> int:
+    """What the system prompt and the new message alone cost: the part of a context no budget cuts."""
+    return counter.messages_tokens(
+        [{"role": "system", "content": system_text}, {"role": "user", "content": new_message}]
+    )
+
+
+def check_budget(budget: int, base: int) -> None:
+    """`BudgetError` when `budget` cannot hold `base` (`base_tokens`)."""
+    if base > budget:
+        raise BudgetError(
+            f"budget of {budget} tokens cannot hold the system prompt and the new message ({base} tokens);"
+            " raise the budget or shorten the message"
+        )
+
+
 def assemble(
     *,
     counter: TokenCounter,
@@ -116,16 +132,11 @@ def assemble(
     others leave. Recalled turns are dated on the user's clock when `timezone` is given.
     """
     system_text = "\n\n".join(s for s in (system_prompt, *system_sections) if s)
-    base_messages = [{"role": "system", "content": system_text}, {"role": "user", "content": new_message}]
-    base = counter.messages_tokens(base_messages)
+    base = base_tokens(counter, system_text, new_message)
     over = 0
     if base > budget and grow:
         over, budget = base - budget, base
-    if base > budget:
-        raise BudgetError(
-            f"budget of {budget} tokens cannot hold the system prompt and the new message ({base} tokens);"
-            " raise the budget or shorten the message"
-        )
+    check_budget(budget, base)
     available = budget - base
 
     def turn_message(t: Turn) -> dict[str, Any]:

@@ -44,6 +44,7 @@ from typing import TYPE_CHECKING, Any, TypeGuard
 
 import numpy as np
 
+from memsched.assemble import base_tokens, check_budget
 from memsched.classify import ModeClassifier
 from memsched.client_history import FIRST_SEQ, unseen_prefix
 from memsched.client_history import META_KEY as CLIENT_HISTORY
@@ -161,6 +162,7 @@ class TurnRequest:
     system_prompt: str | None = None  # the client's persona, else the configured default
     images: Sequence[Image] = ()
     history: Sequence[tuple[str, str]] = ()  # the client's earlier (role, content) messages
+    budget: int | None = None  # the context's token budget (None: the configured one)
 
 
 @dataclass(slots=True)
@@ -177,6 +179,7 @@ class _TurnState:
     persona: str = ""  # the system prompt: the client's own, or the configured default
     timezone: str | None = None  # the user's IANA timezone: sent with the turn, else their profile's
     captions: list[Caption] = field(default_factory=list)  # the message's images, described
+    budget: int | None = None  # the context's token budget the caller asked for (None: the configured one)
     profile_text: str = ""  # the profile section in this turn's system prompt
     trace_id: str = field(default_factory=lambda: uuid.uuid4().hex)
     blocking: list[dict[str, Any]] = field(default_factory=list)
@@ -379,17 +382,19 @@ class Scheduler:
         images: Sequence[Image] = (),
         hold: SessionHold | None = None,
         history: Sequence[tuple[str, str]] = (),
+        budget: int | None = None,
     ) -> TurnResult:
         """Everything `turn()` does except the LLM call: returns the messages to send and records `message`.
 
         Record the reply the caller's own LLM produced with `record(..., "assistant", reply)`. With
         `hold` (from `hold_session`), the session stays held after the call, so pass the same hold
         to that `record` and no other turn of the session comes between the message and its reply.
+        `budget`: the context's token budget (default: the configured one), kept as `preview` keeps it.
         """
         _check(user_id, session_id, message or _image_only(images))
         _check_hold(hold, user_id, session_id)
         request = TurnRequest(
-            user_id, session_id, message, now, timezone, False, system_prompt, images, history
+            user_id, session_id, message, now, timezone, False, system_prompt, images, history, budget
         )
         if hold is not None:
             return self._run(request, None, hold)
@@ -429,12 +434,13 @@ class Scheduler:
         images: Sequence[Image] = (),
         hold: SessionHold | None = None,
         history: Sequence[tuple[str, str]] = (),
+        budget: int | None = None,
     ) -> TurnResult:
         """`prepare()` in a worker thread, keeping the session's arrival order like `aturn`."""
         _check(user_id, session_id, message or _image_only(images))
         _check_hold(hold, user_id, session_id)
         request = TurnRequest(
-            user_id, session_id, message, now, timezone, False, system_prompt, images, history
+            user_id, session_id, message, now, timezone, False, system_prompt, images, history, budget
         )
         ticket = None if hold is not None else self.sessions.take(user_id, session_id)
         return await self._in_thread(request, ticket, hold)
@@ -867,7 +873,13 @@ class Scheduler:
             # Sent with the turn, else remembered, else the offset of its timestamp (`memsched.zones`).
             timezone=timezone or zone_for(None, self._timezone(user_id), now),
             captions=list(captions),
+            budget=request.budget,
         )
+        if t.budget is not None:
+            # A budget the caller asked for is kept or refused (as `preview` does), and refused before
+            # the message's commands change anything: the persona, the clock and the message must fit.
+            system = f"{t.persona}\n\n{clock_line(t.at, t.timezone)}"
+            check_budget(t.budget, base_tokens(self.memory.counter, system, message))
         self._barrier(t)
         with sw.stage("retry_check"):
             # A retry of a turn whose reply failed replaces that turn instead of repeating it.
@@ -1030,7 +1042,12 @@ class Scheduler:
         with t.sw.stage("overflow_check"):
             # The profile's share until the strategy is chosen (then the strategy's own share).
             t.profile_text = self._profile_section(
-                t.user_id, DEFAULT_PROFILE_SHARE, self._new_zone(t), t.timezone, message=t.message
+                t.user_id,
+                DEFAULT_PROFILE_SHARE,
+                self._new_zone(t),
+                t.timezone,
+                message=t.message,
+                budget=t.budget,
             )
             sections = (clock_line(t.at, t.timezone), t.profile_text, *(a.note for a in t.applied))
             t.sections = [s for s in sections if s]
@@ -1115,13 +1132,18 @@ class Scheduler:
                 t.covered = covered_seq(t.summaries)
         with t.sw.stage("strategy"):
             t.plan = self.companion.plan(
-                t.user_id, t.route, before, at=t.at, timezone=timezone, budget=self.config.budget
+                t.user_id,
+                t.route,
+                before,
+                at=t.at,
+                timezone=timezone,
+                budget=self.config.budget if t.budget is None else t.budget,
             )
             t.sections = [*t.sections, *t.plan.sections]
             share = t.plan.shares.get("profile") if t.plan.shares else None
             if share is not None and t.profile_text:
                 text = self._profile_section(
-                    t.user_id, float(share), self._new_zone(t), t.timezone, message=t.message
+                    t.user_id, float(share), self._new_zone(t), t.timezone, message=t.message, budget=t.budget
                 )
                 t.sections = [text if x == t.profile_text else x for x in t.sections if x]
                 t.sections = [x for x in t.sections if x]
@@ -1480,6 +1502,8 @@ class Scheduler:
                 i for s in t.summaries if s.get("kind") == "topic" for i in s.get("source_turn_ids", [])
             ],
         }
+        if t.budget is not None:
+            kwargs["budget"] = t.budget
         if t.plan is not None:
             kwargs["shares"] = t.plan.shares
             kwargs["recall_hint"] = t.plan.recall_hint

@@ -109,6 +109,57 @@ def test_a_context_without_record_carries_the_profile_and_the_clock(server: str)
     assert after == before
 
 
+@pytest.mark.parametrize("record", [False, True])
+def test_a_context_keeps_the_budget_asked_for_with_or_without_record(server: str, record: bool) -> None:
+    """`budget` holds whether the message is recorded or not. Before, `"record": true` built the context
+    with the configured budget (2,000 tokens) whatever the app asked for."""
+    for i in range(30):
+        text = f"Day {i}: we talked about the garden, the tomatoes and the long walk by the river."
+        r = httpx.post(
+            f"{server}/v1/turns", json={"user": "bob", "session_id": "s", "role": "user", "content": text}
+        )
+        assert r.status_code == 201, r.text
+    for budget in (250, 3000):
+        ctx = httpx.post(
+            f"{server}/v1/context",
+            json={
+                "user": "bob",
+                "message": "the garden?",
+                "session_id": "s",
+                "budget": budget,
+                "record": record,
+            },
+        )
+        assert ctx.status_code == 200, ctx.text
+        tokens = ctx.json()["trace"]["tokens"]
+        assert tokens["budget"] == budget and tokens["total"] <= budget, tokens
+
+
+def test_a_recorded_context_over_its_budget_changes_nothing(server: str) -> None:
+    """A budget too small for even the message is a 400 before the message's commands act: a "call me
+    Bob" in it renames nobody, and nothing is recorded."""
+    r = httpx.post(
+        f"{server}/v1/turns",
+        json={"user": "al", "session_id": "s", "role": "user", "content": "My name is Alice"},
+    )
+    assert r.status_code == 201, r.text
+    before = httpx.get(f"{server}/v1/users/al/profile").json()
+    r = httpx.post(
+        f"{server}/v1/context",
+        json={
+            "user": "al",
+            "message": "Call me Bob from now on",
+            "session_id": "s",
+            "budget": 30,
+            "record": True,
+        },
+    )
+    assert r.status_code == 400 and "budget" in r.json()["error"]["message"], r.text
+    assert httpx.get(f"{server}/v1/users/al/profile").json() == before
+    turns = httpx.get(f"{server}/v1/users/al/sessions/s/turns").json()["turns"]
+    assert [t["content"] for t in turns] == ["My name is Alice"]
+
+
 def test_bad_input_is_a_clear_400(server: str) -> None:
     r = httpx.post(f"{server}/v1/context", content=b"{not json")
     assert r.status_code == 400 and "not valid JSON" in r.json()["error"]["message"]

@@ -41,7 +41,7 @@ async def context(
         if not body.session_id:
             raise InputError("session_id: record needs session_id: a recorded message belongs to a session")
         result = await svc.scheduler.aprepare(
-            user, body.session_id, body.message, now=now, timezone=body.timezone
+            user, body.session_id, body.message, now=now, timezone=zone, budget=body.budget
         )
         messages, trace = result.messages, result.trace
     else:
