@@ -45,6 +45,10 @@ def _turn(**extra: Any) -> dict[str, Any]:
     return {"user": "u", "session_id": "s", "role": "user", "content": "hello", **extra}
 
 
+def _ctx(**extra: Any) -> dict[str, Any]:
+    return {"user": "u", "session_id": "s", "message": "hello", **extra}
+
+
 def _image(url: str) -> list[dict[str, Any]]:
     return [{"type": "text", "text": "look"}, {"type": "image_url", "image_url": {"url": url}}]
 
@@ -202,6 +206,56 @@ CASES: list[tuple[str, str, str, Any, int, str]] = [
         "'bogus'",
     ),
     ("empty turn names the field", "POST", "/v1/turns", _turn(content=""), 400, "content:"),
+    # Booleans and integers are strict, as the OpenAI API reads them (before: "yes", 1 and "true" were
+    # read as true, a budget of true as 1 token and "500" as 500).
+    ("stream a string", "POST", "/v1/chat/completions", _chat("hi", stream="yes"), 400, "stream: "),
+    ("stream a number", "POST", "/v1/chat/completions", _chat("hi", stream=1), 400, "stream: "),
+    (
+        "stream a string (responses)",
+        "POST",
+        "/v1/responses",
+        {"user": "u", "input": "hi", "stream": "true"},
+        400,
+        "stream: ",
+    ),
+    ("store a string", "POST", "/v1/responses", {"user": "u", "input": "hi", "store": "no"}, 400, "store: "),
+    (
+        "max_tokens a string",
+        "POST",
+        "/v1/chat/completions",
+        _chat("hi", max_tokens="50"),
+        400,
+        "max_tokens: ",
+    ),
+    (
+        "temperature a string",
+        "POST",
+        "/v1/chat/completions",
+        _chat("hi", temperature="0.2"),
+        400,
+        "temperature: ",
+    ),
+    (
+        "record a string",
+        "POST",
+        "/v1/context",
+        _ctx(record="yes"),
+        400,
+        'record: Input should be a valid boolean, got "yes"',
+    ),
+    ("record a number", "POST", "/v1/context", _ctx(record=1), 400, "record: "),
+    ("budget a boolean", "POST", "/v1/context", _ctx(budget=True), 400, "budget: "),
+    ("budget a string", "POST", "/v1/context", _ctx(budget="500"), 400, "budget: "),
+    # memsched's own requests name a field they do not know (before: dropped without a word).
+    ("misspelt budget", "POST", "/v1/context", _ctx(bugdet=500), 400, "bugdet: unknown field"),
+    (
+        "misspelt timestamp",
+        "POST",
+        "/v1/turns",
+        _turn(timestmap="2024-01-01T10:00:00Z"),
+        400,
+        "timestmap: unknown field",
+    ),
     ("empty input string", "POST", "/v1/responses", {"user": "u", "input": " "}, 400, "input: the"),
 ]
 

@@ -9,6 +9,7 @@ shape. `error_response` builds one directly (e.g. inside a middleware).
 
 from __future__ import annotations
 
+import json
 import logging
 import re
 from typing import Any
@@ -122,6 +123,7 @@ def classify(exc: BaseException) -> tuple[int, str, str | None]:
 _UNION_TAG = re.compile(r"^(?:str|int|float|bool|list\[.*\]|dict\[.*\]|[A-Z]\w*)$")
 _TYPE_WORDS = {"str": "a string", "int": "an integer", "float": "a number", "bool": "a boolean"}
 _OBJECT_TYPES = frozenset({"model_type", "dict_type", "model_attributes_type"})
+_SCALAR_TYPES = frozenset({"bool_type", "int_type", "float_type", "string_type"})
 
 
 def _type_word(tag: str) -> str:
@@ -166,6 +168,11 @@ def validation_message(errors: list[Any]) -> str:
     msg = first.get("msg", "invalid")
     if first.get("type") == "missing":
         msg = "field required"
+    elif first.get("type") == "extra_forbidden":
+        msg = "unknown field (misspelt?)"
+    elif first.get("type") in _SCALAR_TYPES and isinstance(first.get("input"), str | int | float | bool):
+        # What was sent, as JSON: "stream: Input should be a valid boolean, got "yes"".
+        msg = f"{msg}, got {json.dumps(first['input'], ensure_ascii=False)[:60]}"
     elif first.get("type") in _OBJECT_TYPES:
         msg = "expected an object"
     return f"{where}: {msg}"

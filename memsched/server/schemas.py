@@ -7,9 +7,17 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 # -- requests -------------------------------------------------------------------------------------
+#
+# Strict: a JSON value of the wrong type is a 400 naming the field, as the OpenAI API answers it, not
+# coerced ("stream": "yes", "record": 1, "budget": true or "500" used to be read as true, 1 and 500).
+# memsched's own requests also refuse fields they do not know: a misspelt "bugdet" or "sesion_id"
+# would otherwise be dropped without a word. The OpenAI-shaped ones keep and forward unknown fields.
+OWN = ConfigDict(strict=True, extra="forbid")
+OPENAI = ConfigDict(strict=True, extra="allow")
 
 
 class ContextRequest(BaseModel):
+    model_config = OWN
     user: str = Field(min_length=1, description="Whose memory to use")
     message: str = Field(description="The new message the context is built for")
     session_id: str | None = None
@@ -22,6 +30,7 @@ class ContextRequest(BaseModel):
 
 
 class TurnRequest(BaseModel):
+    model_config = OWN
     user: str = Field(min_length=1)
     session_id: str = Field(min_length=1)
     role: str = Field(default="assistant", description="user, assistant or system")
@@ -35,14 +44,14 @@ class TurnRequest(BaseModel):
 
 
 class ContentPart(BaseModel):
-    model_config = ConfigDict(extra="allow")
+    model_config = OPENAI
     type: str
 
 
 class ChatMessage(BaseModel):
     """An OpenAI chat message; fields memsched does not know are kept and forwarded."""
 
-    model_config = ConfigDict(extra="allow")
+    model_config = OPENAI
     role: Literal["system", "developer", "user", "assistant", "tool", "function"]
     content: str | list[ContentPart] | None = None
     name: str | None = None
@@ -51,7 +60,7 @@ class ChatMessage(BaseModel):
 
 
 class ChatMetadata(BaseModel):
-    model_config = ConfigDict(extra="allow")
+    model_config = OPENAI
     user: str | None = Field(default=None, description="Used when the top-level `user` is absent")
     session_id: str | None = Field(default=None, description="Default: 'default'")
     timestamp: str | None = None
@@ -62,7 +71,7 @@ class ChatRequest(BaseModel):
     """An OpenAI chat completion request. memsched owns `messages` history, `user` and `metadata`;
     every other field (temperature, tools, response_format, ...) is forwarded to the upstream."""
 
-    model_config = ConfigDict(extra="allow")
+    model_config = OPENAI
     model: str | None = None
     messages: list[ChatMessage] = Field(min_length=1)
     user: str | None = Field(default=None, description="Whose memory to use (required here or in metadata)")
@@ -88,7 +97,7 @@ class ResponsesRequest(BaseModel):
     persona), `user` and `metadata`; every other field (tools, temperature, max_output_tokens,
     previous_response_id, store, ...) is forwarded to the upstream."""
 
-    model_config = ConfigDict(extra="allow")
+    model_config = OPENAI
     model: str | None = None
     input: str | list[Any] = Field(
         description="The user's message, or a list of input items (messages with role user, assistant,"
