@@ -39,15 +39,24 @@ T = TypeVar("T")
 
 
 class ServiceError(MemschedError):
-    """An error answer of the memsched service (or no answer at all: `status` None)."""
+    """An error answer of the memsched service (or no answer at all: `status` None). `trace_id` names
+    the turn's trace when the turn got that far (an upstream failure: the message is recorded), as
+    `ReplyError.trace_id` does embedded."""
 
     def __init__(
-        self, message: str, *, status: int | None = None, type: str | None = None, code: str | None = None
+        self,
+        message: str,
+        *,
+        status: int | None = None,
+        type: str | None = None,
+        code: str | None = None,
+        trace_id: str | None = None,
     ) -> None:
         super().__init__(message)
         self.status = status
         self.type = type
         self.code = code
+        self.trace_id = trace_id
 
 
 class ServiceInputError(ServiceError, InputError):
@@ -87,6 +96,7 @@ def _raise_for(response: httpx.Response) -> None:
         status=response.status_code,
         type=err.get("type"),
         code=err.get("code"),
+        trace_id=response.headers.get(TRACE_HEADER) or None,
     )
 
 

@@ -155,6 +155,9 @@ def test_errors_are_memsched_exceptions(base: str, fake: FakeOpenAI) -> None:
         with pytest.raises(LLMError) as upstream:
             client.turn("li", "s1", "hello")
         assert isinstance(upstream.value, ServiceError) and upstream.value.status == 502
+        # The turn's trace is named, as ReplyError.trace_id names it embedded.
+        failed = client.trace(upstream.value.trace_id or "")
+        assert failed is not None and failed["error"] and failed["llm"]["outcome"] == "error"
     with Client("http://127.0.0.1:9") as nowhere, pytest.raises(ServiceError, match="cannot reach"):
         nowhere.health()
 

@@ -634,6 +634,28 @@ def test_upstream_failure_is_a_502_and_a_retry_replaces_the_turn(
 
 
 @pytest.mark.parametrize("stream", [False, True])
+def test_an_upstream_failure_names_the_turns_trace(server: str, fake: FakeOpenAI, stream: bool) -> None:
+    """Every upstream failure answers with the trace header a reply carries, and that trace holds the
+    error (before: the 502, 429, 400 and 404 had no header, so the turn's trace could not be found)."""
+    limited = Fail(429, {"error": {"message": "Rate limit reached"}}, headers={"Retry-After": "7"})
+    for failure, status in (
+        ([Fail(500)] * 3, 502),
+        ([limited] * 3, 429),
+        ([Fail(400, {"error": {"message": "bad value"}})], 400),
+        ([Fail(404, {"error": {"message": "no such model"}})], 404),
+        ([Malformed()], 502),
+    ):
+        fake.script(*failure)
+        r = _post(server, _body("are you there?", stream=stream))
+        assert r.status_code == status, r.text
+        trace = _trace(server, r)
+        assert trace["error"] and trace["llm"]["outcome"] == "error", trace
+        assert trace["turn_ids"] == [_turns(server)[-1]["id"]]  # the user's message, kept
+        if status == 429:
+            assert r.headers["retry-after"] == "7"
+
+
+@pytest.mark.parametrize("stream", [False, True])
 def test_an_upstream_password_in_its_url_never_reaches_a_client(
     tmp_path: Path, fake: FakeOpenAI, helper: FakeOpenAI, stream: bool
 ) -> None:

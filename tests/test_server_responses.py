@@ -22,7 +22,7 @@ from conftest import daytime_strategies
 
 from memsched.config import Config
 from memsched.server.app import create_app
-from memsched.testing import Cut, Fail, FakeOpenAI, Hold, LiveServer
+from memsched.testing import Cut, Fail, FakeOpenAI, Hold, LiveServer, Malformed
 
 
 @pytest.fixture
@@ -212,6 +212,26 @@ def test_upstream_rate_limits_and_rejections_keep_their_status(
     r = _post(server, _body("and now?", stream=stream))
     assert r.status_code == 502 and r.json()["error"]["type"] == "upstream_error"
     assert [t["meta"].get("reply_failed") for t in _turns(server)] == [True, True, True]
+
+
+@pytest.mark.parametrize("stream", [False, True])
+def test_an_upstream_failure_names_the_turns_trace(server: str, fake: FakeOpenAI, stream: bool) -> None:
+    """Every upstream failure answers with the trace header a reply carries, and that trace holds the
+    error (before: the error response had no header, so the turn's trace could not be found)."""
+    limited = Fail(429, {"error": {"message": "Rate limit reached"}}, headers={"Retry-After": "7"})
+    for failure, status in (
+        ([Fail(500)] * 3, 502),
+        ([limited] * 3, 429),
+        ([Fail(400, {"error": {"message": "bad value"}})], 400),
+        ([Malformed()], 502),
+    ):
+        fake.script(*failure)
+        r = _post(server, _body("are you there?", stream=stream))
+        assert r.status_code == status, r.text
+        trace = httpx.get(f"{server}/v1/traces/{r.headers['X-Memsched-Trace-Id']}", timeout=10).json()
+        assert trace["error"] and trace["llm"]["outcome"] == "error", trace
+        if status == 429:
+            assert r.headers["retry-after"] == "7"
 
 
 # -- streaming -------------------------------------------------------------------------------------

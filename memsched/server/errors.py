@@ -178,6 +178,21 @@ def validation_message(errors: list[Any]) -> str:
     return f"{where}: {msg}"
 
 
+def exception_response(exc: Exception, where: str, headers: dict[str, str] | None = None) -> Response:
+    """The OpenAI-format error answer for `exc`, raised while serving the path `where`, with `headers`
+    (e.g. the trace header of a proxied turn whose upstream call failed)."""
+    status, kind, code = classify(exc)
+    out = dict(headers or {})
+    if status >= 500 and not isinstance(exc, MemschedError):
+        log.error("unhandled error on %s", redact_request_path(where), exc_info=exc)
+        return error_response(status, "internal error; see the server log", kind, code, out or None)
+    if isinstance(exc, ValidationError):
+        return error_response(status, validation_message(list(exc.errors())), kind, code, out or None)
+    if isinstance(exc, UpstreamStatusError) and status == 429 and exc.retry_after:
+        out["Retry-After"] = exc.retry_after
+    return error_response(status, str(exc), kind, code, out or None)
+
+
 def install_error_handlers(app: FastAPI) -> None:
     async def on_validation(request: Request, exc: RequestValidationError) -> Response:
         return error_response(400, validation_message(list(exc.errors())), "invalid_request_error")
@@ -194,16 +209,7 @@ def install_error_handlers(app: FastAPI) -> None:
         )
 
     async def on_error(request: Request, exc: Exception) -> Response:
-        status, kind, code = classify(exc)
-        if status >= 500 and not isinstance(exc, MemschedError):
-            log.exception("unhandled error on %s", redact_request_path(request.url.path))
-            return error_response(status, "internal error; see the server log", kind, code)
-        if isinstance(exc, ValidationError):
-            return error_response(status, validation_message(list(exc.errors())), kind, code)
-        headers = None
-        if isinstance(exc, UpstreamStatusError) and status == 429 and exc.retry_after:
-            headers = {"Retry-After": exc.retry_after}
-        return error_response(status, str(exc), kind, code, headers)
+        return exception_response(exc, request.url.path)
 
     app.add_exception_handler(RequestValidationError, on_validation)  # type: ignore[arg-type]
     app.add_exception_handler(StarletteHTTPException, on_http)  # type: ignore[arg-type]

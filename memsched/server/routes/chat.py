@@ -9,7 +9,7 @@ from starlette.responses import JSONResponse, Response
 
 from memsched.errors import ConfigError, InputError
 from memsched.server import proxy, relay
-from memsched.server.errors import UPSTREAM_ERRORS
+from memsched.server.errors import UPSTREAM_ERRORS, exception_response
 from memsched.server.identity import user_id
 from memsched.server.limits import check_message_tokens, message_texts
 from memsched.server.routes.context import when
@@ -129,11 +129,16 @@ async def chat(body: ChatRequest, request: Request, svc: Service = Depends(get_s
         upstream_messages = await turn.prepare()
         assert turn.prepared is not None
         headers = {TRACE_HEADER: turn.prepared.trace_id}
-        if body.stream:
-            response = await relay.start(turn, upstream_messages, headers, on_done=release)
-            handed_off = True  # the response releases the session once the reply is recorded
-            return response
-        data = await proxy.run_blocking(turn, upstream_messages)
+        try:
+            if body.stream:
+                response = await relay.start(turn, upstream_messages, headers, on_done=release)
+                handed_off = True  # the response releases the session once the reply is recorded
+                return response
+            data = await proxy.run_blocking(turn, upstream_messages)
+        except Exception as exc:  # answered here, with the turn's trace header
+            # The user's message is recorded and the failure is in the turn's trace: the error
+            # response names it, as a reply would.
+            return exception_response(exc, request.url.path, headers)
         return JSONResponse(data, headers=headers)
     finally:
         if not handed_off:

@@ -10,7 +10,7 @@ from starlette.responses import JSONResponse, Response
 
 from memsched.errors import ConfigError, InputError
 from memsched.server import proxy, responses_api
-from memsched.server.errors import UPSTREAM_ERRORS
+from memsched.server.errors import UPSTREAM_ERRORS, exception_response
 from memsched.server.identity import user_id
 from memsched.server.limits import check_message_tokens
 from memsched.server.routes.context import when
@@ -108,11 +108,14 @@ async def create_response(
             upstream_body["stream"] = True
         call = responses_api.ResponsesCall(turn, upstream_body, scheduled)
         headers = {TRACE_HEADER: turn.prepared.trace_id}
-        if body.stream:
-            response = await responses_api.start(call, headers, on_done=release)
-            handed_off = True  # the response releases the session once the reply is recorded
-            return response
-        data = await responses_api.run_blocking(call)
+        try:
+            if body.stream:
+                response = await responses_api.start(call, headers, on_done=release)
+                handed_off = True  # the response releases the session once the reply is recorded
+                return response
+            data = await responses_api.run_blocking(call)
+        except Exception as exc:  # answered here, with the turn's trace header
+            return exception_response(exc, request.url.path, headers)
         return JSONResponse(data, headers=headers)
     finally:
         if not handed_off:
