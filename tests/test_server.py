@@ -109,27 +109,26 @@ def test_a_context_without_record_carries_the_profile_and_the_clock(server: str)
     assert after == before
 
 
+def _said(base: str, user: str, text: str) -> None:
+    body = {"user": user, "session_id": "s", "role": "user", "content": text}
+    r = httpx.post(f"{base}/v1/turns", json=body)
+    assert r.status_code == 201, r.text
+
+
+def _context(base: str, user: str, message: str, **extra: Any) -> httpx.Response:
+    body = {"user": user, "message": message, "session_id": "s", **extra}
+    return httpx.post(f"{base}/v1/context", json=body, timeout=30)
+
+
 @pytest.mark.parametrize("record", [False, True])
 def test_a_context_keeps_the_budget_asked_for_with_or_without_record(server: str, record: bool) -> None:
     """`budget` holds whether the message is recorded or not. Before, `"record": true` built the context
     with the configured budget (2,000 tokens) whatever the app asked for."""
     for i in range(30):
         text = f"Day {i}: we talked about the garden, the tomatoes and the long walk by the river."
-        r = httpx.post(
-            f"{server}/v1/turns", json={"user": "bob", "session_id": "s", "role": "user", "content": text}
-        )
-        assert r.status_code == 201, r.text
+        _said(server, "bob", text)
     for budget in (250, 3000):
-        ctx = httpx.post(
-            f"{server}/v1/context",
-            json={
-                "user": "bob",
-                "message": "the garden?",
-                "session_id": "s",
-                "budget": budget,
-                "record": record,
-            },
-        )
+        ctx = _context(server, "bob", "the garden?", budget=budget, record=record)
         assert ctx.status_code == 200, ctx.text
         tokens = ctx.json()["trace"]["tokens"]
         assert tokens["budget"] == budget and tokens["total"] <= budget, tokens
@@ -138,22 +137,9 @@ def test_a_context_keeps_the_budget_asked_for_with_or_without_record(server: str
 def test_a_recorded_context_over_its_budget_changes_nothing(server: str) -> None:
     """A budget too small for even the message is a 400 before the message's commands act: a "call me
     Bob" in it renames nobody, and nothing is recorded."""
-    r = httpx.post(
-        f"{server}/v1/turns",
-        json={"user": "al", "session_id": "s", "role": "user", "content": "My name is Alice"},
-    )
-    assert r.status_code == 201, r.text
+    _said(server, "al", "My name is Alice")
     before = httpx.get(f"{server}/v1/users/al/profile").json()
-    r = httpx.post(
-        f"{server}/v1/context",
-        json={
-            "user": "al",
-            "message": "Call me Bob from now on",
-            "session_id": "s",
-            "budget": 30,
-            "record": True,
-        },
-    )
+    r = _context(server, "al", "Call me Bob from now on", budget=30, record=True)
     assert r.status_code == 400 and "budget" in r.json()["error"]["message"], r.text
     assert httpx.get(f"{server}/v1/users/al/profile").json() == before
     turns = httpx.get(f"{server}/v1/users/al/sessions/s/turns").json()["turns"]
