@@ -161,6 +161,15 @@ CASES: list[tuple[str, str, str, Any, int, str]] = [
     ("turn id not a number", "DELETE", "/v1/users/u/turns/abc", None, 400, "turn_id"),
     ("unknown session", "DELETE", "/v1/users/u/sessions/nope", None, 404, "nope"),
     ("negative limit", "GET", "/v1/users/u/memories?q=x&limit=-1", None, 400, "limit"),
+    # A misspelt profile key is named (before: an empty list, as if the user had no such fact).
+    (
+        "unknown profile key",
+        "GET",
+        "/v1/users/u/profile?key=prefered_name",
+        None,
+        400,
+        "key: unknown profile key",
+    ),
     # A field that takes one of several types is named as the client wrote it, with the types it
     # takes (before: pydantic's union branch in the name, 'messages.0.content.str: Input should be a
     # valid string', even when a list was sent).
@@ -246,6 +255,40 @@ CASES: list[tuple[str, str, str, Any, int, str]] = [
     ("record a number", "POST", "/v1/context", _ctx(record=1), 400, "record: "),
     ("budget a boolean", "POST", "/v1/context", _ctx(budget=True), 400, "budget: "),
     ("budget a string", "POST", "/v1/context", _ctx(budget="500"), 400, "budget: "),
+    # An unpaired UTF-16 surrogate (valid JSON: a JavaScript string cut in the middle of an emoji) is
+    # named (before: a 500 on /v1/turns and /v1/context, a dropped connection on the proxy).
+    (
+        "unpaired surrogate (turns)",
+        "POST",
+        "/v1/turns",
+        b'{"user":"u","session_id":"s","role":"user","content":"hi \\ud83d"}',
+        400,
+        "content: has an unpaired UTF-16 surrogate (\\ud83d",
+    ),
+    (
+        "unpaired surrogate (context)",
+        "POST",
+        "/v1/context",
+        b'{"user":"u","session_id":"s","record":true,"message":"\\ud83d hi"}',
+        400,
+        "message: has an unpaired",
+    ),
+    (
+        "unpaired surrogate (chat)",
+        "POST",
+        "/v1/chat/completions",
+        b'{"user":"u","messages":[{"role":"user","content":[{"type":"text","text":"\\ud83d hi"}]}]}',
+        400,
+        "messages.0.content.0.text: has an unpaired",
+    ),
+    (
+        "unpaired surrogate (responses)",
+        "POST",
+        "/v1/responses",
+        b'{"user":"u","input":[{"role":"user","content":"hi \\udc00"}]}',
+        400,
+        "input.0.content: has an unpaired",
+    ),
     # memsched's own requests name a field they do not know (before: dropped without a word).
     ("misspelt budget", "POST", "/v1/context", _ctx(bugdet=500), 400, "bugdet: unknown field"),
     (

@@ -146,6 +146,16 @@ def test_a_recorded_context_over_its_budget_changes_nothing(server: str) -> None
     assert [t["content"] for t in turns] == ["My name is Alice"]
 
 
+def test_a_time_zone_is_read_without_blanks_around_it(server: str, fake: FakeOpenAI) -> None:
+    """ " Asia/Tokyo " (a value pasted from a form) is Asia/Tokyo: before, the model's clock line read
+    "( Asia/Tokyo )" on every turn."""
+    r = _chat(server, "hello", metadata={"session_id": "s1", "timezone": " Asia/Tokyo "})
+    assert r.status_code == 200, r.text
+    assert "(Asia/Tokyo)" in fake.chat_requests[-1]["messages"][0]["content"]
+    ctx = _context(server, "alice", "hi", timezone="\tAsia/Tokyo ", record=True)
+    assert ctx.status_code == 200 and "(Asia/Tokyo)" in ctx.json()["messages"][0]["content"], ctx.text
+
+
 def test_bad_input_is_a_clear_400(server: str) -> None:
     r = httpx.post(f"{server}/v1/context", content=b"{not json")
     assert r.status_code == 400 and "not valid JSON" in r.json()["error"]["message"]

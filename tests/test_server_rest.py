@@ -279,6 +279,11 @@ def test_openapi_and_docs(server: str) -> None:
         assert httpx.get(server + src).status_code == 200, src  # every asset is served by memsched
 
 
+def test_health_answers_head_too(server: str) -> None:
+    """Load balancers and uptime checkers often probe with HEAD (before: a 405)."""
+    assert httpx.head(f"{server}/healthz").status_code == 200
+
+
 @pytest.mark.parametrize(("user", "session"), [("org/42", "2024/03/02"), ("50%off", "a%2Fb")])
 def test_ids_with_a_slash_or_percent_are_reachable_and_deletable(
     tmp_path: Path, server: str, user: str, session: str

@@ -66,8 +66,8 @@ def request_time(value: str | None, field: str = "timestamp", timezone: str | No
 
 
 def check_timezone(name: str | None, field: str = "timezone") -> str | None:
-    """`name` if it is an IANA time zone (Asia/Shanghai, Europe/Berlin, UTC) or a fixed UTC offset
-    (UTC+08:00); None when absent."""
+    """`name` (without surrounding blanks) if it is an IANA time zone (Asia/Shanghai, Europe/Berlin,
+    UTC) or a fixed UTC offset (UTC+08:00); None when absent."""
     if name is None:
         return None
     if not isinstance(name, str) or zone_info(name) is None:
@@ -75,7 +75,32 @@ def check_timezone(name: str | None, field: str = "timezone") -> str | None:
             f"{field}: unknown time zone {name!r}; use an IANA name such as Asia/Shanghai"
             " or a UTC offset such as UTC+08:00"
         )
-    return name
+    return name.strip()
+
+
+# A UTF-16 surrogate on its own: JSON can escape one ("\ud83d", a string cut in the middle of an emoji
+# by a client that counts UTF-16 units), Python decodes it, and no UTF-8 text can hold it.
+_SURROGATE = re.compile(r"[\ud800-\udfff]")
+
+
+def check_unicode(value: Any, where: str = "") -> None:
+    """Every string in a decoded JSON body (keys too) must be valid Unicode: an `InputError` naming the
+    field (`messages.0.content`) of the first unpaired surrogate, before anything is stored."""
+    if isinstance(value, str):
+        found = _SURROGATE.search(value)
+        if found is not None:
+            code = f"\\u{ord(found.group()):04x}"
+            raise InputError(
+                f"{where or 'body'}: has an unpaired UTF-16 surrogate ({code} at character"
+                f" {found.start()}), which is not valid Unicode; was the text cut in the middle of an emoji?"
+            )
+    elif isinstance(value, dict):
+        for key, item in value.items():
+            check_unicode(key, where)
+            check_unicode(item, f"{where}.{key}" if where else str(key))
+    elif isinstance(value, list):
+        for i, item in enumerate(value):
+            check_unicode(item, f"{where}.{i}" if where else str(i))
 
 
 # Content parts memsched reads (chat's and the Responses API's): text, and images it describes.

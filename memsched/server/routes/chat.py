@@ -15,7 +15,7 @@ from memsched.server.limits import check_message_tokens, message_texts
 from memsched.server.routes.context import when
 from memsched.server.schemas import ChatCompletion, ChatRequest, ModelCard, ModelList
 from memsched.server.service import TRACE_HEADER, Service, get_service
-from memsched.server.validate import check_images, check_timezone, empty_message
+from memsched.server.validate import check_images, check_timezone, check_unicode, empty_message
 from memsched.vision import image_parts
 
 router = APIRouter(tags=["chat"])
@@ -65,9 +65,10 @@ def _has_tools(messages: list[dict[str, Any]]) -> bool:
 )
 async def chat(body: ChatRequest, request: Request, svc: Service = Depends(get_service)) -> Response:
     # The request is checked in full before the configuration (a 400 names the field, then a 503).
+    dumped = body.model_dump(exclude_unset=True)  # once: the messages and the fields forwarded
+    check_unicode(dumped)
     meta = body.metadata
     user = user_id(request, body.user or (meta.user if meta else None))
-    dumped = body.model_dump(exclude_unset=True)  # once: the messages and the fields forwarded
     messages: list[dict[str, Any]] = dumped["messages"]
     last = next((i for i in range(len(messages) - 1, -1, -1) if messages[i].get("role") == "user"), None)
     if last is None:
@@ -103,7 +104,7 @@ async def chat(body: ChatRequest, request: Request, svc: Service = Depends(get_s
         message=message,
         persona=persona or None,
         now=now,
-        timezone=meta.timezone if meta else None,
+        timezone=zone,
         forward=forward,
         user_message=messages[last],
         trailing=trailing,

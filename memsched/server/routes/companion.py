@@ -115,7 +115,7 @@ async def nudges(
 ) -> list[NudgeOut]:
     uid = user_id(request, user)
     svc.memory.require_user(uid)
-    check_timezone(timezone)
+    timezone = check_timezone(timezone)
 
     def read() -> list[Nudge]:  # off the event loop, `at` included (see `state`)
         zone = timezone

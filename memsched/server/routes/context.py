@@ -18,7 +18,7 @@ from memsched.server.identity import user_id
 from memsched.server.limits import check_message_tokens
 from memsched.server.schemas import ContextRequest, ContextResponse, TurnCreated, TurnRequest
 from memsched.server.service import TRACE_HEADER, Service, get_service
-from memsched.server.validate import check_timezone, request_time
+from memsched.server.validate import check_timezone, check_unicode, request_time
 
 router = APIRouter(tags=["context"])
 
@@ -31,6 +31,7 @@ def when(value: str | None, field: str = "timestamp", timezone: str | None = Non
 async def context(
     body: ContextRequest, request: Request, svc: Service = Depends(get_service)
 ) -> JSONResponse:
+    check_unicode(body.model_dump(exclude_unset=True))
     user = user_id(request, body.user)
     zone = check_timezone(body.timezone)
     now = when(body.timestamp, timezone=zone)
@@ -66,6 +67,7 @@ async def context(
     "/v1/turns", response_model=TurnCreated, status_code=201, responses=ERRORS, summary="Record a turn"
 )
 async def turns(body: TurnRequest, request: Request, svc: Service = Depends(get_service)) -> TurnCreated:
+    check_unicode(body.model_dump(exclude_unset=True))
     user = user_id(request, body.user)
     if body.role not in ("user", "assistant", "system"):
         raise InputError(f"role must be user, assistant or system, got {body.role!r}")

@@ -26,6 +26,10 @@ async def health(svc: Service = Depends(get_service)) -> HealthResponse:
     )
 
 
+# HEAD too (load balancers and uptime checkers often probe with it; before: a 405).
+router.add_api_route("/healthz", health, methods=["HEAD"], include_in_schema=False)
+
+
 @router.get(
     "/metrics",
     response_class=PlainTextResponse,

@@ -7,7 +7,8 @@ import asyncio
 from fastapi import APIRouter, Depends, Query, Request
 from pydantic import BaseModel, Field
 
-from memsched.profile import Profile
+from memsched.errors import InputError
+from memsched.profile import KEYS, Profile
 from memsched.server.errors import ERRORS
 from memsched.server.identity import user_id
 from memsched.server.paths import IdRoute
@@ -46,6 +47,10 @@ async def profile(
     key: str | None = Query(default=None, description="Only this key's facts"),
     svc: Service = Depends(get_service),
 ) -> ProfileOut:
+    key = key or None  # `?key=` (a form's empty field): every key
+    if key is not None and key not in KEYS:
+        # A misspelt key ("prefered_name") would read as a user with no such fact.
+        raise InputError(f"key: unknown profile key {key!r}; one of {', '.join(KEYS)}")
     uid = user_id(request, user)
     svc.memory.require_user(uid)
     facts = await asyncio.to_thread(Profile(svc.memory.store).facts, uid, key, current=current)

@@ -16,7 +16,7 @@ from memsched.server.limits import check_message_tokens
 from memsched.server.routes.context import when
 from memsched.server.schemas import ResponseObject, ResponsesRequest
 from memsched.server.service import TRACE_HEADER, Service, get_service
-from memsched.server.validate import check_images, check_timezone
+from memsched.server.validate import check_images, check_timezone, check_unicode
 
 router = APIRouter(tags=["chat"])
 
@@ -44,9 +44,10 @@ def _pending(svc: Service, user: str, session_id: str) -> str | None:
 async def create_response(
     body: ResponsesRequest, request: Request, svc: Service = Depends(get_service)
 ) -> Response:
+    dumped = body.model_dump(exclude_unset=True)
+    check_unicode(dumped)
     meta = body.metadata
     user = user_id(request, body.user or (meta.user if meta else None))
-    dumped = body.model_dump(exclude_unset=True)
     parsed = responses_api.parse_input(dumped["input"], body.instructions)
     check_message_tokens(svc.memory.counter, parsed.texts, svc.config.max_message_tokens)
     zone = check_timezone(meta.timezone if meta else None, "metadata.timezone")
@@ -87,7 +88,7 @@ async def create_response(
             message=message,
             persona=parsed.persona or None,
             now=now,
-            timezone=meta.timezone if meta else None,
+            timezone=zone,
             forward=forward,
             user_message=parsed.items[parsed.last_user] if parsed.last_user is not None else {},
             trailing=parsed.trailing,
