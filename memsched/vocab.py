@@ -22,6 +22,7 @@ gathers the turns about an entity's attribute: entity-centred aggregation withou
 from __future__ import annotations
 
 import logging
+import re
 import threading
 from collections.abc import Callable, Mapping, Sequence
 from collections.abc import Set as AbstractSet
@@ -33,6 +34,7 @@ import numpy as np
 
 from memsched.cache import LRUCache
 from memsched.model import Hit
+from memsched.text.gloss import HAN_REGEX, gloss, has_han
 from memsched.text.segment import terms
 
 if TYPE_CHECKING:
@@ -45,6 +47,7 @@ log = logging.getLogger(__name__)
 # cannot pull in half the vocabulary.
 MAX_EXPANSIONS = 24
 BATCH = 256  # terms embedded per model call in the background
+_HAN_RUN = re.compile(HAN_REGEX + "+")
 # A word's vector depends on the word alone, so one process-wide cache serves every user's queries
 # and background passes: common words are embedded once per process, not once per user and query
 # (20,000 words x 384 floats = 31 MB). A user's vocabulary is still stored per user, with the turn
@@ -66,14 +69,44 @@ def clear_caches() -> None:
         _WORDS.clear()
 
 
+def english_only(embedder: Embedder) -> bool:
+    """Whether `embedder` (or the model a batcher wraps) reads English only (MiniLM): its vector of a
+    Chinese word is noise. MiniLM's tokenizer splits most Han characters into the same unknown
+    token, so "吃饭", "冷战" and "推荐" got one vector (cosine 1.0) and each expanded into the
+    other: a dinner question pulled in a science-fiction debate."""
+    while embedder is not None:
+        if getattr(embedder, "english_only", False):
+            return True
+        embedder = getattr(embedder, "inner", None)
+    return False
+
+
+def word_text(word: str, english: bool) -> str | None:
+    """What the model embeds for a vocabulary word. For an English-only model a Chinese word is
+    embedded as its English senses (CC-CEDICT, `text.gloss`: "外卖" -> "provide a takeout or
+    takeout"), so it meets its near-synonyms in either language; a word the dictionary does not
+    know (most names) has nothing left and gives None: it expands to nothing but itself (the
+    layer still matches it exactly). Any other word, or any word for another model, as it is."""
+    if not english or not has_han(word):
+        return word
+    text = " ".join(_HAN_RUN.sub(" ", gloss(word)).split())
+    return text or None
+
+
 def embed_words(embedder: Embedder, words: Sequence[str]) -> np.ndarray:
-    """The vectors of `words` (float32, one row each), from the word cache where it has them."""
+    """The vectors of `words` (float32, one row each), from the word cache where it has them. A word
+    with nothing to embed (`word_text`) gets a zero row: similar to nothing."""
     model = embedder.model_id
     found = {w: v for w in dict.fromkeys(words) if (v := _WORDS.get((model, w))) is not None}
     todo = [w for w in dict.fromkeys(words) if w not in found]
     if todo:
-        for w, v in zip(todo, embedder.embed(todo), strict=True):
-            found[w] = vec = np.asarray(v, dtype=np.float32)
+        english = english_only(embedder)
+        texts = {w: t for w in todo if (t := word_text(w, english)) is not None}
+        embedded = embedder.embed(list(texts.values())) if texts else np.zeros((0, 0), dtype=np.float32)
+        vectors = dict(zip(texts, embedded, strict=True))
+        for w in todo:
+            v = vectors.get(w)
+            found[w] = vec = np.zeros(embedder.dim, np.float32) if v is None else np.asarray(v, np.float32)
             _WORDS.put((model, w), vec)
     if not words:
         return np.zeros((0, 0), dtype=np.float32)
@@ -151,18 +184,25 @@ class TermVectors:
         if not isinstance(self.embedder, MicroBatcher) or background_pause() is not None:
             return
         model = self.embedder.model_id
+        english = english_only(self.embedder)
         new: list[str] = []
+        texts: list[str] = []
         with _INFLIGHT_LOCK:
             for w in dict.fromkeys(words):
                 if (model, w) in _INFLIGHT:
                     self._pending[w] = _INFLIGHT[(model, w)]
                 elif _WORDS.get((model, w)) is None:
+                    text = word_text(w, english)
+                    if text is None:  # nothing to embed: similar to nothing (`embed_words`)
+                        self._known[w] = np.zeros(self.embedder.dim, np.float32)
+                        continue
                     new.append(w)
+                    texts.append(text)
             if not new:
                 return
             generation = _generation
             # Beside the message's call, not queued behind it (`MicroBatcher.side`).
-            future = self.embedder.side().submit(new, urgent=True)
+            future = self.embedder.side().submit(texts, urgent=True)
             for i, w in enumerate(new):
                 self._pending[w] = _INFLIGHT[(model, w)] = (future, i)
 

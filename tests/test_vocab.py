@@ -18,8 +18,10 @@ from memsched.embed.hashing import HashEmbedder
 from memsched.memory import Memory
 from memsched.model import Turn
 from memsched.paging import Pager, PagingOptions
-from memsched.store import Store
+from memsched.store import Store, open_store
+from memsched.text.gloss import has_han
 from memsched.vocab import Vocabulary, embed_vocabulary, soft_hits
+from tests.conftest import store_location
 
 T0 = datetime(2024, 5, 1, 9, 0, tzinfo=UTC)
 
@@ -527,3 +529,79 @@ def test_a_background_postings_build_pauses_for_turns_and_is_dropped_after_a_for
     assert "u" not in pager._postings
     hits = pager.retrieve("u", "tennis").layers.get("terms", [])
     assert hits and first not in {h.turn_id for h in hits}
+
+
+def test_chinese_words_expand_by_meaning_not_into_every_other_chinese_word(tmp_path: Path) -> None:
+    # MiniLM reads English only: it gave "吃饭", "冷战" and "推荐" one vector, so every Chinese
+    # query word expanded into the user's whole Chinese vocabulary and a dinner question drew a
+    # science-fiction debate into its context through this layer alone.
+    cfg = Config.load(home=tmp_path / "m", page_size=4)
+    mem = Memory(cfg, embedders={"minilm": base.create("minilm", cfg)})
+    try:
+        debate = [
+            ("Lin", "黑暗森林法则说宇宙里每个文明都是带枪的猎人。"),
+            ("Lin", "可是人类历史上也有冷战，最后也没有互相毁灭啊。"),
+            ("Lin", "罗辑的威慑其实就是利用了猜疑链。"),
+            ("Lin", "技术爆炸让弱小的文明也可能突然变成威胁。"),
+        ]
+        food = [
+            ("Lin", "我最爱吃泰式绿咖喱，辣一点更好。"),
+            ("Lin", "周末想做一顿好吃的晚饭。"),
+        ]
+        mem.add_many(_turns("u", [*debate, *food]))
+        maintain_bookmarks(mem, "u")
+        found = Pager(mem, PagingOptions(cooperative=False)).retrieve("u", "今晚吃什么好呢？")
+        text = {t.id: t.content for t in mem.store.iter_turns("u")}
+        soft = {text[h.turn_id] for h in found.layers.get("terms", [])}
+        assert not soft & {c for _, c in debate}, soft
+    finally:
+        mem.close()
+
+
+def test_a_chinese_word_is_embedded_through_its_english_senses_for_an_english_only_model() -> None:
+    from memsched import vocab
+    from memsched.embed.batch import MicroBatcher
+
+    class _English(_Counting):
+        english_only = True
+
+    vocab.clear_caches()
+    english = _English()
+    batcher = MicroBatcher(english)
+    try:
+        assert vocab.english_only(batcher) and not vocab.english_only(_Counting())
+        assert "takeout" in (vocab.word_text("外卖", True) or "")
+        assert vocab.word_text("外卖", False) == "外卖"  # a model that reads Chinese gets the word
+        assert vocab.word_text("dinner", True) == "dinner"
+        assert vocab.word_text("罗辑", True) is None  # a name the dictionary lacks: nothing to embed
+        rows = vocab.embed_words(batcher, ["外卖", "罗辑", "dinner"])
+        assert not np.any(rows[1]) and np.any(rows[0]) and np.any(rows[2])
+        assert not any(has_han(t) for t in english.seen)
+        # Query terms started beside a message's call take the same path.
+        english.seen.clear()
+        started = vocab.TermVectors(batcher)
+        started.start(["晚饭", "程心罗辑", "lunch"])
+        got = started(["晚饭", "lunch"])
+        assert np.any(got[0]) and np.any(got[1])
+        assert not any(has_han(t) for t in english.seen) and "lunch" in english.seen
+    finally:
+        batcher.close()
+        vocab.clear_caches()
+
+
+def test_chinese_term_vectors_stored_before_are_dropped_once_on_upgrade(backend: str, tmp_path: Path) -> None:
+    where = store_location(backend, tmp_path)
+    s = open_store(where, page_size=4)
+    (turn,) = s.add_turns(_turns("u", [("Lin", "今晚吃饭 dinner")]))
+    assert turn.id is not None
+    vec = np.ones(4, dtype=np.float32)
+    s.put_term_vectors("u", "m", [("吃饭", turn.id, vec), ("dinner", turn.id, vec), ("今晚", turn.id, vec)])
+    with s.transaction() as tx:  # as a store written before the migration
+        tx.execute("DELETE FROM migrations WHERE name = '013_han_terms_glossed'")
+    s.close()
+    again = open_store(where, page_size=4)
+    try:
+        assert again.term_vectors("u", "m")[0] == ["dinner"]
+        assert again.turn_count("u") == 1
+    finally:
+        again.close()

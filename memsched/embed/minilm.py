@@ -43,6 +43,7 @@ class MiniLMEmbedder:
     dim = 384
     batch_size = 64
     micro_batch = True  # concurrent callers share model calls (embed.batch.MicroBatcher)
+    english_only = True  # Chinese words get English stand-ins where words are embedded (`vocab.word_text`)
 
     def __init__(
         self,

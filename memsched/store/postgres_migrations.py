@@ -11,6 +11,7 @@ from __future__ import annotations
 # Feature migrations may live beside the SQL they serve, as in SQLite's list.
 from memsched.store.postgres_companion import M009_COMPANION
 from memsched.store.postgres_vocab import M010_TERM_VECTORS
+from memsched.text.gloss import HAN_REGEX
 
 M001_CORE = """
 CREATE EXTENSION IF NOT EXISTS vector;
@@ -241,6 +242,10 @@ M011_ADVISORY_SESSION_LOCKS = "DROP TABLE IF EXISTS session_locks;"
 # speakers(): one seek per distinct speaker instead of a scan of the user's turns.
 M012_TURNS_USER_SPEAKER = "CREATE INDEX turns_user_speaker ON turns(user_id, speaker);"
 
+# Chinese terms are embedded through their English senses now (`vocab.word_text`): the rows made
+# from the words themselves go, and the next background pass embeds them again.
+M013_HAN_TERMS_GLOSSED = f"DELETE FROM term_vectors WHERE term ~ '{HAN_REGEX}';"
+
 
 # Names follow SQLite's where a migration has a twin there (005 and 006 had nothing to do here:
 # identities are never reused, and the full-text index is per-user from the start).
@@ -255,4 +260,5 @@ MIGRATIONS: list[tuple[str, str]] = [
     ("010_term_vectors", M010_TERM_VECTORS),
     ("011_advisory_session_locks", M011_ADVISORY_SESSION_LOCKS),
     ("012_turns_user_speaker", M012_TURNS_USER_SPEAKER),
+    ("013_han_terms_glossed", M013_HAN_TERMS_GLOSSED),
 ]

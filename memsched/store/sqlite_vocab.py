@@ -13,6 +13,7 @@ from collections.abc import Sequence
 import numpy as np
 
 from memsched.store.sqlite_base import SQLiteMixin, run_script
+from memsched.text.gloss import HAN_GLOB
 
 
 def m010_term_vectors(db: sqlite3.Connection) -> None:
@@ -31,6 +32,13 @@ def m010_term_vectors(db: sqlite3.Connection) -> None:
         CREATE INDEX term_vectors_turn ON term_vectors(turn_id);
         """,
     )
+
+
+def m013_han_terms_glossed(db: sqlite3.Connection) -> None:
+    """Chinese terms were embedded as they are, and MiniLM gives most Han words one vector: their
+    rows go, and the next background pass embeds them through their English senses
+    (`vocab.word_text`). Until then they expand to nothing but themselves."""
+    db.execute("DELETE FROM term_vectors WHERE term GLOB ?", (HAN_GLOB,))
 
 
 class VocabMixin(SQLiteMixin):
