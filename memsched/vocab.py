@@ -74,10 +74,11 @@ def english_only(embedder: Embedder) -> bool:
     Chinese word is noise. MiniLM's tokenizer splits most Han characters into the same unknown
     token, so "吃饭", "冷战" and "推荐" got one vector (cosine 1.0) and each expanded into the
     other: a dinner question pulled in a science-fiction debate."""
-    while embedder is not None:
-        if getattr(embedder, "english_only", False):
+    layer: object | None = embedder
+    while layer is not None:
+        if getattr(layer, "english_only", False):
             return True
-        embedder = getattr(embedder, "inner", None)
+        layer = getattr(layer, "inner", None)
     return False
 
 
