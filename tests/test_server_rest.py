@@ -100,9 +100,10 @@ def test_memories_carry_the_absolute_dates_a_turn_mentions(
             "content": content,
             "timestamp": "2024-03-12T10:00:00Z",
         },
+        timeout=60,  # a first Chinese turn loads jieba and the dictionaries: seconds on a busy machine
     )
     assert r.status_code == 201, r.text
-    hits = httpx.get(f"{server}/v1/users/dana/memories", params={"q": query}).json()
+    hits = httpx.get(f"{server}/v1/users/dana/memories", params={"q": query}, timeout=60).json()
     assert hits[0]["content"] == content
     assert any(date in d for d in hits[0]["dates"]), hits[0]["dates"]
 
@@ -114,7 +115,7 @@ def test_memories_carry_the_absolute_dates_a_turn_mentions(
 def test_turns_take_the_user_timezone_and_remember_it(server: str, content: str, date: str) -> None:
     late = "2024-10-21T20:00:00Z"  # already the 22nd in Shanghai: "yesterday" is the 21st, not the 20th
     body = {"user": "tz", "session_id": "s", "role": "user", "content": content, "timestamp": late}
-    r = httpx.post(f"{server}/v1/turns", json={**body, "timezone": "Asia/Shanghai"})
+    r = httpx.post(f"{server}/v1/turns", json={**body, "timezone": "Asia/Shanghai"}, timeout=60)
     assert r.status_code == 201, r.text
     turn_id = r.json()["turn_id"]
     facts = httpx.get(f"{server}/v1/users/tz/profile", params={"key": "timezone"}).json()["facts"]
