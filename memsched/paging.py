@@ -137,6 +137,14 @@ class PagingOptions:
     # at 2,000 and 4,000 tokens in sample and held out, but held out it lost at 1,000 (one fold chose
     # 0.3; BENCHMARKS.md "Speaker names out of the dense query").
     length_penalty: float = 0.0
+    # A relevance floor: after the re-rankings above, a candidate scoring below `floor` x the best
+    # candidate's score is dropped, so a budget larger than what the question finds is left unfilled
+    # instead of topped up with turns that only a weak page prior or one layer's deep tail reached
+    # (a dinner question drew a science-fiction debate's page-mates in at 0.5 % of the top score).
+    # Not a recall constant (LoCoMo counts no irrelevant turn against a context, so on it a floor
+    # can only lose): 0.01 is the largest of 0.005 / 0.01 / 0.02 that loses no dev evidence at
+    # 1,000 and 2,000 tokens (one of 477 at 4,000); BENCHMARKS.md "A relevance floor". 0: off.
+    floor: float = 0.01
     # Retrievable units above the turn (issue 10; `Pager._units`), each lifting its own best
     # `unit_turns` turns that match the query (deep evidence) by weight x that evidence x the unit's
     # prior, after the page lift. Entity units: a speaker or other name the query mentions
@@ -878,6 +886,11 @@ class Pager:
             t0 = time.perf_counter()
             ranked = self._per_token(user_id, ranked)
             timings["per_token"] = _ms(t0)
+        if opts.floor > 0 and ranked:
+            least = opts.floor * max(c.fused for c in ranked)
+            kept = [c for c in ranked if c.fused >= least]
+            info["below_floor"] = len(ranked) - len(kept)
+            ranked = kept
         if opts.cooperative and self.llm is not None and index is not None:
             t0 = time.perf_counter()
             ranked = self._cooperate(user_id, session_id, query, qvecs, ranked, pages, index, info)

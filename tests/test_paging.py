@@ -656,3 +656,23 @@ def test_session_units_lift_the_best_turns_of_the_nearest_session(tmp_path: Path
     mem.add_many([Turn("u", "s11", "user", "A brand new topic about gardening.", speaker="Alice")])
     assert len(pager._session_vectors("u", name)[0]) == 10
     mem.close()
+
+
+def test_a_relevance_floor_leaves_the_budget_unfilled_rather_than_topping_it_up(mem: Memory) -> None:
+    # A budget larger than what the question finds is not filled with turns far below the best one
+    # (a dinner question drew a science-fiction debate's page-mates in at 0.5 % of the top score).
+    assert PagingOptions().floor == 0.01  # on by default
+    question = "Who owns the Alpha module?"
+    full = mem.pager.with_options(floor=0.0).retrieve("u", question)
+    top = max(c.fused for c in full.candidates)
+    strict = mem.pager.with_options(floor=0.5).retrieve("u", question)
+    kept = [c.turn_id for c in strict.candidates]
+    assert kept == [c.turn_id for c in full.candidates if c.fused >= 0.5 * top]
+    assert 0 < len(kept) < len(full.candidates)
+    assert strict.info["below_floor"] == len(full.candidates) - len(kept)
+    # Through the context: the budget is left unfilled, and the trace says how many were dropped.
+    mem._pager = mem.pager.with_options(floor=0.5)
+    ctx = mem.context("u", question, budget=4000)
+    assert ctx.trace["retrieval"]["paging"]["below_floor"] > 0
+    assert "Carol will own the Alpha module" in ctx.messages[0]["content"]
+    assert "Gion is lovely in the evening." not in ctx.messages[0]["content"]
