@@ -406,8 +406,9 @@ def test_feedback_searches_again_from_the_best_turns(mem: Memory) -> None:
 
 def test_session_diversity_interleaves_sessions(mem: Memory) -> None:
     query = "Alpha module Kyoto"
-    plain = Pager(mem, PagingOptions(cooperative=False, diversity=0.0)).retrieve("u", query)
-    diverse = Pager(mem, PagingOptions(cooperative=False, diversity=0.9)).retrieve("u", query)
+    # Without the relevance floor: a re-ranking this strong (x0.1) would move turns across it.
+    plain = Pager(mem, PagingOptions(cooperative=False, diversity=0.0, floor=0.0)).retrieve("u", query)
+    diverse = Pager(mem, PagingOptions(cooperative=False, diversity=0.9, floor=0.0)).retrieve("u", query)
     session = {t.id: t.session_id for t in mem.store.iter_turns("u")}
 
     def distinct_in_top(result: object, n: int) -> int:
@@ -468,8 +469,12 @@ def test_turns_that_only_ask_rank_below_turns_that_tell(mem: Memory) -> None:
     tells = next(i for i, t in texts.items() if t.startswith("My daughter started piano"))
     query = "piano lessons"
     assert PagingOptions().question_penalty == 1.0  # on by default (chosen leave-one-out)
-    penalised = Pager(mem, PagingOptions(cooperative=False)).retrieve("u", query)
+    penalised = Pager(mem, PagingOptions(cooperative=False, floor=0.0)).retrieve("u", query)
     order = [c.turn_id for c in penalised.candidates]
+    # By default a turn scored 0 is below the relevance floor: not paged in at all.
+    assert asks not in {
+        c.turn_id for c in Pager(mem, PagingOptions(cooperative=False)).retrieve("u", query).candidates
+    }
     by_id = {c.turn_id: c for c in penalised.candidates}
     assert by_id[asks].scores["questions"] == 1.0 and by_id[asks].fused == 0.0
     assert order.index(tells) < order.index(asks)
