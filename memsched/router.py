@@ -96,6 +96,16 @@ DEFAULT_CUES: dict[str, dict[str, list[str]]] = {
             "it's okay|it's ok|that's okay|i forgive you|apology accepted|no worries|we're good|all good|"
             "let's make up|not mad anymore|not mad at you anymore|not angry anymore|not angry with you anymore"
         ),
+        # The user asks whether the companion is (still) angry with them: a bid to make up, not anger
+        # ("are you still mad at me about our fight?", "你还在为昨晚吵架的事生我气吗"). It counts as an
+        # apology, and the conflict words in the message name the argument asked about, not the
+        # user's feeling (`Router.mode_cues`), so no upset mood starts from it, argument or none.
+        "reassurance": _cues(
+            "生我气|生我的气|还在气我|还气我|还怪我|怪我吗|are you mad at me|are you still mad|"
+            "are you angry with me|are you angry at me|are you still angry|are you upset with me|"
+            "are you still upset|you're not mad at me|you're not still mad|you're not angry with me|"
+            "still mad at me|still angry with me|still upset with me"
+        ),
     },
     # Words that make a feeling stronger; each found adds to the mood's intensity.
     # Phrases that back a reading the learned parts already made, without being evidence for the mode
@@ -687,6 +697,13 @@ class Router:
                     for c in found["conflict"]
                     if not all(any(a <= at < b for a, b in praise) for at in _occurrences(clean, c))
                 ]
+        if (
+            found.get("conflict")
+            and "reassurance" in self._repair
+            and self._found(self._repair["reassurance"], text)
+        ):
+            # "Are you still mad at me about our fight?": the fight is what the user asks about.
+            found["conflict"] = []
         if found.get("conflict") and "comfort" in found and _aimed_elsewhere(text):
             if not self._found(self._laughter, text):  # laughed at, it is no hard time either
                 found["comfort"] = sorted({*found["comfort"], *found["conflict"]})
@@ -728,10 +745,9 @@ class Router:
 
     def repair_cues(self, text: str) -> tuple[bool, bool]:
         """(apology, acceptance) cues in `text` — used on replies too, to see an apology accepted."""
-        apology = self._repair.get("apology")
         acceptance = self._repair.get("acceptance")
         return (
-            bool(apology and self._found(apology, text)),
+            any(self._found(self._repair[k], text) for k in ("apology", "reassurance") if k in self._repair),
             bool(acceptance and self._found(acceptance, text)),
         )
 
@@ -992,7 +1008,7 @@ class Router:
         signals["overflow"] = overflow
         # The user apologises or forgives ("sorry I snapped at you", "好啦，不生你气了"): a strategy
         # can answer the gesture instead of the argument it ends.
-        signals["repair"] = bool(cues.get("apology") or cues.get("acceptance"))
+        signals["repair"] = bool(cues.get("apology") or cues.get("reassurance") or cues.get("acceptance"))
         return Route(
             mode=mode,
             signals=signals,
@@ -1009,7 +1025,7 @@ class Router:
             mood_intensity=intensity,
             mood_cued=cued,
             mood_corroborated=corroborated,
-            apology=bool(cues.get("apology")),
+            apology=bool(cues.get("apology") or cues.get("reassurance")),
             acceptance=bool(cues.get("acceptance")),
             late_window=f"{hhmm(window[0])}-{hhmm(window[1])} ({late_source})",
             own_mode=own_mode,

@@ -441,6 +441,38 @@ def test_an_apology_with_no_argument_carried_starts_no_upset_mood(
     assert "current mood" not in system_of(fake)
 
 
+@pytest.mark.parametrize(
+    "question",
+    ["Are you still mad at me about our fight last night?", "你还在为昨晚吵架的事生我气吗？"],
+)
+def test_asking_whether_the_companion_is_still_angry_is_no_anger(
+    server: str, fake: FakeOpenAI, question: str
+) -> None:
+    """A user who asks whether the companion is still angry about a fight reaches out; the fight is
+    what they ask about. Asked with no argument behind it (made up, or misremembered), it set an
+    upset mood ("fight", 吵架 as conflict cue words) and got the cold strategy: "the user is still
+    upset with you, the argument has not been repaired. Reply short and cool"."""
+    trace = chat(server, "ana", "s1", question, DAY.replace(hour=8))
+    assert not trace["route"]["cues"].get("conflict")
+    assert trace["mood"]["after"]["label"] == "neutral"
+    assert trace["strategy"]["name"] != "conflict_cold"
+    assert "conflict_cold" not in system_of(fake) and "current mood" not in system_of(fake)
+
+
+@pytest.mark.parametrize("lang", ["zh", "en"])
+def test_asking_whether_the_companion_is_still_angry_after_a_real_fight_is_answered_as_a_repair(
+    server: str, fake: FakeOpenAI, lang: str
+) -> None:
+    fight, _ = ARGUMENTS[lang]
+    night = DAY.replace(hour=22, minute=30)
+    for i, text in enumerate(fight):
+        chat(server, "bo", "evening", text, night + timedelta(minutes=i))
+    question = {"zh": "你还在生我的气吗？", "en": "Are you still angry with me?"}[lang]
+    trace = chat(server, "bo", "morning", question, (DAY + timedelta(days=1)).replace(hour=8))
+    assert trace["route"]["signals"]["repair"] and trace["mood"]["event"] == "softened"
+    assert trace["strategy"]["name"] == "accept_apology"
+
+
 def test_a_cue_word_inside_a_title_is_not_the_users_feeling(server: str, fake: FakeOpenAI) -> None:
     """ "我在追《孤独的美食家》" names a TV show: 孤独 (a comfort cue) in its title made the mood sad at
     0.65, with the title as its cause, and the following messages got the comfort strategy."""
