@@ -19,7 +19,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
+from datetime import UTC, date, datetime
 from typing import Any
 
 from memsched.model import as_utc, utcnow
@@ -41,6 +41,12 @@ ALLERGIES = "allergies"
 DIET = "diet"
 SLEEP_TIME = "sleep_time"
 TIMEZONE = "timezone"
+# Dates of the people in the user's life and of the couple ("mom's birthday: May 12", "anniversary:
+# June 3"): "label: date", one per label (a date said again replaces the one before).
+DATES = "dates"
+# The people the user has lost ("grandma", "dad Tom"): never someone to ask after; meta `when` says
+# when as the user said it ("last spring", "去年").
+LOSSES = "losses"
 
 # The canonical keys, in the order they are shown (and kept when the budget is tight: what a
 # companion must never get wrong comes first).
@@ -52,7 +58,9 @@ KEYS: tuple[str, ...] = (
     PARTNER_NAME,
     PETS,
     PEOPLE,
+    LOSSES,
     BIRTHDAY,
+    DATES,
     LOCATION,
     HOMETOWN,
     OCCUPATION,
@@ -62,7 +70,7 @@ KEYS: tuple[str, ...] = (
     TIMEZONE,  # last: the prompt's clock line already names it
 )
 # Keys that hold a set of values: a new value joins the others instead of replacing them.
-MULTI_KEYS: frozenset[str] = frozenset({PETS, PEOPLE, LIKES, DISLIKES, ALLERGIES, DIET})
+MULTI_KEYS: frozenset[str] = frozenset({PETS, PEOPLE, LIKES, DISLIKES, ALLERGIES, DIET, DATES, LOSSES})
 # Keys whose earlier values are worth naming ("formerly 小王"): old mentions in history are outdated.
 FORMERLY_KEYS: frozenset[str] = frozenset({PREFERRED_NAME, NAME, LOCATION, OCCUPATION, PARTNER_NAME})
 
@@ -75,6 +83,8 @@ KEY_LABELS: dict[str, str] = {
     SLEEP_TIME: "usual bedtime",
     HOMETOWN: "hometown (where the user comes from, not where they live)",
     PEOPLE: "people in the user's life",
+    DATES: "dates to remember",
+    LOSSES: "people the user has lost (be gentle; never ask after them as if alive)",
 }
 
 # What a message asks about when it names a key's subject ("where do I live now?", "我现在住哪",
@@ -105,6 +115,8 @@ _ASKED: dict[str, re.Pattern[str]] = {
         re.I,
     ),
     BIRTHDAY: re.compile(r"\bbirthday\b|\bborn\b|生日", re.I),
+    DATES: re.compile(r"\b(?:birthdays?|anniversary|dates?)\b|生日|纪念日", re.I),
+    LOSSES: re.compile(r"\b(?:died|passed|passing|funeral|miss (?:him|her))\b|去世|过世|葬礼", re.I),
     SLEEP_TIME: re.compile(r"\b(?:sleep|bed|bedtime)\b|睡", re.I),
     LIKES: re.compile(r"\b(?:favou?rites?|hobby|hobbies)\b|喜欢|爱好|最爱", re.I),
     DISLIKES: re.compile(r"\b(?:hate|dislike)\b|讨厌|不喜欢", re.I),
@@ -328,6 +340,7 @@ class Profile:
         timezone: str | None = None,
         clock: str | None = None,
         message: str = "",
+        now: datetime | None = None,
     ) -> str:
         """The system-prompt section for the user's current facts, or "" when there are none.
 
@@ -339,7 +352,9 @@ class Profile:
         prompt saying "Now … (Europe/London)" must not say "timezone: Asia/Shanghai"). `clock` is the
         zone the turn is read in (`memsched.zones`: it may be a fixed offset, never a fact): the dates
         are on it, else on the timezone fact's. The lines of what `message` asks about (`asked_keys`:
-        "where do I live now?") are dropped last, so the value in force is there to answer it.
+        "where do I live now?") are dropped last, so the value in force is there to answer it. A
+        birthday or a date to remember that falls within `NEAR_DAYS` of `now` (the turn's time) says
+        so ("June 3 (in 2 days)"), so the companion can mention it near the day.
         """
         rows = self.store.facts(user_id)
         if not rows and not timezone:
@@ -355,10 +370,12 @@ class Profile:
         zone = clock or next(
             (f["value"] for f in reversed(by_key.get(TIMEZONE, [])) if f["superseded_at"] is None), None
         )
-        shown = {key: line for key in order if (line := _line(key, by_key[key], zone))}
+        today = local_now(as_utc(now or utcnow()), zone).date()
+        shown = {key: line for key in order if (line := _line(key, by_key[key], zone, today))}
         if not shown:
             return ""
         asked = asked_keys(message, by_key) if max_tokens is not None else set()
+        asked |= {k for k in (BIRTHDAY, DATES) if k in shown and _NEAR_NOTE.search(shown[k])}
         # Dropped first: the least important key not asked about.
         keep = [k for k in shown if k in asked] + [k for k in shown if k not in asked]
         lines = list(shown.values())
@@ -368,13 +385,22 @@ class Profile:
         return "\n".join([SECTION_HEADER, *lines]) if lines else ""
 
 
-def _line(key: str, facts: list[dict[str, Any]], timezone: str | None = None) -> str:
+def _line(
+    key: str, facts: list[dict[str, Any]], timezone: str | None = None, today: date | None = None
+) -> str:
     current = [f for f in facts if f["superseded_at"] is None]
     if not current:
         return ""
     label = KEY_LABELS.get(key, key.replace("_", " "))
+    if key == LOSSES:  # who, when as the user said it, and the day they said it
+        shown = []
+        for f in current:
+            told = local_now(datetime.fromtimestamp(f["valid_from"], UTC), timezone).strftime("%Y-%m-%d")
+            when = f["meta"].get("when")
+            shown.append(f"{f['value']} (passed away{' ' + when if when else ''}; told {told})")
+        return f"- {label}: {'; '.join(dict.fromkeys(shown))}"
     if key in MULTI_KEYS:
-        values = list(dict.fromkeys(f["value"] for f in current))
+        values = list(dict.fromkeys(f["value"] + _near(f["value"], key, today) for f in current))
         return f"- {label}: {', '.join(values)}"
     fact = current[-1]
     if key == TIMEZONE:
@@ -390,4 +416,38 @@ def _line(key: str, facts: list[dict[str, Any]], timezone: str | None = None) ->
             former.append(replaces)
     # The date only where it tells something: when the value replaced another one.
     note = f" (since {since}; formerly {', '.join(former[:3])})" if former else ""
-    return f"- {label}: {fact['value']}{note}"
+    return f"- {label}: {fact['value']}{_near(fact['value'], key, today)}{note}"
+
+
+# How many days ahead a birthday or a date to remember is named as near in the prompt (its line is
+# then kept as long as a line asked about).
+NEAR_DAYS = 14
+MONTHS = (
+    "January February March April May June July August September October November December".split()  # noqa: SIM905
+)
+_MONTH_DAY = re.compile(rf"(?:^|: )(?P<m>{'|'.join(MONTHS)})(?: (?P<d>\d{{1,2}}))?(?:, \d{{4}})?$")
+
+
+_NEAR_NOTE = re.compile(r" \((?:today|tomorrow|in \d+ days)\)")
+
+
+def _near(value: str, key: str, today: date | None) -> str:
+    """The note " (today)", " (in 3 days)" or " (this month)" for a birthday or a date to remember that is near
+    `today` (dates as `profile_extract` writes them: "June 3", "mom's birthday: May"), else ""."""
+    m = _MONTH_DAY.search(value) if key in (BIRTHDAY, DATES) and today is not None else None
+    if m is None or today is None:
+        return ""
+    month = MONTHS.index(m.group("m")) + 1
+    if m.group("d") is None:
+        return " (this month)" if month == today.month else ""
+    for year in (today.year, today.year + 1):
+        try:
+            day = date(year, month, int(m.group("d")))
+        except ValueError:  # February 29 in a common year, a day past the month's end
+            return ""
+        if day >= today:
+            ahead = (day - today).days
+            if ahead > NEAR_DAYS:
+                return ""
+            return {0: " (today)", 1: " (tomorrow)"}.get(ahead, f" (in {ahead} days)")
+    return ""

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import logging
 import re
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import TYPE_CHECKING, Any, Literal
@@ -30,12 +30,16 @@ from memsched.jobs.tasks import TaskContext, task
 from memsched.model import Turn
 from memsched.profile import (
     ALLERGIES,
+    BIRTHDAY,
+    DATES,
     DIET,
     DISLIKES,
     HOMETOWN,
     KEYS,
     LIKES,
     LOCATION,
+    LOSSES,
+    MONTHS,
     MULTI_KEYS,
     NAME,
     OCCUPATION,
@@ -49,14 +53,20 @@ from memsched.profile import (
     same_value,
 )
 from memsched.profile_rules import (
+    DATE_RULES,
     EN_BREEDS,
     EN_NOT_GREETING_NAMES,
     EN_PLACE,
     EN_V,
     END_RULES,
+    KIN_ONE,
     KIN_SAME,
+    LOSS_RULES,
+    PARTNER_WORDS,
+    PEOPLE_LIST_RULES,
     PEOPLE_RULES,
     PET_END_RULES,
+    PET_KIND_OR_BREED_EN,
     PET_KINDS_EN,
     PET_KINDS_ZH,
     RETRACT_RULES,
@@ -90,10 +100,12 @@ class Observation:
     op: RuleOp = "set"
     rule: str = ""
     old: str = ""
+    when: str = ""  # a loss: when, as the user said it ("last spring", "去年")
 
     def as_dict(self) -> dict[str, Any]:
         out = {"key": self.key, "value": self.value, "op": self.op, "rule": self.rule}
-        return {**out, "old": self.old} if self.old else out
+        out = {**out, "old": self.old} if self.old else out
+        return {**out, "when": self.when} if self.when else out
 
 
 # -- values ----------------------------------------------------------------------------------------
@@ -574,6 +586,7 @@ def extract(text: str) -> list[Observation]:
             or _hypothetical(as_said, ended.start())
             or in_quote(as_said, ended.start())
             or _UNDONE.search(as_said, ended.end()) is not None
+            or (key == ALLERGIES and _EXCEPT.search(as_said) is not None)
         ):
             continue
         found.insert(0, Observation(key, "", "retract", rule=rule))
@@ -587,6 +600,9 @@ def extract(text: str) -> list[Observation]:
         ]
         found.insert(0, gone)
     found += _people(text)
+    found += _losses(text, as_said)
+    found += _dates(as_said)
+    found = [_dated(ob) for ob in found]
     found += _corrections(as_said)
     sleep = _sleep_time(text)
     if sleep is not None:
@@ -623,23 +639,148 @@ def _pets_gone(text: str) -> list[Observation]:
     return out
 
 
+def _statements(
+    rules: Sequence[tuple[str, re.Pattern[str], bool]], text: str
+) -> Iterator[tuple[str, re.Match[str], bool]]:
+    """The matches of `rules` in `text` that state something: no question, supposition or quote."""
+    for rule, pattern, english in rules:
+        for m in pattern.finditer(text):
+            if not (
+                _is_question(text, m.end()) or _hypothetical(text, m.start()) or in_quote(text, m.start())
+            ):
+                yield rule, m, english
+
+
 def _people(text: str) -> list[Observation]:
     """The people in the user's life a message names (`PEOPLE_RULES`): "sister 小红", "son Leo"."""
     out: list[Observation] = []
-    for rule, pattern, english in PEOPLE_RULES:
-        for m in pattern.finditer(text):
-            if _is_question(text, m.end()) or _hypothetical(text, m.start()) or in_quote(text, m.start()):
-                continue
-            name = _glued_name(m.group("rest")) if rule == "zh_kin_glued" else m.group("v")
-            name = re.sub(r"'s$", "", name) if name and english else name  # "my best friend Sarah's birthday"
-            if not name or (english and (name.lower() in EN_NOT_GREETING_NAMES or is_place_en(name))):
-                continue
-            if not english and (name[0] in ZH_NOT_NAME_FIRST or clean_value(name, english=False) is None):
-                continue
+    for rule, m, english in _statements(PEOPLE_RULES, text):
+        name = _glued_name(m.group("rest")) if rule == "zh_kin_glued" else m.group("v")
+        name = re.sub(r"'s$", "", name) if name and english else name  # "my best friend Sarah's birthday"
+        if not name or (english and (name.lower() in EN_NOT_GREETING_NAMES or is_place_en(name))):
+            continue
+        if not english and (name[0] in ZH_NOT_NAME_FIRST or clean_value(name, english=False) is None):
+            continue
+        kin = m.group("kin").lower() if english else m.group("kin")
+        value = f"{KIN_SAME.get(kin, kin)} {name}"
+        if not any(o.value == value for o in out):
+            out.append(Observation(PEOPLE, value, rule=rule))
+    return out + [o for o in _people_listed(text) if not any(p.value == o.value for p in out)]
+
+
+def _people_listed(text: str) -> list[Observation]:
+    """Several people of one kind named at once (`PEOPLE_LIST_RULES`): "my sisters Anna and Mia"."""
+    out: list[Observation] = []
+    for rule, m, english in _statements(PEOPLE_LIST_RULES, text):
+        split = r"\s*(?:,|\band\b|&)\s*" if english else r"[和、跟]"
+        names = [n.strip() for n in re.split(split, m.group("names")) if n.strip()]
+        if english and any(n.lower() in EN_NOT_GREETING_NAMES or is_place_en(n) for n in names):
+            continue
+        if not english and any(
+            n[0] in ZH_NOT_NAME_FIRST or clean_value(n, english=False) is None for n in names
+        ):
+            continue
+        kin = m.group("kin").lower() if english else m.group("kin")
+        one = KIN_ONE.get(kin, re.sub(r"s$", "", kin)) if english else KIN_SAME.get(kin, kin)
+        out += [Observation(PEOPLE, f"{one} {n}", rule=rule) for n in names]
+    return out
+
+
+# Where a message names an exception to "no allergies" ("except penicillin", "除了青霉素"): it clears none.
+_EXCEPT = re.compile(r"除了|除开|\b(?:except|besides|other than|apart from|aside from|but not)\b", re.I)
+# When a loss was, as said: a relative time ("last spring", "去年") or a year ("in 2019", "2019年").
+_YEAR = re.compile(r"\b(?:in )?(?:19|20)\d\d\b|(?:19|20)\d\d年")
+
+
+def _losses(text: str, as_said: str) -> list[Observation]:
+    """The people a message says the user lost (`LOSS_RULES`): "grandma", "dad Tom", "奶奶", with when
+    it was as said."""
+    out: list[Observation] = []
+    for rule, m, english in _statements(LOSS_RULES, text):
+        kin = m.group("kin").lower() if english else m.group("kin")
+        name = m.group("name") or ""
+        if name and (name.lower() in EN_NOT_GREETING_NAMES or name.lower() in ENGLISH_STOP_WORDS):
+            name = ""
+        value = " ".join(w for w in (KIN_SAME.get(kin, kin), name) if w)
+        times = [as_said[a:b] for a, b in spans(as_said)]
+        year = _YEAR.search(as_said)
+        when = times[0] if times else (year.group(0) if year else "")
+        if not any(o.value == value for o in out):
+            out.append(Observation(LOSSES, value, rule=rule, when=when))
+    return out
+
+
+_ZH_DATE_PARTS = re.compile(
+    r"(?:(?P<y>\d{4}|[零〇一二三四五六七八九]{4})年)?(?P<m>\d{1,2}|[一二三四五六七八九十]{1,3})月"
+    r"(?:(?P<d>\d{1,2}|[一二三四五六七八九十]{1,3})[日号])?$"
+)
+_EN_DATE_PARTS = re.compile(
+    r"(?:in )?(?:(?P<m1>[A-Za-z]+)\.?(?: (?P<d1>\d{1,2})(?:st|nd|rd|th)?)?|(?P<d2>\d{1,2})(?:st|nd|rd|th)? (?:of )?(?P<m2>[A-Za-z]+))"
+    r"(?:,? (?P<y>\d{4}))?$"
+    r"|(?P<iy>\d{4})-(?P<im>\d{1,2})-(?P<id>\d{1,2})$",
+    re.I,
+)
+
+
+def _zh_number(raw: str) -> int:
+    if raw.isdigit():
+        return int(raw)
+    digits = {"零": 0, "〇": 0, **_ZH_NUM}
+    if len(raw) == 4:  # a year said digit by digit: 一九九〇
+        return int("".join(str(digits.get(c, 0)) for c in raw))
+    if "十" in raw:
+        tens, _, ones = raw.partition("十")
+        return digits.get(tens, 1) * 10 + digits.get(ones, 0)
+    return digits.get(raw, 0)
+
+
+def month_day(said: str) -> str | None:
+    """A date as said ("十月五号", "the 3rd of March", "1990-03-03", "in May") as "October 5", "March 3,
+    1990" or "May"; None when it is no calendar date (a numeric "3/3/1990" is ambiguous and kept)."""
+    said = said.strip()
+    if (m := _ZH_DATE_PARTS.match(said)) is not None:
+        year = _zh_number(m.group("y")) if m.group("y") else None
+        month, day = _zh_number(m.group("m")), _zh_number(m.group("d")) if m.group("d") else None
+    elif (m := _EN_DATE_PARTS.match(said)) is not None and m.group("iy"):
+        year, month, day = int(m.group("iy")), int(m.group("im")), int(m.group("id"))
+    elif m is not None:
+        name = (m.group("m1") or m.group("m2") or "").capitalize()
+        if name not in MONTHS:
+            return None
+        year = int(m.group("y")) if m.group("y") else None
+        month = MONTHS.index(name) + 1
+        raw_day = m.group("d1") or m.group("d2")
+        day = int(raw_day) if raw_day else None
+    else:
+        return None
+    if not 1 <= month <= 12 or (day is not None and not 1 <= day <= 31):
+        return None
+    out = MONTHS[month - 1] + (f" {day}" if day else "")
+    return f"{out}, {year}" if year and day else out
+
+
+def _dated(ob: Observation) -> Observation:
+    """A birthday with its date resolved ("十月五号" -> "October 5"); any other fact as it is."""
+    if ob.key != BIRTHDAY or ob.op != "set" or (resolved := month_day(ob.value)) is None:
+        return ob
+    return Observation(ob.key, resolved, ob.op, rule=ob.rule, old=ob.old, when=ob.when)
+
+
+def _dates(text: str) -> list[Observation]:
+    """The dates of people the user names and of the couple (`DATE_RULES`), as "label: date":
+    "mom's birthday: May", "anniversary: June 3", "妈妈的生日: May 12", "结婚纪念日: June 3"."""
+    out: list[Observation] = []
+    for rule, m, english in _statements(DATE_RULES, text):
+        when = month_day(m.group("v"))
+        if when is None:
+            continue
+        if "what" in m.re.groupindex:
+            label = m.group("what").lower() if english else m.group("what")
+        else:
             kin = m.group("kin").lower() if english else m.group("kin")
-            value = f"{KIN_SAME.get(kin, kin)} {name}"
-            if not any(o.value == value for o in out):
-                out.append(Observation(PEOPLE, value, rule=rule))
+            who = " ".join(w for w in (KIN_SAME.get(kin, kin), m.group("name") or "") if w)
+            label = f"{who}'s birthday" if english else f"{who}的生日"
+        out.append(Observation(DATES, f"{label}: {when}", rule=rule))
     return out
 
 
@@ -797,6 +938,11 @@ _EN_PET_NAMES = re.compile(
     r"(?:(?:'?\s+names)?\s+(?:are|'re)\s+(?:(?:named|called)\s+)?|\s*[,:(\-–]\s*(?:(?:named|called)\s+)?|\s+(?:(?P<direct>named|called)\s+)?)(?-i:(?P<names>[A-Z][a-z'\-]+(?:\s*(?:,|and|&|,\s*and)\s*[A-Z][a-z'\-]+)*))"
     r"(?=\s*$|\s*[.,!;:~)]|\s+(?:and|but|lol|haha|btw)\b)"
 )
+_EN_MORE_NAMED_PET = re.compile(
+    rf"(?:\s*,\s*(?:and\s+)?|\s+and\s+)(?:an?\s+|(?:my|our)\s+)?(?P<kind>{PET_KIND_OR_BREED_EN})"
+    r"(?:(?:,?\s+(?:called|named|whose name is)\s+|\s+)(?-i:(?P<name>[A-Z][a-z'\-]+)))?(?![\w'])",
+    re.I,
+)
 _EN_PRONOUNS = frozenset("he she it this that there who what which everyone nobody someone".split())  # noqa: SIM905
 # More pets after the first one: "and a cat", ", two rabbits"; "和一只狗", "，还有一只狗".
 _EN_MORE_PETS = re.compile(
@@ -815,6 +961,12 @@ _ZH_PET_NAMES = re.compile(
 )
 
 
+_ZH_PET_NAMES_BARE = re.compile(
+    rf"[，,]\s*(?P<direct>)(?P<names>{_ZH_PET_NAME}(?:\s*(?:和|跟|与|、)\s*{_ZH_PET_NAME})+)"
+    r"(?=$|[。.!！~～;；\s，,]|呢|啊|呀|哦|吧)"
+)
+
+
 def _pet_list(text: str, m: re.Match[str], rule: str, *, english: bool) -> tuple[list[str], int] | None:
     """The pets a statement of having pets lists, each with its name when one is given: "I have two
     cats, Mochi and Tofu" -> cat Mochi, cat Tofu; "I have a dog and a cat, Max and Luna" -> dog Max,
@@ -823,12 +975,29 @@ def _pet_list(text: str, m: re.Match[str], rule: str, *, english: bool) -> tuple
     what the rule read (one pet, its name if any)."""
     kind_group = "kind" if "kind" in m.re.groupindex else "v"
     if english and kind_group == "kind":
-        return None  # "my dog Max", "I have a cat called Mochi": the rule read the kind and its name
+        # "I have a cat called Mochi": the rule read the kind and its name; "… and a dog named Max"
+        # names one more each time.
+        others, end = [], m.end()
+        while (named_m := _EN_MORE_NAMED_PET.match(text, end)) is not None:
+            name = named_m.group("name")
+            if name and (not _pet_name_ok(name, english=True) or name.lower() in _EN_NOT_ITEM_WORDS):
+                break  # "… and a cat Sadly, …"
+            others.append(
+                f"{_pet_kind(named_m.group('kind'))} {name}" if name else named_m.group("kind").lower()
+            )
+            end = named_m.end()
+        if not others or m.group("v") is None:
+            return None
+        return [f"{_pet_kind(m.group('kind'))} {m.group('v')}", *others], end
     names_re, more_re = (_EN_PET_NAMES, _EN_MORE_PETS) if english else (_ZH_PET_NAMES, _ZH_MORE_PETS)
     pending, values, end, listed = [m.group(kind_group)], [], m.end(kind_group), False
     while True:
         names_m = names_re.match(text, end)
         names = _pet_names(names_m.group("names"), english=english) if names_m is not None else []
+        if not names and not english and (names_m := _ZH_PET_NAMES_BARE.match(text, end)) is not None:
+            # "我有两只猫，咪咪和花花": names without 叫, only when each has a pet name's shape.
+            names = _pet_names(names_m.group("names"), english=False)
+            names = names if len(names) > 1 and all(nickname(n) for n in names) else []
         if names:
             assert names_m is not None
             kinds = [_kind_alone(k, english=english) for k in pending]
@@ -1065,6 +1234,19 @@ def apply(
                 profile.set(
                     user_id, fact.key, value, at=at, source_turn_ids=source_turn_ids, meta=fact.meta, tx=tx
                 )
+        elif ob.op == "set" and ob.key == LOSSES:  # "my grandma passed away": no one to ask after now
+            lost = ob.value
+            for key, value in _lost(profile, user_id, ob.value):
+                profile.retract(user_id, key, value, at=at, tx=tx)
+                lost = value if key == PEOPLE else lost  # "grandma" is the "grandma Rose" named before
+            meta = {"when": ob.when} if ob.when else None
+            profile.set(user_id, LOSSES, lost, at=at, source_turn_ids=source_turn_ids, meta=meta, tx=tx)
+        elif ob.op == "set" and ob.key == DATES:  # "mom's birthday: May 12" replaces "mom's birthday: May"
+            label = ob.value.split(": ")[0]
+            for value in profile.values(user_id, DATES):
+                if value.split(": ")[0] == label and not same_value(value, ob.value):
+                    profile.retract(user_id, DATES, value, at=at, tx=tx)
+            profile.set(user_id, DATES, ob.value, at=at, source_turn_ids=source_turn_ids, tx=tx)
         elif ob.op == "retract" and ob.key == PETS:  # "my cat Luna died": the pet in force it names
             for value in ended_pets(profile.values(user_id, PETS), ob.value):
                 profile.retract(user_id, PETS, value, at=at, tx=tx)
@@ -1079,6 +1261,21 @@ def apply(
             profile.set(user_id, ob.key, ob.value, at=at, source_turn_ids=source_turn_ids, meta=meta, tx=tx)
         out.append(ob.as_dict())
     return out
+
+
+def _lost(profile: Profile, user_id: str, lost: str) -> list[tuple[str, str]]:
+    """The facts in force a loss ends: the person of that name ("grandma Rose"), else the one person
+    of that kind ("grandma" with one grandma named; none when two are: it does not say which), and
+    the partner when the partner died ("my husband passed away")."""
+    kin, _, name = lost.partition(" ")
+    if kin in PARTNER_WORDS:
+        partner = profile.values(user_id, PARTNER_NAME)
+        return [(PARTNER_NAME, v) for v in partner if not name or same_value(v, name)]
+    people = profile.values(user_id, PEOPLE)
+    if name:
+        return [(PEOPLE, v) for v in people if same_value(v, lost)]
+    same_kin = [v for v in people if v.partition(" ")[0].casefold() == kin.casefold()]
+    return [(PEOPLE, same_kin[0])] if len(same_kin) == 1 else []
 
 
 # The meta of a preferred name read from what others call the user ("大家都叫我小明").

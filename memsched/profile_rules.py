@@ -13,16 +13,19 @@ still recalled by search); a false one would be shown on every turn.
 |---|---|---|
 | name | 我叫X, 我的名字是X (via `commands.detect`) | my name is X, I'm Sarah(, by the way), name's Jack |
 | preferred_name | 叫我X, 你可以叫我X, 别叫我X了(，…，还是叫我Y), 我更喜欢别人叫我X (a P1 command in `commands.py`); 大家都叫我X alone (a fact, while no name asked for is in force: `commands.others_call`) | call me X, my friends call me X, you can too, stop calling me X(, I prefer Y), I'd rather you call me X, I prefer X (a user with a known name); my friends call me X alone (a fact, as in Chinese) |
-| birthday | 我的生日是X, 我是X出生的 (三月三号 too) | my birthday is / 's on X, I was born on X (1990-03-03, 3/3/1990 too) |
+| birthday | 我的生日是X, 我是X出生的 (三月三号 too; kept resolved: October 5) | my birthday is / 's on / is in X, I was born on X (1990-03-03, 3/3/1990 too) |
+| dates | 我妈妈的生日是五月十二号, 我们的结婚纪念日是六月三号 (`DATE_RULES`) | my mom's birthday is in May, our anniversary is June 3rd |
+| losses | 我奶奶去年去世了 (`LOSS_RULES`) | my grandma passed away last spring, I lost my dad to cancer |
+| people | 我妹妹叫小丽, 我姐小红, 我有两个姐姐，小红和小丽 (`PEOPLE_RULES`, `PEOPLE_LIST_RULES`) | my sister Anna, my sisters Anna and Mia, I have two brothers, Tom and Sam |
 | location | 我住在X, 我(们)(上个月/刚)搬到了X, 搬来/搬家到X, 我在X生活; for a known place: 我现在在X, 我(现在)住X, 我在X工作, 我是个程序员，在X工作 | I/we live in X, I'm from X but live in Y, I/we (just) moved/relocated to X, I'm based in X, I'm living in X, I'm (now) in X (now/these days) for a known place |
 | hometown | 我是X人, 我老家是X的, 我来自X, 我是在X长大的 (a known place) | I'm (originally) from X, I grew up in X, I was born in X (capitalised, no department) |
 | timezone | 我在东八区, 我这边是北京时间, 我这边是CST | I'm on Pacific time, my timezone is PST, I'm in UTC+8, my time zone is Europe/Berlin |
 | occupation | 我是一名X, 我是个X, 我的工作是X, 我是做X的, 我在一家游戏公司做策划, 在杭州做老师 (and the place: location) | I work as a X, starting (Monday) as a X, my job is X, I'm a X by profession, I'm / I've been a nurse (at …), I became a X, a new job as X, I teach X (an X teacher) |
 | partner_name | 我男朋友/老婆/对象…叫X (的名字是X; "我老公是医生" names no one) | my boyfriend/wife/partner… is called X, my wife is Anna, my girlfriend Emma, I'm married to X |
-| pets | 我(家)的猫叫X, 我养了一只狗, 我养了一只柯基叫豆包, 我有一只猫(叫X), 我养了两只猫，一只叫X一只叫Y / 分别叫X和Y, 我养了一只猫和一只狗 | my/our dog is called X, our cat Miso, my cat is Miso (not a breed), Miso is my cat, I have a cat (called X), I/we have two cats, Mochi and Tofu, I have a dog and a cat, Max and Luna, my cats are (called) X and Y |
+| pets | 我(家)的猫叫X, 我养了一只狗, 我养了一只柯基叫豆包, 我有一只猫(叫X), 我养了两只猫，一只叫X一只叫Y / 分别叫X和Y / ，咪咪和花花, 我养了一只猫和一只狗 | my/our dog is called X, our cat Miso, my cat is Miso (not a breed), Miso is my cat, I have a cat (called X), I/we have two cats, Mochi and Tofu, I have a dog and a cat, Max and Luna, I have a dog named Max and a cat called Luna, my cats are (called) X and Y |
 | likes | 我(很/最…)喜欢X, 我(喜欢/爱)吃X, 我最喜欢的Y是X, X我(很)喜欢 | I love/like/enjoy/adore X, my favorite Y is X, I'm a fan of X, I'm into X, I prefer X (over Y) |
 | dislikes | 我讨厌X, 我不喜欢X, 我受不了X, X我受不了 | I hate/dislike X, I can't stand X, I don't like X, I'm not into X |
-| allergies | 我(也)对X过敏, 我X过敏, 我不能吃X，(会)过敏, 我X不耐受 | I'm (also) allergic to X, I have a X allergy, I can't eat X, I'm allergic, I'm X intolerant |
+| allergies | 我(也)对X过敏, 我X过敏, 我不能吃X，(会)过敏, 我X不耐受; none at all: 我不过敏, 我什么都不过敏 | I'm (also) allergic to X, I have a X allergy, I can't eat X, I'm allergic, I'm X intolerant; none at all: I don't have any allergies |
 | sleep_time | 我一般11点睡, 我平时晚上十一点半睡觉, 我通常凌晨一点才睡 | I usually go to bed at 11pm / around midnight |
 
 A supposition states nothing: 如果/要是/假如/if/suppose/wish before the statement in its clause, or
@@ -86,6 +89,14 @@ _EN_DATE = (
     r"\.? \d{1,2}(?:st|nd|rd|th)?(?:,? \d{4})?|\d{1,2}(?:st|nd|rd|th)? (?:of )?(?:January|February|March|April|"
     r"May|June|July|August|September|October|November|December)(?:,? \d{4})?)"
 )
+_EN_MONTHS = "January|February|March|April|May|June|July|August|September|October|November|December"
+# A date or a month alone ("my mom's birthday is in May").
+_EN_DATE_OR_MONTH = _EN_DATE[:-1] + rf"|(?:in )?(?:{_EN_MONTHS})(?![\w']))"
+_ZH_NUM_DAY = r"(?:\d{1,2}|[一二三四五六七八九十]{1,3})"
+_ZH_DATE = (
+    rf"(?P<v>(?:(?:\d{{4}}|[零〇一二三四五六七八九]{{4}})年)?{_ZH_NUM_DAY}月(?:{_ZH_NUM_DAY}[日号])?)"
+    r"(?=$|[，,。.!！?？；;~～\s]|吧|啊|呀|哦|呢|哈|嘛|那天|出生|生)"
+)
 # A second word only when capitalised: "a dog named Max and a cat" is Max.
 _EN_NAME = r"(?P<v>[A-Z][a-z'\-]+(?-i: [A-Z][a-z'\-]+)?)"
 _EN_CAP_NAME = (
@@ -145,9 +156,10 @@ EN_BREEDS = frozenset(
 )
 # A pet's kind as it is named with its name: a kind or a breed, with at most one word before it
 # ("golden retriever", "border collie", "big dog").
-_PET_KIND_OR_BREED_EN = rf"(?:(?!an?\b|and\b|the\b)[a-z]+ )?(?:{_PET_KINDS_EN}|{'|'.join(sorted(EN_BREEDS, key=len, reverse=True))})\b"
+PET_KIND_OR_BREED_EN = rf"(?:(?!an?\b|and\b|the\b)[a-z]+ )?(?:{_PET_KINDS_EN}|{'|'.join(sorted(EN_BREEDS, key=len, reverse=True))})\b"
 _ZH_PARTNER = "男朋友|女朋友|男友|女友|老公|老婆|丈夫|妻子|太太|先生|对象|爱人|未婚夫|未婚妻"
 _EN_PARTNER = "boyfriend|girlfriend|husband|wife|partner|fiancée|fiancee|fiance|fiancé|spouse"
+PARTNER_WORDS = frozenset(f"{_ZH_PARTNER}|{_EN_PARTNER}".split("|"))
 
 
 # What follows "I love" / "I hate" when it is a taste: a thing in general ("jazz", "the beach",
@@ -437,7 +449,7 @@ RULES: list[tuple[str, str, re.Pattern[str], bool]] = [
         PETS,
         re.compile(
             rf"我(?:家)?(?:也|还)?有(?:一|两|三|几)?(?:只|条)(?P<kind>[{_CJK}]{{0,2}}?(?:{_PET_KINDS_ZH}))"
-            rf"(?:[，,]?(?:它|他|她)?(?:的名字)?叫{_ZH_NAME}|(?P<bare>)(?=$|[{_STOP}\s]|了|呢|啊|呀|哦))"
+            rf"(?:[，,]?(?:它|他|她)?(?:的名字)?叫{_ZH_NAME}|(?P<bare>)(?=$|[{_STOP}\s]|了|呢|啊|呀|哦|和|跟|还有))"
         ),
         False,
     ),
@@ -463,7 +475,13 @@ RULES: list[tuple[str, str, re.Pattern[str], bool]] = [
         re.compile(rf"{_ZH_HEAD}我{_ZH_ADV}(?:有点|有)?(?!对)(?P<v>[{_CJK}]{{2,4}}?)不耐受?(?!烦)"),
         False,
     ),
-    ("zh_x_allergic", ALLERGIES, re.compile(rf"{_ZH_HEAD}我(?P<v>[^{_STOP}\s对]{{1,6}}?)过敏"), False),
+    # "我海鲜过敏"; "我也过敏", "我不过敏", "我没有什么过敏的" name no allergen.
+    (
+        "zh_x_allergic",
+        ALLERGIES,
+        re.compile(rf"{_ZH_HEAD}我(?![也都还什啥])(?P<v>[^{_STOP}\s对不没]{{1,6}}?)过敏"),
+        False,
+    ),
     (
         # "我最喜欢的食物是火锅", "我最爱的歌手是周杰伦": the favourite thing is a like.
         "zh_favorite",
@@ -526,7 +544,7 @@ RULES: list[tuple[str, str, re.Pattern[str], bool]] = [
     (
         "en_birthday",
         BIRTHDAY,
-        re.compile(rf"\bmy birthday(?: is|'s| falls) (?:on )?(?:the )?{_EN_DATE}", re.I),
+        re.compile(rf"\bmy birthday(?: is|'s| falls) (?:on )?(?:the )?{_EN_DATE_OR_MONTH}", re.I),
         True,
     ),
     ("en_born_on", BIRTHDAY, re.compile(rf"\bI was born on (?:the )?{_EN_DATE}", re.I), True),
@@ -665,7 +683,7 @@ RULES: list[tuple[str, str, re.Pattern[str], bool]] = [
     (
         "en_pet_apposition",
         PETS,
-        re.compile(rf"\b(?:my|our) (?P<kind>{_PET_KIND_OR_BREED_EN}) {_EN_CAP_NAME}", re.I),
+        re.compile(rf"\b(?:my|our) (?P<kind>{PET_KIND_OR_BREED_EN}) {_EN_CAP_NAME}", re.I),
         True,
     ),
     # "my cat is Miso", "our dog's Rex": a capitalised name, not a breed ("my cat is Siamese"; "my dog
@@ -695,7 +713,7 @@ RULES: list[tuple[str, str, re.Pattern[str], bool]] = [
         "en_pet_named",
         PETS,
         re.compile(
-            rf"\b(?:my|our) (?P<kind>{_PET_KIND_OR_BREED_EN})(?:'s name is| is called| is named) {_EN_NAME}",
+            rf"\b(?:my|our) (?P<kind>{PET_KIND_OR_BREED_EN})(?:'s name is| is called| is named) {_EN_NAME}",
             re.I,
         ),
         True,
@@ -705,7 +723,7 @@ RULES: list[tuple[str, str, re.Pattern[str], bool]] = [
         "en_pet_have_named",
         PETS,
         re.compile(
-            rf"\b(?:I|we)(?:'ve| have)? (?:have|got|adopted|own) an? (?P<kind>{_PET_KIND_OR_BREED_EN})(?: called| named|,? whose name is) {_EN_NAME}",
+            rf"\b(?:I|we)(?:'ve| have)? (?:have|got|adopted|own) an? (?P<kind>{PET_KIND_OR_BREED_EN})(?: called| named|,? whose name is) {_EN_NAME}",
             re.I,
         ),
         True,
@@ -946,6 +964,27 @@ END_RULES: list[tuple[str, str, re.Pattern[str]]] = [
             re.I,
         ),
     ),
+    # No allergies at all (any more): "I don't have any allergies", "I'm not allergic to anything
+    # anymore", "我不过敏", "我什么都不过敏", "我没有过敏史" (`profile_extract` keeps them when the message
+    # names an exception: "I have no allergies except penicillin").
+    (
+        "zh_no_allergies",
+        ALLERGIES,
+        re.compile(
+            rf"{_ZH_HEAD}我{_ZH_DONE}(?:现在|目前|其实|已经)*(?:对)?(?:(?:什么|啥)(?:东西)?(?:都|也)(?:不|没)|不再?|"
+            r"没有?(?:什么|任何)?(?:东西)?)过敏(?:史|的东西|的)?(?:了|啦)?(?=$|[，,。.!！~～;；\s]|呢|啊|哦|呀)"
+        ),
+    ),
+    (
+        "en_no_allergies",
+        ALLERGIES,
+        re.compile(
+            rf"\bI {_EN_DONE}(?:(?:don't|do not) have (?:any )?(?:known )?(?:food )?allergies|have no (?:known )?(?:food )?allergies|"
+            r"outgrew (?:all )?(?:of )?my allergies)\b"
+            rf"|\bI(?:'m| am) {_EN_DONE}(?:not|no longer) (?:actually |really )?allergic to anything\b",
+            re.I,
+        ),
+    ),
     (
         "zh_broke_up",
         PARTNER_NAME,
@@ -979,7 +1018,7 @@ _EN_GONE = (
     r"is (?:gone|dead|no longer with us)|(?:was|got|had to be) put (?:down|to sleep)|was euthanized|"
     r"ran away(?! from)|went missing|crossed the rainbow bridge)\b"
 )
-_EN_PET = rf"(?P<kind>{_PET_KIND_OR_BREED_EN})(?:,? (?-i:(?P<name>[A-Z][a-z'\-]+)),?)?(?!['\w])"
+_EN_PET = rf"(?P<kind>{PET_KIND_OR_BREED_EN})(?:,? (?-i:(?P<name>[A-Z][a-z'\-]+)),?)?(?!['\w])"
 _EN_LOSE = (
     r"(?:just |finally |sadly |recently |unfortunately )*"
     r"(?:lost|buried|had to rehome|rehomed|gave away|had to give away|had to give up|(?:had to )?put down)"
@@ -1052,6 +1091,100 @@ _ZH_KIN = (
     r"姐姐|妹妹|哥哥|弟弟|妈妈|爸爸|老妈|老爸|儿子|女儿|闺女|爷爷|奶奶|外公|外婆|姥姥|姥爷|表姐|表妹|表哥|表弟|"
     r"堂姐|堂妹|堂哥|堂弟|闺蜜|好朋友|好友|发小|姐|妹|哥|弟|妈|爸"
 )
+# Several people of one kind named at once: "my sisters Anna and Mia", "I have two brothers, Tom and
+# Sam", "我有两个姐姐，小红和小丽", "我的两个儿子叫大宝和二宝" (`profile_extract._people`).
+_EN_KIN_PLURAL = (
+    r"sisters|brothers|sons|daughters|kids|children|cousins|friends|best friends|grandparents|aunts|uncles|"
+    r"nieces|nephews"
+)
+_EN_NAMES = r"(?-i:(?P<names>[A-Z][a-z'\-]+(?:\s*,\s*[A-Z][a-z'\-]+)*,?\s+(?:and|&)\s+[A-Z][a-z'\-]+))"
+_ZH_KIN_PLURAL = r"姐姐|妹妹|哥哥|弟弟|儿子|女儿|孩子|闺蜜|好朋友|表姐|表妹|表哥|表弟|堂姐|堂妹|堂哥|堂弟"
+_ZH_NAMES = (
+    rf"(?P<names>[{_CJK}]{{2,3}}(?:[和、跟][{_CJK}]{{2,3}})+)(?=$|[，,。.!！?？；;~～\s]|吧|啊|呀|哦|呢)"
+)
+PEOPLE_LIST_RULES: list[tuple[str, re.Pattern[str], bool]] = [
+    (
+        "en_kin_list",
+        re.compile(
+            rf"\b(?:(?:my|our)(?: two| three| four)?|I have (?:two|three|four)) (?P<kin>{_EN_KIN_PLURAL})"
+            rf"(?:'? names are|,| are called| are named| are|:| called| named)? {_EN_NAMES}"
+            r"(?=\s*$|\s*[.,!;:~)]|\s+(?:and|but|are|were|lol|haha|btw|who|came|live|both)\b)",
+            re.I,
+        ),
+        True,
+    ),
+    (
+        "zh_kin_list",
+        re.compile(
+            rf"{_ZH_HEAD}我(?:有|的|家)?(?:两|三|四|几)个(?P<kin>{_ZH_KIN_PLURAL})[，,]?(?:分别|一个)?(?:叫|是)?{_ZH_NAMES}"
+        ),
+        False,
+    ),
+]
+# The word one of several is stored under: "sisters" -> sister.
+KIN_ONE = {"children": "child", "kids": "child", "best friends": "best friend"}
+
+# The people the user has lost (`losses`): "my grandma passed away last spring", "I lost my dad to
+# cancer", "我奶奶去年去世了". The relative (and the name, when said) right before the verb: "my mom
+# almost died", "my grandma is dying", "我妈走了" (she may have only left the room) end no one.
+_EN_PEOPLE_GONE = (
+    r"(?:just |sadly |recently |unfortunately |suddenly |finally |peacefully )*"
+    r"(?:died|passed away|passed on|passed(?=\s*[.,!;:~\n]|\s*$)|has (?:died|passed away|passed on)|"
+    r"is no longer with us|lost (?:his|her|their) (?:battle|fight))\b"
+)
+_EN_WHO = rf"(?P<kin>{_EN_KIN}|{_EN_PARTNER})(?:,? (?-i:(?P<name>[A-Z][a-z'\-]+)),?)?"
+_ZH_PEOPLE_GONE = rf"(?:也|已经|突然|刚刚?|在[{_CJK}]{{1,6}})?(?:去世了|过世了|离世了|病逝了|病故了|不在了|离开了我们|离开我们了|走了(?=[，,。.!！~～\s]*$))"
+LOSS_RULES: list[tuple[str, re.Pattern[str], bool]] = [
+    ("en_kin_died", re.compile(rf"\b(?:my|our) {_EN_WHO} {_EN_PEOPLE_GONE}", re.I), True),
+    (
+        "en_lost_kin",
+        re.compile(
+            rf"\b(?:I|we)(?:'ve| have)? (?:just |sadly |recently )*lost (?:my|our) {_EN_WHO}"
+            r"(?=\s*$|\s*[.,!;:~\n]|\s+(?:to|last|this|when|after|a few|two|three|in (?:19|20)\d\d)\b)",
+            re.I,
+        ),
+        True,
+    ),
+    (
+        "zh_kin_died",
+        re.compile(rf"{_ZH_HEAD}我(?:的|家)?(?P<kin>{_ZH_KIN}|{_ZH_PARTNER})(?P<name>){_ZH_PEOPLE_GONE}"),
+        False,
+    ),
+]
+
+# Dates of the people the user names and of the couple (`dates`): "my mom's birthday is in May", "our
+# anniversary is June 3rd", "我妈妈的生日是五月十二号", "我们的结婚纪念日是六月三号".
+DATE_RULES: list[tuple[str, re.Pattern[str], bool]] = [
+    (
+        "en_kin_birthday",
+        re.compile(
+            rf"\b(?:my|our) {_EN_WHO}'s? birthday(?: is|'s| falls)? (?:on )?(?:the )?{_EN_DATE_OR_MONTH}",
+            re.I,
+        ),
+        True,
+    ),
+    (
+        "en_anniversary",
+        re.compile(
+            r"\b(?:our|my) (?P<what>(?:wedding |dating )?anniversary)(?: is|'s| falls)? (?:on )?(?:the )?"
+            + _EN_DATE_OR_MONTH,
+            re.I,
+        ),
+        True,
+    ),
+    (
+        "zh_kin_birthday",
+        re.compile(rf"我(?:的|家)?(?P<kin>{_ZH_KIN}|{_ZH_PARTNER})(?P<name>)的?生日(?:是|在)?{_ZH_DATE}"),
+        False,
+    ),
+    (
+        "zh_anniversary",
+        re.compile(
+            rf"(?:我们|我(?:和|跟)[{_CJK}]{{1,4}})的?(?P<what>(?:结婚|恋爱|相识|在一起的?)?(?:周年)?纪念日)(?:是|在)?{_ZH_DATE}"
+        ),
+        False,
+    ),
+]
 PEOPLE_RULES: list[tuple[str, re.Pattern[str], bool]] = [
     (
         "en_kin_named",

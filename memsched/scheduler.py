@@ -651,7 +651,7 @@ class Scheduler:
         sections = [
             clock_line(at, zone),
             self._profile_section(
-                user_id, DEFAULT_PROFILE_SHARE, new_zone, zone, budget=asked, message=message
+                user_id, DEFAULT_PROFILE_SHARE, new_zone, zone, budget=asked, message=message, now=at
             ),
         ]
         kwargs: dict[str, Any] = {
@@ -676,6 +676,7 @@ class Scheduler:
         *,
         budget: int | None = None,
         message: str = "",
+        now: datetime | None = None,
     ) -> str:
         """The profile's system-prompt section within `share` of the budget (the configured one unless
         `budget`; most important keys first, and what `message` asks about); `timezone` is the one the
@@ -690,6 +691,7 @@ class Scheduler:
                 timezone=timezone,
                 clock=clock,
                 message=message,
+                now=now,
             )
             if limit > 0
             else ""
@@ -1048,6 +1050,7 @@ class Scheduler:
                 t.timezone,
                 message=t.message,
                 budget=t.budget,
+                now=t.at,
             )
             sections = (clock_line(t.at, t.timezone), t.profile_text, *(a.note for a in t.applied))
             t.sections = [s for s in sections if s]
@@ -1143,7 +1146,13 @@ class Scheduler:
             share = t.plan.shares.get("profile") if t.plan.shares else None
             if share is not None and t.profile_text:
                 text = self._profile_section(
-                    t.user_id, float(share), self._new_zone(t), t.timezone, message=t.message, budget=t.budget
+                    t.user_id,
+                    float(share),
+                    self._new_zone(t),
+                    t.timezone,
+                    message=t.message,
+                    budget=t.budget,
+                    now=t.at,
                 )
                 t.sections = [text if x == t.profile_text else x for x in t.sections if x]
                 t.sections = [x for x in t.sections if x]

@@ -84,9 +84,9 @@ def test_saying_what_one_did_is_no_forget(text: str) -> None:
 @pytest.mark.parametrize(
     ("text", "key", "value"),
     [
-        ("I was born on 1990-03-03", "birthday", "1990-03-03"),
+        ("I was born on 1990-03-03", "birthday", "March 3, 1990"),
         ("I was born on 3/3/1990", "birthday", "3/3/1990"),
-        ("我是三月三号出生的", "birthday", "三月三号"),
+        ("我是三月三号出生的", "birthday", "March 3"),
         ("We just relocated to Berlin", "location", "Berlin"),
         ("I'm living in Berlin", "location", "Berlin"),
         ("我刚搬来上海", "location", "上海"),

@@ -280,6 +280,28 @@ def test_http_a_move_a_pet_that_died_and_a_nickname_over_months(server: str, fak
     assert "Luna" not in system.split("Memories from")[0]  # no pet in the profile lines
 
 
+def test_http_a_loss_and_a_date_reach_the_prompt_near_the_day(server: str, fake: FakeOpenAI) -> None:
+    _chat(server, "我奶奶叫王芳，她做的饺子最好吃", T0)
+    _chat(server, "我们的结婚纪念日是六月三号", T0 + timedelta(days=1))
+    _chat(server, "我奶奶去年去世了，我很想她", T0 + timedelta(days=2))
+    r = httpx.post(
+        f"{server}/v1/context",
+        json={"user": "sarah", "message": "今天有点累", "timestamp": "2026-06-01T09:00:00Z", "budget": 4000},
+        timeout=60,
+    )
+    assert r.status_code == 200, r.text
+    system = r.json()["messages"][0]["content"]
+    assert "结婚纪念日: June 3 (in 2 days)" in system
+    assert "奶奶 王芳 (passed away 去年; told 2026-03-03)" in system
+    assert "people in the user's life" not in system  # she is no one to ask after now
+    far = httpx.post(
+        f"{server}/v1/context",
+        json={"user": "sarah", "message": "今天有点累", "timestamp": "2026-08-01T09:00:00Z", "budget": 4000},
+        timeout=60,
+    ).json()["messages"][0]["content"]
+    assert "结婚纪念日: June 3\n" in far  # not near: no note
+
+
 # -- forgetting the ex ------------------------------------------------------------------------------------
 
 

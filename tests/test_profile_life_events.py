@@ -1,0 +1,243 @@
+"""What the companion remembers when a person states several things at once or their life changes:
+lists of pets and people, no allergies at all, a relative who died, birthdays and anniversaries (with
+the date resolved and named in the prompt near the day). Each in both languages, with phrasing that
+must NOT change anything; the HTTP test (in
+`test_profile_changes.py`) drives `memsched serve`'s app on loopback."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+
+import pytest
+
+from memsched.profile import Profile
+from memsched.profile_extract import apply, extract, month_day
+from memsched.store.sqlite import SQLiteStore
+
+T0 = datetime(2026, 3, 1, 12, tzinfo=UTC)
+
+
+def _values(text: str, key: str) -> list[str]:
+    return [o.value for o in extract(text) if o.key == key and o.op == "set"]
+
+
+def _walk(store: SQLiteStore, said: list[str], start: datetime = T0) -> Profile:
+    p = Profile(store)
+    for i, text in enumerate(said):
+        apply(p, "u", extract(text), at=start + timedelta(days=i), source_turn_ids=[i + 1])
+    return p
+
+
+# -- lists -------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("text", "pets"),
+    [
+        ("I have a dog named Max and a cat called Luna.", ["dog Max", "cat Luna"]),
+        ("We adopted a puppy named Rex and a kitten named Tig", ["puppy Rex", "kitten Tig"]),
+        (
+            "I have a dog named Max, a cat called Luna and a rabbit named Bun.",
+            ["dog Max", "cat Luna", "rabbit Bun"],
+        ),
+        ("I have a cat called Luna and a dog", ["cat Luna", "dog"]),
+        ("I have a cat called Luna and a cat Sadly died", ["cat Luna"]),  # no name: an adverb
+        ("我有两只猫，咪咪和花花。", ["猫 咪咪", "猫 花花"]),
+        ("我养了两只狗，豆豆和乐乐", ["狗 豆豆", "狗 乐乐"]),
+        ("我有一只猫和一只狗，咪咪和豆豆", ["猫 咪咪", "狗 豆豆"]),
+        ("我有两只猫，白天和晚上都睡觉", ["猫"]),  # times of day, no names
+    ],
+)
+def test_every_pet_of_a_list_is_kept_with_its_name(text: str, pets: list[str]) -> None:
+    assert _values(text, "pets") == pets
+
+
+@pytest.mark.parametrize(
+    ("text", "people"),
+    [
+        ("My sisters Anna and Mia are visiting.", ["sister Anna", "sister Mia"]),
+        ("I have two brothers, Tom and Sam.", ["brother Tom", "brother Sam"]),
+        ("my kids are called Leo, Max and Ava", ["child Leo", "child Max", "child Ava"]),
+        ("我有两个姐姐，小红和小丽。", ["姐姐 小红", "姐姐 小丽"]),
+        ("我的两个儿子叫大宝和二宝", ["儿子 大宝", "儿子 二宝"]),
+    ],
+)
+def test_several_people_named_at_once_are_each_kept(text: str, people: list[str]) -> None:
+    assert _values(text, "people") == people
+
+
+@pytest.mark.parametrize(
+    "text",
+    ["Do my sisters Anna and Mia know?", "If my brothers Tom and Sam come, we'll cook", "我有两个姐姐"],
+)
+def test_what_names_no_list_of_people(text: str) -> None:
+    assert _values(text, "people") == []
+
+
+# -- no allergies ------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "said",
+    [
+        "I don't have any allergies.",
+        "I'm not allergic to anything anymore.",
+        "I have no known allergies",
+        "Good news, I outgrew my allergies",
+        "我不过敏。",
+        "我什么都不过敏",
+        "我现在没有过敏的东西了",
+        "我没有过敏史",
+    ],
+)
+def test_no_allergies_at_all_clears_every_allergy(store: SQLiteStore, said: str) -> None:
+    p = _walk(store, ["I'm allergic to peanuts and shellfish", "我对芒果过敏", said])
+    assert p.values("u", "allergies") == []
+
+
+@pytest.mark.parametrize(
+    "said",
+    [
+        "I don't have any allergies except penicillin",
+        "Do I have any allergies?",
+        "If I don't have allergies, I can eat anything",
+        "除了芒果我什么都不过敏",
+        "我也过敏",  # agreeing with someone: no allergen, nothing cleared
+        "I'm not allergic to peanuts",  # one allergy, not all
+    ],
+)
+def test_what_clears_no_allergies(store: SQLiteStore, said: str) -> None:
+    p = _walk(store, ["I'm allergic to shellfish", "我对芒果过敏", said])
+    assert p.values("u", "allergies") == ["shellfish", "芒果"]
+
+
+@pytest.mark.parametrize("said", ["我也过敏", "我不过敏", "我没有什么过敏的"])
+def test_a_negation_or_an_adverb_is_no_allergen(said: str) -> None:
+    assert _values(said, "allergies") == []  # was 也, 不, 没有什么
+
+
+# -- a relative who died -----------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("had", "said", "lost", "when", "left"),
+    [
+        (
+            ["My grandma Rose lives in Leeds"],
+            "My grandma passed away last spring.",
+            "grandma Rose",
+            "last spring",
+            [],
+        ),
+        (["My sister Anna is a nurse"], "my dad died in 2019", "dad", "in 2019", ["sister Anna"]),
+        (["我奶奶叫王芳"], "我奶奶去年去世了。", "奶奶 王芳", "去年", []),
+        (
+            ["I have two brothers, Tom and Sam."],
+            "I lost my brother Tom to cancer",
+            "brother Tom",
+            "",
+            ["brother Sam"],
+        ),
+        (
+            ["我有两个姐姐，小红和小丽。"],
+            "我姐姐去世了",
+            "姐姐",
+            "",
+            ["姐姐 小红", "姐姐 小丽"],
+        ),  # which one?
+    ],
+)
+def test_a_relative_who_died_is_remembered_as_lost_not_as_someone_to_ask_after(
+    store: SQLiteStore, had: list[str], said: str, lost: str, when: str, left: list[str]
+) -> None:
+    p = _walk(store, [*had, said])
+    assert p.values("u", "people") == left
+    [fact] = p.facts("u", "losses", current=True)
+    assert fact.value == lost and fact.meta.get("when", "") == when
+    section = p.section("u", now=T0 + timedelta(days=5))
+    assert f"{lost} (passed away{' ' + when if when else ''}; told 2026-03-0{len(had) + 1})" in section
+    assert "never ask after them" in section
+
+
+def test_a_partner_who_died_is_no_current_partner(store: SQLiteStore) -> None:
+    p = _walk(store, ["My husband is called David", "My husband passed away in March"])
+    assert p.values("u", "partner_name") == []
+    assert p.values("u", "losses") == ["husband"]
+
+
+@pytest.mark.parametrize(
+    "said",
+    [
+        "my mom almost died in the accident",
+        "My grandma is dying",
+        "Did your grandma pass away?",
+        "我妈走了，我终于可以打游戏了",  # she left the room
+        "If my dad died I don't know what I'd do",
+        "I lost my mom in the crowd",
+    ],
+)
+def test_what_is_no_loss(said: str) -> None:
+    assert _values(said, "losses") == []
+
+
+# -- birthdays and anniversaries ---------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("text", "key", "value"),
+    [
+        ("我生日是十月五号", "birthday", "October 5"),
+        ("my birthday is in May", "birthday", "May"),
+        ("My birthday's on the 3rd of March", "birthday", "March 3"),
+        ("our anniversary is June 3rd", "dates", "anniversary: June 3"),
+        ("Our wedding anniversary is on the 14th of February", "dates", "wedding anniversary: February 14"),
+        ("my mom's birthday is in May", "dates", "mom's birthday: May"),
+        ("My sister Anna's birthday is August 9", "dates", "sister Anna's birthday: August 9"),
+        ("我妈妈的生日是五月十二号", "dates", "妈妈的生日: May 12"),
+        ("我们的结婚纪念日是六月三号", "dates", "结婚纪念日: June 3"),
+    ],
+)
+def test_a_date_is_kept_resolved(text: str, key: str, value: str) -> None:
+    assert _values(text, key) == [value]
+
+
+@pytest.mark.parametrize(
+    "said", ["When is my mom's birthday?", "我妈妈的生日是哪天？", "if our anniversary is June 3rd"]
+)
+def test_what_states_no_date(said: str) -> None:
+    assert _values(said, "dates") == [] and _values(said, "birthday") == []
+
+
+@pytest.mark.parametrize(
+    ("said", "resolved"),
+    [("三月三号", "March 3"), ("1990年3月5日", "March 5, 1990"), ("一九九〇年十二月二十五日", "December 25, 1990"),
+     ("1990-03-03", "March 3, 1990"), ("3/3/1990", None), ("March 32", None), ("Smarch 3", None)],
+)  # fmt: skip
+def test_month_day(said: str, resolved: str | None) -> None:
+    assert month_day(said) == resolved
+
+
+def test_a_date_said_again_replaces_the_one_before_and_is_named_near_the_day(store: SQLiteStore) -> None:
+    p = _walk(
+        store, ["my mom's birthday is in May", "our anniversary is June 3rd", "my mom's birthday is May 12"]
+    )
+    assert p.values("u", "dates") == ["anniversary: June 3", "mom's birthday: May 12"]
+    p.set("u", "birthday", "June 10", at=T0)
+    near = p.section("u", now=datetime(2026, 5, 30, 12, tzinfo=UTC))
+    assert "- birthday: June 10 (in 11 days)" in near
+    assert "anniversary: June 3 (in 4 days), mom's birthday: May 12\n" in near + "\n"
+    assert "(today)" in p.section("u", now=datetime(2026, 5, 12, 9, tzinfo=UTC))
+    far = p.section("u", now=datetime(2026, 9, 1, tzinfo=UTC))
+    assert "(in " not in far and "(today)" not in far
+    # A date after New Year is near from December
+    p.set("u", "birthday", "January 2", at=T0 + timedelta(days=9))
+    assert "- birthday: January 2 (in 4 days)" in p.section("u", now=datetime(2026, 12, 29, tzinfo=UTC))
+
+
+def test_a_near_date_is_the_last_line_a_tight_budget_drops(store: SQLiteStore) -> None:
+    p = _walk(store, ["I'm allergic to peanuts", "I have a cat called Luna", "our anniversary is June 3rd"])
+    count = lambda s: len(s.split())  # noqa: E731 - a word count is budget enough here
+    near = p.section("u", max_tokens=20, count=count, now=datetime(2026, 6, 1, tzinfo=UTC))
+    assert "anniversary: June 3 (in 2 days)" in near and "peanuts" not in near
+    far = p.section("u", max_tokens=20, count=count, now=datetime(2026, 9, 1, tzinfo=UTC))
+    assert "anniversary" not in far and "peanuts" in far and "cat Luna" in far
