@@ -224,7 +224,9 @@ class VectorStore(Protocol):
         self, user_id: str, batches: Sequence[tuple[str, Sequence[tuple[str, np.ndarray]]]]
     ) -> None:
         """`put_vectors` for several models (`(model id, items)` pairs) in ONE transaction: a turn's
-        vectors under each embedder commit together, at the cost of one commit."""
+        vectors under each embedder commit together, at the cost of one commit. Only the vectors of
+        texts some turn of the user still has are written, checked in that transaction: an embedding
+        pass that read a turn before it was forgotten leaves no vector of it behind."""
         ...
 
     def vector_count(self, user_id: str, model_id: str) -> int: ...

@@ -567,8 +567,20 @@ class PostgresStore(
         for model_id, items in batches:
             self._ensure_vector_index(model_id, int(np.asarray(items[0][1]).shape[-1]))
         with self.transaction() as tx:
+            # Only vectors a turn still uses: a turn forgotten since the pass read it keeps no vector.
+            # FOR SHARE holds those turns until this commits (a forget's DELETE waits, and its
+            # cleanup of vectors then sees these); a turn a forget deleted first is not returned.
+            live = {
+                r[0]
+                for r in tx.execute(
+                    "SELECT content_hash FROM turns WHERE user_id = %s AND content_hash = ANY(%s) FOR SHARE",
+                    (user_id, sorted({h for _, items in batches for h, _ in items})),
+                ).fetchall()
+            }
             for model_id, items in batches:
-                self.put_vectors_tx(tx, user_id, model_id, items)
+                kept = [(h, v) for h, v in items if h in live]
+                if kept:
+                    self.put_vectors_tx(tx, user_id, model_id, kept)
 
     def put_vectors_tx(
         self, tx: Tx, user_id: str, model_id: str, items: Sequence[tuple[str, np.ndarray]]

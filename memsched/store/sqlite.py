@@ -510,9 +510,25 @@ class SQLiteStore(
         if not batches:
             return
         with self.transaction() as tx:
+            # Only vectors a turn still uses: a turn forgotten since the pass read it keeps no vector.
+            # The write lock (BEGIN IMMEDIATE) keeps a forget out until this commits.
+            wanted = sorted({h for _, items in batches for h, _ in items})
+            live: set[str] = set()
+            for start in range(0, len(wanted), 500):
+                chunk = wanted[start : start + 500]
+                live.update(
+                    r[0]
+                    for r in tx.execute(
+                        "SELECT content_hash FROM turns WHERE user_id = ? AND content_hash IN"
+                        f" ({', '.join('?' * len(chunk))})",
+                        (user_id, *chunk),
+                    ).fetchall()
+                )
             for model_id, items in batches:
-                self.put_vectors_tx(tx, user_id, model_id, items)
-                self._repack(tx, user_id, model_id)
+                kept = [(h, v) for h, v in items if h in live]
+                if kept:
+                    self.put_vectors_tx(tx, user_id, model_id, kept)
+                    self._repack(tx, user_id, model_id)
 
     def vector_count(self, user_id: str, model_id: str) -> int:
         return int(
