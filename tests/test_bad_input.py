@@ -160,6 +160,20 @@ CASES: list[tuple[str, str, str, Any, int, str]] = [
     ("unknown turn", "DELETE", "/v1/users/u/turns/99999", None, 404, "99999"),
     ("turn id not a number", "DELETE", "/v1/users/u/turns/abc", None, 400, "turn_id"),
     ("unknown session", "DELETE", "/v1/users/u/sessions/nope", None, 404, "nope"),
+    # A session or user named as a filter is a resource too: unknown, a 404 like the session's turns
+    # (before: 200 [], as if a misspelt session had no traces or bookmarks yet).
+    ("unknown session (traces)", "GET", "/v1/users/u/traces?session_id=nope", None, 404, "no session 'nope'"),
+    (
+        "unknown session (bookmarks)",
+        "GET",
+        "/v1/users/u/bookmarks?session_id=nope",
+        None,
+        404,
+        "no session 'nope'",
+    ),
+    ("unknown session (turns)", "GET", "/v1/users/u/sessions/nope/turns", None, 404, "no session 'nope'"),
+    ("unknown user (jobs)", "GET", "/v1/jobs?user=nobody", None, 404, "nobody"),
+    ("unknown user (traces)", "GET", "/v1/users/nobody/traces", None, 404, "nobody"),
     ("negative limit", "GET", "/v1/users/u/memories?q=x&limit=-1", None, 400, "limit"),
     # A misspelt profile key is named (before: an empty list, as if the user had no such fact).
     (
@@ -300,6 +314,117 @@ CASES: list[tuple[str, str, str, Any, int, str]] = [
         "timestmap: unknown field",
     ),
     ("empty input string", "POST", "/v1/responses", {"user": "u", "input": " "}, 400, "input: the"),
+    # A NUL character is named as the client sent the field (before: 'turn content contains a NUL
+    # character' from the store, and /v1/context answered 200 with it).
+    *[
+        (f"NUL ({name})", "POST", path, body, 400, f"{field}: has a NUL character")
+        for name, path, body, field in [
+            (
+                "chat",
+                "/v1/chat/completions",
+                {
+                    "user": "u",
+                    "messages": [
+                        {"role": "user", "content": "hi"},
+                        {"role": "assistant", "content": "hello"},
+                        {"role": "user", "content": "a\x00b"},
+                    ],
+                },
+                "messages.2.content",
+            ),
+            (
+                "chat parts",
+                "/v1/chat/completions",
+                _chat([{"type": "text", "text": "\x00"}]),
+                "messages.0.content.0.text",
+            ),
+            ("responses", "/v1/responses", {"user": "u", "input": "a\x00b"}, "input"),
+            (
+                "responses items",
+                "/v1/responses",
+                {
+                    "user": "u",
+                    "input": [{"role": "user", "content": "ok"}, {"role": "user", "content": "a\x00"}],
+                },
+                "input.1.content",
+            ),
+            ("context", "/v1/context", _ctx(message="a\x00b"), "message"),
+            ("turns", "/v1/turns", _turn(content="a\x00b"), "content"),
+            ("turns session", "/v1/turns", _turn(session_id="s\x00"), "session_id"),
+            (
+                "chat session",
+                "/v1/chat/completions",
+                _chat("hi", metadata={"session_id": "s\x00"}),
+                "metadata.session_id",
+            ),
+        ]
+    ],
+    # An empty or blank id is refused, naming the field, on every endpoint (before: the chat
+    # proxy's metadata.session_id "" went to the 'default' session, a blank user to
+    # MEMSCHED_DEFAULT_USER, and /v1/context took a session named " ").
+    *[
+        (f"blank {field} ({path})", "POST", path, body, 400, f"{field}: ")
+        for path, body, field in [
+            ("/v1/chat/completions", _chat("hi", metadata={"session_id": ""}), "metadata.session_id"),
+            ("/v1/chat/completions", _chat("hi", metadata={"session_id": "  "}), "metadata.session_id"),
+            ("/v1/chat/completions", _chat("hi", user="", metadata={"user": "u"}), "user"),
+            (
+                "/v1/chat/completions",
+                {**_chat("hi"), "user": None, "metadata": {"user": " "}},
+                "metadata.user",
+            ),
+            (
+                "/v1/responses",
+                {"user": "u", "input": "hi", "metadata": {"session_id": ""}},
+                "metadata.session_id",
+            ),
+            ("/v1/context", _ctx(session_id=" "), "session_id"),
+            ("/v1/context", _ctx(user=" "), "user"),
+            ("/v1/turns", _turn(session_id=""), "session_id"),
+            ("/v1/turns", _turn(session_id=" "), "session_id"),
+            ("/v1/turns", _turn(user=""), "user"),
+        ]
+    ],
+    # A message over the limit is named by its place in the request, with the limit (before: 'a
+    # message is N tokens', not which).
+    (
+        "long message (chat)",
+        "POST",
+        "/v1/chat/completions",
+        {
+            "user": "u",
+            "messages": [{"role": "user", "content": "hi"}, {"role": "user", "content": "word " * 3000}],
+        },
+        413,
+        "messages.1.content: the message is 3001 tokens, over the limit of 2000",
+    ),
+    (
+        "long message (responses)",
+        "POST",
+        "/v1/responses",
+        {
+            "user": "u",
+            "input": [{"role": "user", "content": "hi"}, {"role": "user", "content": "word " * 3000}],
+        },
+        413,
+        "input.1.content: the message is",
+    ),
+    (
+        "long message (context)",
+        "POST",
+        "/v1/context",
+        _ctx(message="word " * 3000),
+        413,
+        "message: the message is",
+    ),
+    (
+        "long message (turns)",
+        "POST",
+        "/v1/turns",
+        _turn(content="word " * 3000),
+        413,
+        "content: the message is",
+    ),
 ]
 
 
@@ -326,6 +451,15 @@ def test_bad_input_is_a_clear_4xx_and_stores_nothing(
     assert set(error) >= {"message", "type", "code"}
     assert words.lower() in error["message"].lower(), error["message"]
     assert _state(base) == before
+
+
+def test_a_known_user_or_session_with_nothing_to_list_is_an_empty_list(base: str) -> None:
+    """The other side of the 404s above: a filter that matches nothing of a resource that exists."""
+    for path in ("/v1/users/u/bookmarks?session_id=s", "/v1/jobs?user=u&status=dead"):
+        r = httpx.get(base + path, timeout=30)
+        assert (r.status_code, r.json()) == (200, []), (path, r.text)
+    r = httpx.get(f"{base}/v1/users/u/topics/zeppelins/turns", timeout=30)  # a preview: a search
+    assert r.status_code == 200 and r.json()["turns"] == []
 
 
 def test_fts_syntax_in_a_query_is_literal(base: str) -> None:

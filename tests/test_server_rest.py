@@ -162,7 +162,9 @@ def test_bookmarks_jobs_and_traces(server: str, fake: FakeOpenAI) -> None:
             break
         time.sleep(0.05)
     assert marks and marks[0]["page_ids"] and marks[0]["turn_ids"] and marks[0]["keywords"]
-    assert httpx.get(f"{server}/v1/users/alice/bookmarks", params={"session_id": "other"}).json() == []
+    # A session alice does not have is named: a 404, not an empty list (a misspelt id).
+    r = httpx.get(f"{server}/v1/users/alice/bookmarks", params={"session_id": "other"})
+    assert r.status_code == 404 and r.json()["error"]["code"] == "no_session"
     done = httpx.get(f"{server}/v1/jobs", params={"status": "done"}).json()
     assert any(j["kind"] == "bookmark" and j["finished_at"] for j in done)
     assert "status" in _error(httpx.get(f"{server}/v1/jobs", params={"status": "weird"}), 400)["message"]

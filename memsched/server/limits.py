@@ -91,29 +91,30 @@ def tokens_over(counter: TokenCounter, text: str, limit: int) -> int | None:
     return None
 
 
-def check_message_tokens(counter: TokenCounter, texts: Iterable[str], limit: int) -> None:
-    """Raise a 413 `LimitError` when one of `texts` is over `limit` tokens."""
-    for text in texts:
+def check_message_tokens(counter: TokenCounter, texts: Iterable[tuple[str, str]], limit: int) -> None:
+    """Raise a 413 `LimitError` when one of `texts` ((field as sent, text) pairs) is over `limit`
+    tokens; it names the field (`messages.3.content`), the message's size and the limit."""
+    for field, text in texts:
         n = tokens_over(counter, text, limit)
         if n is not None:
             more = "+" if len(text) > CHUNK_CHARS else ""
             raise LimitError(
-                f"a message is {n}{more} tokens, over MEMSCHED_MAX_MESSAGE_TOKENS={limit}",
+                f"{field}: the message is {n}{more} tokens, over the limit of {limit}"
+                f" (MEMSCHED_MAX_MESSAGE_TOKENS={limit}); split it or send less",
                 "message_too_long",
             )
 
 
-def message_texts(messages: Iterable[Mapping[str, Any]]) -> list[str]:
-    """The text of each chat message (string content or its text parts)."""
+def message_texts(messages: Iterable[Mapping[str, Any]], field: str = "messages") -> list[tuple[str, str]]:
+    """(`messages.<i>.content`, text) of each chat message (string content or its text parts)."""
     out = []
-    for m in messages:
+    for i, m in enumerate(messages):
         content = m.get("content")
         if isinstance(content, str):
-            out.append(content)
+            out.append((f"{field}.{i}.content", content))
         elif isinstance(content, list):
-            out.append(
-                "\n".join(str(p.get("text", "")) for p in content if isinstance(p, dict) and "text" in p)
-            )
+            text = "\n".join(str(p.get("text", "")) for p in content if isinstance(p, dict) and "text" in p)
+            out.append((f"{field}.{i}.content", text))
     return out
 
 

@@ -64,7 +64,8 @@ class ParsedInput:
     persona: str = ""
     history: list[tuple[str, str]] = field(default_factory=list)
     trailing: list[dict[str, Any]] = field(default_factory=list)
-    texts: list[str] = field(default_factory=list)  # every message's text (for the size limit)
+    # every message's (field as sent, text), for the size limit
+    texts: list[tuple[str, str]] = field(default_factory=list)
     chat_view: list[dict[str, Any]] = field(default_factory=list)  # image parts in chat form
 
 
@@ -107,7 +108,7 @@ def parse_input(value: Any, instructions: str | None) -> ParsedInput:
         raise InputError("input: expected a string or a non-empty list of input items")
     items: list[dict[str, Any]] = []
     chat_view: list[dict[str, Any]] = []
-    texts: list[str] = []
+    texts: list[tuple[str, str]] = []
     for i, item in enumerate(value):
         if not isinstance(item, dict):
             raise InputError(f"input.{i}: expected an object (a message or another input item)")
@@ -134,7 +135,7 @@ def parse_input(value: Any, instructions: str | None) -> ParsedInput:
             else:
                 parts.append(part)
         chat_view.append({"role": role, "content": parts})
-        texts.append(text_of(content))
+        texts.append(("input" if whole else f"input.{i}.content", text_of(content)))
     users = [i for i, it in enumerate(items) if is_message(it) and it.get("role") == "user"]
     last = users[-1] if users else None
     persona = [instructions] if instructions and instructions.strip() else []

@@ -18,7 +18,7 @@ OPENAI = ConfigDict(strict=True, extra="allow")
 
 class ContextRequest(BaseModel):
     model_config = OWN
-    user: str = Field(min_length=1, description="Whose memory to use")
+    user: str = Field(description="Whose memory to use")
     message: str = Field(description="The new message the context is built for")
     session_id: str | None = None
     budget: int | None = Field(
@@ -31,8 +31,8 @@ class ContextRequest(BaseModel):
 
 class TurnRequest(BaseModel):
     model_config = OWN
-    user: str = Field(min_length=1)
-    session_id: str = Field(min_length=1)
+    user: str
+    session_id: str
     role: str = Field(default="assistant", description="user, assistant or system")
     content: str
     timestamp: str | None = None

@@ -10,10 +10,20 @@ from fastapi import Request
 
 from memsched.config import Config
 from memsched.memory import Memory
+from memsched.server.errors import ApiError
 from memsched.server.ordering import SessionOrder
 from memsched.server.upstream import Upstream
 
 TRACE_HEADER = "X-Memsched-Trace-Id"  # every turn's response names its trace (GET /v1/traces/{id})
+
+
+def require_session(memory: Memory, uid: str, user: str, session_id: str) -> None:
+    """A 404 unless user `uid` (`user` as the request named it) has the session: a session a request
+    names, in its path or as a `session_id` filter, is a resource, and a misspelt one is not an
+    empty list. Reads the store: call it in a worker thread."""
+    memory.require_user(uid)
+    if not any(s.id == session_id for s in memory.store.sessions(uid)):
+        raise ApiError(404, f"user {user!r} has no session {session_id!r}", "not_found_error", "no_session")
 
 
 class Service:

@@ -84,9 +84,17 @@ _SURROGATE = re.compile(r"[\ud800-\udfff]")
 
 
 def check_unicode(value: Any, where: str = "") -> None:
-    """Every string in a decoded JSON body (keys too) must be valid Unicode: an `InputError` naming the
-    field (`messages.0.content`) of the first unpaired surrogate, before anything is stored."""
+    """Every string in a decoded JSON body (keys too) must be valid Unicode text a store can keep: an
+    `InputError` naming the field as sent (`messages.2.content`) of the first unpaired surrogate or
+    NUL character, before anything is stored (PostgreSQL's text cannot hold a NUL, and the store
+    refuses one on SQLite too, where its message could only name the turn's column)."""
     if isinstance(value, str):
+        nul = value.find("\x00")
+        if nul >= 0:
+            raise InputError(
+                f"{where or 'body'}: has a NUL character (\\u0000 at character {nul}), which memsched"
+                " cannot store; remove it"
+            )
         found = _SURROGATE.search(value)
         if found is not None:
             code = f"\\u{ord(found.group()):04x}"
@@ -101,6 +109,24 @@ def check_unicode(value: Any, where: str = "") -> None:
     elif isinstance(value, list):
         for i, item in enumerate(value):
             check_unicode(item, f"{where}.{i}" if where else str(i))
+
+
+def check_id(value: str | None, field: str) -> str | None:
+    """An id a request names (a user, a session) as sent; None when absent. An empty or blank one is
+    a 400 naming `field`, not the default it would otherwise fall back to: a client that sends
+    `session_id: ""` has lost its id, and its turns would land in another conversation."""
+    if value is not None and not value.strip():
+        raise InputError(f"{field}: {value!r} is blank; send an id, or leave the field out for the default")
+    return value
+
+
+def chat_ids(user: str | None, meta: Any) -> tuple[str | None, str]:
+    """(user, session id) of a chat or Responses API request: the top-level `user`, else
+    `metadata.user`; `metadata.session_id`, else "default". Blank ones are refused (`check_id`)."""
+    check_id(user, "user")
+    meta_user = check_id(getattr(meta, "user", None), "metadata.user")
+    session = check_id(getattr(meta, "session_id", None), "metadata.session_id")
+    return (user if user is not None else meta_user), (session if session is not None else "default")
 
 
 # Content parts memsched reads (chat's and the Responses API's): text, and images it describes.

@@ -15,7 +15,7 @@ from memsched.server.limits import check_message_tokens, message_texts
 from memsched.server.routes.context import when
 from memsched.server.schemas import ChatCompletion, ChatRequest, ModelCard, ModelList
 from memsched.server.service import TRACE_HEADER, Service, get_service
-from memsched.server.validate import check_images, check_timezone, check_unicode, empty_message
+from memsched.server.validate import chat_ids, check_images, check_timezone, check_unicode, empty_message
 from memsched.vision import image_parts
 
 router = APIRouter(tags=["chat"])
@@ -68,7 +68,8 @@ async def chat(body: ChatRequest, request: Request, svc: Service = Depends(get_s
     dumped = body.model_dump(exclude_unset=True)  # once: the messages and the fields forwarded
     check_unicode(dumped)
     meta = body.metadata
-    user = user_id(request, body.user or (meta.user if meta else None))
+    named_user, session_id = chat_ids(body.user, meta)
+    user = user_id(request, named_user)
     messages: list[dict[str, Any]] = dumped["messages"]
     last = next((i for i in range(len(messages) - 1, -1, -1) if messages[i].get("role") == "user"), None)
     if last is None:
@@ -100,7 +101,7 @@ async def chat(body: ChatRequest, request: Request, svc: Service = Depends(get_s
         svc=svc,
         upstream=upstream,
         user=user,
-        session_id=str((meta.session_id if meta else None) or "default"),
+        session_id=session_id,
         message=message,
         persona=persona or None,
         now=now,

@@ -18,7 +18,7 @@ from memsched.server.identity import user_id
 from memsched.server.limits import check_message_tokens
 from memsched.server.schemas import ContextRequest, ContextResponse, TurnCreated, TurnRequest
 from memsched.server.service import TRACE_HEADER, Service, get_service
-from memsched.server.validate import check_timezone, check_unicode, request_time
+from memsched.server.validate import check_id, check_timezone, check_unicode, request_time
 
 router = APIRouter(tags=["context"])
 
@@ -32,12 +32,13 @@ async def context(
     body: ContextRequest, request: Request, svc: Service = Depends(get_service)
 ) -> JSONResponse:
     check_unicode(body.model_dump(exclude_unset=True))
-    user = user_id(request, body.user)
+    user = user_id(request, check_id(body.user, "user"))
+    check_id(body.session_id, "session_id")
     zone = check_timezone(body.timezone)
     now = when(body.timestamp, timezone=zone)
     if not body.message.strip():
         raise InputError("message: the message is empty")
-    check_message_tokens(svc.memory.counter, [body.message], svc.config.max_message_tokens)
+    check_message_tokens(svc.memory.counter, [("message", body.message)], svc.config.max_message_tokens)
     if body.record:
         if not body.session_id:
             raise InputError("session_id: record needs session_id: a recorded message belongs to a session")
@@ -68,12 +69,13 @@ async def context(
 )
 async def turns(body: TurnRequest, request: Request, svc: Service = Depends(get_service)) -> TurnCreated:
     check_unicode(body.model_dump(exclude_unset=True))
-    user = user_id(request, body.user)
+    user = user_id(request, check_id(body.user, "user"))
+    check_id(body.session_id, "session_id")
     if body.role not in ("user", "assistant", "system"):
         raise InputError(f"role must be user, assistant or system, got {body.role!r}")
     if not body.content.strip():
         raise InputError("content: the message is empty")
-    check_message_tokens(svc.memory.counter, [body.content], svc.config.max_message_tokens)
+    check_message_tokens(svc.memory.counter, [("content", body.content)], svc.config.max_message_tokens)
     timezone = check_timezone(body.timezone)
     at = when(body.timestamp, timezone=timezone)
     rec = await asyncio.to_thread(

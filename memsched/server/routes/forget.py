@@ -13,13 +13,13 @@ from fastapi import APIRouter, Depends, Request
 from pydantic import BaseModel, Field
 
 from memsched.commands import TopicMatch, match_topic
-from memsched.errors import InputError, UnknownUserError
+from memsched.errors import InputError
 from memsched.forget import forget
 from memsched.model import Forgotten
 from memsched.server.errors import ERRORS, ApiError
 from memsched.server.identity import user_id
 from memsched.server.paths import IdRoute
-from memsched.server.service import Service, get_service
+from memsched.server.service import Service, get_service, require_session
 
 router = APIRouter(tags=["forget"], route_class=IdRoute)
 
@@ -76,11 +76,7 @@ async def delete_session(
     request: Request, user: str, session_id: str, svc: Service = Depends(get_service)
 ) -> ForgetResponse:
     uid = user_id(request, user)
-    store = svc.memory.store
-    if not store.has_user(uid):
-        raise UnknownUserError(uid)
-    if not any(s.id == session_id for s in store.sessions(uid)):
-        raise ApiError(404, f"user {user!r} has no session {session_id!r}", "not_found_error", "no_session")
+    await asyncio.to_thread(require_session, svc.memory, uid, user, session_id)
     return _out(user, await _forget(svc, uid, session_id=session_id, hold=session_id))
 
 

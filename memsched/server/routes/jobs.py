@@ -51,6 +51,8 @@ async def jobs(
     svc: Service = Depends(get_service),
 ) -> list[JobOut]:
     uid = user_id(request, user) if user is not None else None
+    if uid is not None:  # a user named is a resource: unknown, a 404 (not an empty queue)
+        await asyncio.to_thread(svc.memory.require_user, uid)
     if uid is None and identity(request).tenant is not None:
         # A tenant sees its own users' jobs only: filter a wider page of the queue.
         rows = await asyncio.to_thread(svc.scheduler.queue.list, status, 1000)

@@ -12,7 +12,7 @@ from memsched.server.errors import ERRORS
 from memsched.server.identity import user_id
 from memsched.server.paths import IdRoute
 from memsched.server.schemas import BookmarkOut, LayerScores, MemoryHit
-from memsched.server.service import Service, get_service
+from memsched.server.service import Service, get_service, require_session
 from memsched.text.timeexpr import turn_dates
 
 router = APIRouter(tags=["memories"], route_class=IdRoute)
@@ -104,6 +104,9 @@ async def bookmarks(
     svc: Service = Depends(get_service),
 ) -> list[BookmarkOut]:
     uid = user_id(request, user)
-    svc.memory.require_user(uid)
+    if session_id is None:
+        svc.memory.require_user(uid)
+    else:
+        await asyncio.to_thread(require_session, svc.memory, uid, user, session_id)
     found = await asyncio.to_thread(svc.memory.store.bookmarks, uid)
     return [_bookmark(b) for b in found if session_id is None or b.session_id == session_id]

@@ -16,7 +16,7 @@ from memsched.server.limits import check_message_tokens
 from memsched.server.routes.context import when
 from memsched.server.schemas import ResponseObject, ResponsesRequest
 from memsched.server.service import TRACE_HEADER, Service, get_service
-from memsched.server.validate import check_images, check_timezone, check_unicode
+from memsched.server.validate import chat_ids, check_images, check_timezone, check_unicode
 
 router = APIRouter(tags=["chat"])
 
@@ -47,7 +47,8 @@ async def create_response(
     dumped = body.model_dump(exclude_unset=True)
     check_unicode(dumped)
     meta = body.metadata
-    user = user_id(request, body.user or (meta.user if meta else None))
+    named_user, session_id = chat_ids(body.user, meta)
+    user = user_id(request, named_user)
     parsed = responses_api.parse_input(dumped["input"], body.instructions)
     check_message_tokens(svc.memory.counter, parsed.texts, svc.config.max_message_tokens)
     zone = check_timezone(meta.timezone if meta else None, "metadata.timezone")
@@ -56,7 +57,6 @@ async def create_response(
     upstream = svc.upstream
     if upstream is None:
         raise ConfigError("no upstream LLM: set MEMSCHED_UPSTREAM_BASE_URL and MEMSCHED_UPSTREAM_MODEL")
-    session_id = str((meta.session_id if meta else None) or "default")
     forward = {k: v for k, v in dumped.items() if k not in responses_api.OWNED}
     key = (user, session_id)
     await svc.order.acquire(key)

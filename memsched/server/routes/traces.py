@@ -10,7 +10,7 @@ from fastapi import APIRouter, Depends, Query, Request
 from memsched.server.errors import ERRORS, ApiError
 from memsched.server.identity import user_id, visible
 from memsched.server.paths import IdRoute
-from memsched.server.service import Service, get_service
+from memsched.server.service import Service, get_service, require_session
 
 router = APIRouter(tags=["traces"], route_class=IdRoute)
 
@@ -42,5 +42,8 @@ async def traces(
     svc: Service = Depends(get_service),
 ) -> list[dict[str, Any]]:
     uid = user_id(request, user)
-    svc.memory.require_user(uid)
+    if session_id is None:
+        svc.memory.require_user(uid)
+    else:
+        await asyncio.to_thread(require_session, svc.memory, uid, user, session_id)
     return await asyncio.to_thread(svc.scheduler.traces, uid, session_id, limit)

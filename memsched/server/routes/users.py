@@ -6,13 +6,12 @@ import asyncio
 
 from fastapi import APIRouter, Depends, Query, Request
 
-from memsched.errors import UnknownUserError
 from memsched.model import Turn
-from memsched.server.errors import ERRORS, ApiError
+from memsched.server.errors import ERRORS
 from memsched.server.identity import user_id
 from memsched.server.paths import IdRoute
 from memsched.server.schemas import SessionOut, TurnOut, TurnPage
-from memsched.server.service import Service, get_service
+from memsched.server.service import Service, get_service, require_session
 
 router = APIRouter(tags=["sessions"], route_class=IdRoute)
 
@@ -62,12 +61,7 @@ async def session_turns(
     store = svc.memory.store
 
     def load() -> list[Turn]:
-        if not store.has_user(uid):
-            raise UnknownUserError(uid)
-        if not any(s.id == session_id for s in store.sessions(uid)):
-            raise ApiError(
-                404, f"user {user!r} has no session {session_id!r}", "not_found_error", "no_session"
-            )
+        require_session(svc.memory, uid, user, session_id)
         if before is None:
             return store.session_turns(uid, session_id, last=limit)
         if before == 0:
