@@ -384,6 +384,12 @@ def test_tool_results_chained_by_previous_response_id_complete_the_turn(
     turns = _turns(server)
     assert [t["role"] for t in turns] == ["user", "assistant"]  # recorded once
     assert turns[1]["content"].startswith("Sunny in Paris, 21°C.") and "sunny, 21C" in turns[1]["content"]
+    # The follow-up sent only the output: the call's name and arguments come from the pending turn,
+    # as a chat client's resent tool_calls give them.
+    exchange = turns[1]["meta"]["tool_exchange"]
+    assert [(x["id"], x["name"]) for x in exchange] == [("call_1", "get_weather")]
+    assert json.loads(exchange[0]["arguments"]) == {"city": "Paris"}
+    assert "get_weather(" in turns[1]["content"]
 
 
 def test_a_stateless_client_resending_its_tool_exchange(server: str, fake: FakeOpenAI) -> None:

@@ -145,6 +145,9 @@ class ProxyTurn:
     # recorded (a conversation it joined midway) and ignores the rest (`memsched.client_history`).
     history: list[tuple[str, str]] = field(default_factory=list)
     offer_recall: bool = False
+    # The calls the pending turn waits for (`{"id", "name", "arguments"}`, kept in its meta): a
+    # Responses follow-up chained by previous_response_id sends only their outputs, not the calls.
+    pending_calls: list[dict[str, Any]] = field(default_factory=list)
     # The text of a trailing assistant message (forwarded last, in `trailing`): the upstream continues
     # it, so the reply recorded starts with it. No recall tool is offered with one.
     prefill: str = ""
@@ -303,7 +306,12 @@ class ProxyTurn:
                 fn = call.get("function") or {}
                 calls.append((call.get("id"), fn.get("name"), fn.get("arguments")))
         known = {c[0] for c in calls}
-        calls += [(call_id, None, None) for call_id in results if call_id not in known]
+        asked = {c.get("id"): c for c in self.pending_calls}
+        calls += [
+            (call_id, asked.get(call_id, {}).get("name"), asked.get(call_id, {}).get("arguments"))
+            for call_id in results
+            if call_id not in known
+        ]
         return [
             {
                 "id": call_id,
@@ -365,6 +373,17 @@ class ProxyTurn:
                 found = store.get_turns(self.user, [user_turn])
                 meta_now = dict(found[0].meta) if found else {}  # keep what is there (e.g. its dates)
                 meta_now.update({mark: True, "applied": applied})
+                if outcome == "tool_calls":  # what the follow-up's tool results answer
+                    meta_now["tool_calls"] = [
+                        {
+                            "id": c.get("id"),
+                            "name": (c.get("function") or {}).get("name"),
+                            "arguments": str((c.get("function") or {}).get("arguments") or "")[
+                                :TOOL_META_CHARS
+                            ],
+                        }
+                        for c in client_calls or []
+                    ]
                 with store.transaction() as tx:
                     store.turn_meta_update(tx, self.user, user_turn, meta_now)
         else:

@@ -9,6 +9,7 @@ from fastapi import APIRouter, Depends, Request
 from starlette.responses import JSONResponse, Response
 
 from memsched.errors import ConfigError, InputError
+from memsched.model import Turn
 from memsched.server import proxy, responses_api
 from memsched.server.errors import UPSTREAM_ERRORS, exception_response
 from memsched.server.identity import user_id
@@ -21,11 +22,12 @@ from memsched.server.validate import chat_ids, check_images, check_timezone, che
 router = APIRouter(tags=["chat"])
 
 
-def _pending(svc: Service, user: str, session_id: str) -> str | None:
-    """The text of the session's last user turn when it waits for its tools' results."""
+def _pending(svc: Service, user: str, session_id: str) -> Turn | None:
+    """The session's last user turn when it waits for its tools' results (its meta's `tool_calls`
+    name the calls)."""
     last = svc.memory.store.session_turns(user, session_id, last=1)
     if last and last[0].role == "user" and last[0].meta.get("awaiting_tools"):
-        return last[0].content
+        return last[0]
     return None
 
 
@@ -70,6 +72,7 @@ async def create_response(
 
     try:
         message = parsed.message
+        pending_calls: list[dict[str, Any]] = []
         if parsed.last_user is None:
             # Tool results for a response chained by previous_response_id: they complete the turn
             # that waits for them (its message is recorded again with the reply, as in chat).
@@ -79,7 +82,8 @@ async def create_response(
                     "input: must contain a user message (function_call_output items alone complete"
                     " only a turn whose tool calls memsched returned in this session)"
                 )
-            message = pending
+            message = pending.content
+            pending_calls = list(pending.meta.get("tool_calls") or [])
         turn = proxy.ProxyTurn(
             svc=svc,
             upstream=upstream,
@@ -97,6 +101,7 @@ async def create_response(
             stream=body.stream,
             include_usage=False,
             images=parsed.images,
+            pending_calls=pending_calls,
         )
         messages = await turn.prepare()
         assert turn.prepared is not None
