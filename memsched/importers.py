@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from memsched.errors import ImportFileError, InputError
-from memsched.model import ROLES, Turn, as_utc
+from memsched.model import ROLES, Turn, as_utc, unstorable
 from memsched.zones import zone_info
 
 if TYPE_CHECKING:
@@ -172,11 +172,16 @@ def _jsonl_turn(obj: Any, user_id: str) -> Turn:
     if not isinstance(content, str):
         raise InputError("content must be a string")
     session = obj["session_id"]
-    if not isinstance(session, str | int) or str(session) == "":
+    if not isinstance(session, str | int) or not str(session).strip():
         raise InputError("session_id must be a non-empty string")
     for key in ("speaker", "external_id", "user_id"):
         if obj.get(key) is not None and not isinstance(obj[key], str):
             raise InputError(f"{key} must be a string")
+    for key in ("session_id", "content", "speaker", "external_id", "user_id"):
+        # Named with the line (the store would name its column, and a surrogate raised mid-hash).
+        problem = unstorable(obj[key]) if isinstance(obj.get(key), str) else None
+        if problem is not None:
+            raise InputError(f"{key}: {problem}")
     created = parse_timestamp(obj.get("timestamp"), "timestamp") if "timestamp" in obj else None
     turn = Turn(
         user_id=str(obj.get("user_id") or user_id),

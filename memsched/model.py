@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import hashlib
+import re
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any, Literal
@@ -20,6 +21,27 @@ def as_utc(ts: datetime) -> datetime:
     if ts.tzinfo is None:
         return ts.replace(tzinfo=UTC)
     return ts.astimezone(UTC)
+
+
+# A UTF-16 surrogate on its own: JSON can escape one ("\ud83d", a string cut in the middle of an emoji
+# by a client that counts UTF-16 units), Python decodes it, and no UTF-8 text can hold it.
+_SURROGATE = re.compile(r"[\ud800-\udfff]")
+
+
+def unstorable(text: str) -> str | None:
+    """Why `text` cannot be stored, or None: a NUL character (PostgreSQL's text cannot hold one), or
+    an unpaired UTF-16 surrogate (no UTF-8 text can). Said after the field's name in errors."""
+    nul = text.find("\x00")
+    if nul >= 0:
+        return f"has a NUL character (\\u0000 at character {nul}), which memsched cannot store; remove it"
+    found = _SURROGATE.search(text)
+    if found is not None:
+        code = f"\\u{ord(found.group()):04x}"
+        return (
+            f"has an unpaired UTF-16 surrogate ({code} at character {found.start()}), which is not"
+            " valid Unicode; was the text cut in the middle of an emoji?"
+        )
+    return None
 
 
 def content_hash(text: str) -> str:

@@ -180,6 +180,33 @@ def test_malformed_line_keeps_what_came_before(tmp_path: Path, isolated_env: Pat
 
 
 @pytest.mark.parametrize(
+    ("line", "message"),
+    [
+        ({"content": "my pin is 12\x0034"}, "line 2: content: has a NUL character"),
+        ({"content": "hi \ud83d"}, "line 2: content: has an unpaired UTF-16 surrogate (\\ud83d"),
+        ({"session_id": "s\x00"}, "line 2: session_id: has a NUL character"),
+        ({"speaker": "Mel\udc00"}, "line 2: speaker: has an unpaired"),
+        ({"session_id": "  "}, "line 2: session_id must be a non-empty string"),
+    ],
+)
+def test_an_unstorable_string_in_an_import_names_its_line_and_field(
+    tmp_path: Path, isolated_env: Path, line: dict[str, Any], message: str
+) -> None:
+    """Before: a NUL was 'turn content contains a NUL character' (no line, no file), and an unpaired
+    surrogate a UnicodeEncodeError traceback; a blank session id was imported as the session "  "."""
+    bad = json.dumps({"session_id": "s1", "role": "user", "content": "x", **line})  # ASCII: escapes kept
+    f = _jsonl(tmp_path / "odd.jsonl", n=1, bad_line=bad)
+    result = runner.invoke(app, ["import", str(f), "--user", "bob", "--embedders", "hash"])
+    assert result.exit_code == 1, result.output
+    assert result.exception is None or isinstance(result.exception, SystemExit)  # no traceback
+    assert message in result.output, result.output
+    assert "1 turns before it were imported and kept" in result.output
+    store = open_store(Config.load())
+    assert store.turn_count("bob") == 1
+    store.close()
+
+
+@pytest.mark.parametrize(
     ("args", "message"),
     [
         (["import", "/nonexistent/file.jsonl", "--user", "x"], "file not found"),

@@ -12,6 +12,7 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from memsched.errors import InputError
+from memsched.model import unstorable
 from memsched.server.errors import LimitError
 from memsched.zones import zone_info
 
@@ -78,30 +79,14 @@ def check_timezone(name: str | None, field: str = "timezone") -> str | None:
     return name.strip()
 
 
-# A UTF-16 surrogate on its own: JSON can escape one ("\ud83d", a string cut in the middle of an emoji
-# by a client that counts UTF-16 units), Python decodes it, and no UTF-8 text can hold it.
-_SURROGATE = re.compile(r"[\ud800-\udfff]")
-
-
 def check_unicode(value: Any, where: str = "") -> None:
-    """Every string in a decoded JSON body (keys too) must be valid Unicode text a store can keep: an
-    `InputError` naming the field as sent (`messages.2.content`) of the first unpaired surrogate or
-    NUL character, before anything is stored (PostgreSQL's text cannot hold a NUL, and the store
-    refuses one on SQLite too, where its message could only name the turn's column)."""
+    """Every string in a decoded JSON body (keys too) must be text a store can keep
+    (`memsched.model.unstorable`: no NUL, no unpaired surrogate): an `InputError` naming the field as
+    sent (`messages.2.content`) of the first that is not, before anything is stored."""
     if isinstance(value, str):
-        nul = value.find("\x00")
-        if nul >= 0:
-            raise InputError(
-                f"{where or 'body'}: has a NUL character (\\u0000 at character {nul}), which memsched"
-                " cannot store; remove it"
-            )
-        found = _SURROGATE.search(value)
-        if found is not None:
-            code = f"\\u{ord(found.group()):04x}"
-            raise InputError(
-                f"{where or 'body'}: has an unpaired UTF-16 surrogate ({code} at character"
-                f" {found.start()}), which is not valid Unicode; was the text cut in the middle of an emoji?"
-            )
+        problem = unstorable(value)
+        if problem is not None:
+            raise InputError(f"{where or 'body'}: {problem}")
     elif isinstance(value, dict):
         for key, item in value.items():
             check_unicode(key, where)

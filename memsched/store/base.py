@@ -29,7 +29,7 @@ from typing import Any, Protocol, runtime_checkable
 import numpy as np
 
 from memsched.errors import InputError, StoreError
-from memsched.model import ROLES, Bookmark, Forgotten, Hit, Page, Session, Turn
+from memsched.model import ROLES, Bookmark, Forgotten, Hit, Page, Session, Turn, unstorable
 
 # The keys of a job row, as `JobStore` methods take and return it.
 # Full-text search ranks, for each query term, only its newest this many matches among the user's
@@ -82,8 +82,9 @@ def validate_turn(turn: Turn) -> None:
         raise InputError("turn content must be a string")
     for name in ("content", "user_id", "session_id", "speaker", "external_id"):
         value = getattr(turn, name)
-        if isinstance(value, str) and "\x00" in value:
-            raise InputError(f"turn {name} contains a NUL character")
+        problem = unstorable(value) if isinstance(value, str) else None
+        if problem is not None:
+            raise InputError(f"turn {name}: {problem}")
 
 
 class Tx:
