@@ -221,6 +221,10 @@ def test_an_unstorable_string_in_an_import_names_its_line_and_field(
         (["serve", "--embedders", "hash,bogus"], "unknown embedder 'bogus'"),
         (["serve", "--log-level", "loud", "--embedders", "hash"], "--log-level must be debug"),
         (["worker", "--once", "--kinds", "embed,bogus", "--embedders", "hash"], "unknown job kind 'bogus'"),
+        # before: -1 named the library's lease_seconds, NaN was taken, and a negative --poll spun a core
+        (["worker", "--once", "--lease", "-1", "--embedders", "hash"], "--lease must be a positive number"),
+        (["worker", "--once", "--lease", "nan", "--embedders", "hash"], "--lease must be a positive number"),
+        (["worker", "--once", "--poll", "-1", "--embedders", "hash"], "--poll must be zero or more"),
     ],
 )
 def test_bad_input_exits_non_zero_with_one_line(args: list[str], message: str) -> None:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import logging
+import math
 import signal
 import threading
 from collections.abc import Iterator
@@ -87,6 +88,12 @@ def worker(
     """Run background jobs against the database until SIGTERM or Ctrl-C (the current job finishes first)."""
     from memsched.memory import Memory
 
+    # Refused here, by the flag's name: a negative --poll made the worker spin a core, a NaN --lease
+    # a lease that never ran out, and -1 named the library's `lease_seconds`.
+    if not 0 < lease < math.inf:
+        raise InputError(f"--lease must be a positive number of seconds, got {lease}")
+    if not 0 <= poll < math.inf:
+        raise InputError(f"--poll must be zero or more seconds, got {poll}")
     cfg = load_config(home=home, db=db, embedders=embedders, p2_window=p2_window)
     window_text = cfg.p2_window or ""
     window = parse_window(window_text) if window_text.strip() else None

@@ -8,6 +8,7 @@ the job is failed with the error text and retried with backoff, dead after its l
 from __future__ import annotations
 
 import logging
+import math
 import threading
 import time
 from collections.abc import Callable, Iterator, Sequence
@@ -139,8 +140,10 @@ class Worker:
     ) -> None:
         if threads < 1:
             raise ConfigError(f"a worker needs at least 1 thread, got {threads}")
-        if lease_seconds <= 0:
+        if not 0 < lease_seconds < math.inf:
             raise ConfigError(f"lease_seconds must be > 0, got {lease_seconds}")
+        if not 0 <= poll < math.inf:
+            raise ConfigError(f"poll must be >= 0 seconds, got {poll}")
         self.memory = memory
         self.queue = queue if queue is not None else JobQueue(memory.store)
         self.threads = threads
