@@ -225,6 +225,10 @@ def test_an_unstorable_string_in_an_import_names_its_line_and_field(
         (["worker", "--once", "--lease", "-1", "--embedders", "hash"], "--lease must be a positive number"),
         (["worker", "--once", "--lease", "nan", "--embedders", "hash"], "--lease must be a positive number"),
         (["worker", "--once", "--poll", "-1", "--embedders", "hash"], "--poll must be zero or more"),
+        # a blank id, refused as the HTTP API refuses it (before: stored as a user or session " ")
+        (["import", "/nonexistent/file.jsonl", "--user", " "], "is blank"),
+        (["context", "--user", "x", "--session", " ", "--record", "--embedders", "hash", "hi"], "is blank"),
+        (["forget", "--user", "", "--all"], "is blank"),
     ],
 )
 def test_bad_input_exits_non_zero_with_one_line(args: list[str], message: str) -> None:

@@ -15,6 +15,7 @@ from memsched.cli.common import (
     app,
     console,
     load_config,
+    no_blank_id,
     reports_errors,
 )
 from memsched.memory import Memory
@@ -23,7 +24,7 @@ from memsched.memory import Memory
 @app.command("bookmarks")
 @reports_errors
 def bookmarks(
-    user: str = typer.Option(..., "--user", "-u", help="User id."),
+    user: str = typer.Option(..., "--user", "-u", callback=no_blank_id, help="User id."),
     as_json: bool = typer.Option(False, "--json", help="Print the bookmarks as JSON."),
     generate: bool = typer.Option(
         False,

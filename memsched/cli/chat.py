@@ -28,6 +28,7 @@ from memsched.cli.common import (
     console,
     err_console,
     load_config,
+    no_blank_id,
     reports_errors,
 )
 from memsched.client import Client
@@ -168,9 +169,13 @@ def run_chat(client: Client, user: str, session: str, system: str | None, base_u
 @app.command()
 @reports_errors
 def chat(
-    user: str = typer.Option(..., "--user", "-u", help="Whose memory to use."),
+    user: str = typer.Option(..., "--user", "-u", callback=no_blank_id, help="Whose memory to use."),
     session: str | None = typer.Option(
-        None, "--session", "-s", help="Session id (default: today's date, e.g. 2024-03-02)."
+        None,
+        "--session",
+        "-s",
+        callback=no_blank_id,
+        help="Session id (default: today's date, e.g. 2024-03-02).",
     ),
     system: str | None = typer.Option(None, "--system", help="The persona (system prompt)."),
     server: str | None = typer.Option(

@@ -50,6 +50,14 @@ EmbeddersOption = typer.Option(
 )
 
 
+def no_blank_id(value: str | None) -> str | None:
+    """The callback of an id option (--user, --session): an empty or blank id is refused by the
+    flag's name, as the HTTP API refuses one, not stored as a user or session named " "."""
+    if value is not None and not value.strip():
+        raise typer.BadParameter(f"{value!r} is blank; name the user or session")
+    return value
+
+
 def load_config(**overrides: Any) -> Config:
     """Config from the environment with the command's explicit options on top."""
     return Config.load(**{k: v for k, v in overrides.items() if v is not None})

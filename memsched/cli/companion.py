@@ -8,14 +8,22 @@ from pathlib import Path
 import typer
 from rich.table import Table
 
-from memsched.cli.common import HomeOption, StoreOption, app, console, load_config, reports_errors
+from memsched.cli.common import (
+    HomeOption,
+    StoreOption,
+    app,
+    console,
+    load_config,
+    no_blank_id,
+    reports_errors,
+)
 from memsched.importers import parse_timestamp
 
 
 @app.command()
 @reports_errors
 def proactive(
-    user: str = typer.Option(..., "--user", "-u", help="Whose nudges."),
+    user: str = typer.Option(..., "--user", "-u", callback=no_blank_id, help="Whose nudges."),
     at: str | None = typer.Option(
         None,
         "--at",
@@ -62,7 +70,7 @@ def proactive(
 @app.command()
 @reports_errors
 def state(
-    user: str = typer.Option(..., "--user", "-u", help="Whose state."),
+    user: str = typer.Option(..., "--user", "-u", callback=no_blank_id, help="Whose state."),
     at: str | None = typer.Option(
         None,
         "--at",

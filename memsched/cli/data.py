@@ -18,6 +18,7 @@ from memsched.cli.common import (
     console,
     existing_file,
     load_config,
+    no_blank_id,
     reports_errors,
 )
 from memsched.errors import ImportFileError, InputError
@@ -46,7 +47,11 @@ def _progress() -> Progress:
 def import_(
     file: Path = typer.Argument(..., help="A JSONL file or a LoCoMo JSON file."),
     user: str | None = typer.Option(
-        None, "--user", "-u", help="User id (JSONL: required; LoCoMo: prefix for each sample's user id)."
+        None,
+        "--user",
+        "-u",
+        callback=no_blank_id,
+        help="User id (JSONL: required; LoCoMo: prefix for each sample's user id).",
     ),
     fmt: str = typer.Option("auto", "--format", help="auto, jsonl or locomo."),
     no_index: bool = typer.Option(False, "--no-index", help="Store only; embed later (on first use)."),
@@ -139,9 +144,9 @@ def import_(
 @reports_errors
 def context(
     message: str = typer.Argument(..., help="The new message."),
-    user: str = typer.Option(..., "--user", "-u", help="User id."),
+    user: str = typer.Option(..., "--user", "-u", callback=no_blank_id, help="User id."),
     session: str | None = typer.Option(
-        None, "--session", "-s", help="Current session id (for the recent window)."
+        None, "--session", "-s", callback=no_blank_id, help="Current session id (for the recent window)."
     ),
     budget: int | None = typer.Option(None, "--budget", "-b", help="Token budget \\[env: MEMSCHED_BUDGET]."),
     as_json: bool = typer.Option(False, "--json", help="Print JSON with messages and trace."),
@@ -177,7 +182,7 @@ def context(
 @reports_errors
 def search(
     query: str = typer.Argument(..., help="What to look for."),
-    user: str = typer.Option(..., "--user", "-u", help="User id."),
+    user: str = typer.Option(..., "--user", "-u", callback=no_blank_id, help="User id."),
     limit: int = typer.Option(10, "--limit", "-n", help="How many hits."),
     as_json: bool = typer.Option(False, "--json", help="Print JSON."),
     home: Path | None = HomeOption,

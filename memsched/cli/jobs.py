@@ -26,6 +26,7 @@ from memsched.cli.common import (
     err_console,
     fail,
     load_config,
+    no_blank_id,
     reports_errors,
 )
 from memsched.errors import InputError
@@ -180,7 +181,9 @@ def jobs(
     status: str | None = typer.Option(
         None, "--status", help=f"Only jobs of this status: {', '.join(STATUSES)}."
     ),
-    user: str | None = typer.Option(None, "--user", "-u", help="Only this user's jobs."),
+    user: str | None = typer.Option(
+        None, "--user", "-u", callback=no_blank_id, help="Only this user's jobs."
+    ),
     limit: int = typer.Option(100, "--limit", "-n", help="How many jobs, newest first."),
     as_json: bool = typer.Option(False, "--json", help="Print JSON."),
     home: Path | None = HomeOption,

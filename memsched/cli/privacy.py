@@ -19,6 +19,7 @@ from memsched.cli.common import (
     err_console,
     fail,
     load_config,
+    no_blank_id,
     reports_errors,
 )
 from memsched.errors import InputError
@@ -37,9 +38,13 @@ def _internal(user: str, tenant: str | None) -> str:
 @app.command()
 @reports_errors
 def forget(
-    user: str = typer.Option(..., "--user", "-u", help="Whose data."),
+    user: str = typer.Option(..., "--user", "-u", callback=no_blank_id, help="Whose data."),
     session: str | None = typer.Option(
-        None, "--session", "-s", help="Only this session (all of it, or with --last/--turn)."
+        None,
+        "--session",
+        "-s",
+        callback=no_blank_id,
+        help="Only this session (all of it, or with --last/--turn).",
     ),
     turn: list[int] = typer.Option([], "--turn", help="A turn id (repeatable)."),
     last: int | None = typer.Option(
