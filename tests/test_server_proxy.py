@@ -828,6 +828,12 @@ def test_models_are_listed_and_a_one_user_app_needs_no_user_field(
         reply = solo.chat.completions.create(model="m", messages=[{"role": "user", "content": "I'm Ann."}])
         assert reply.choices[0].message.content == "Hello!"
         assert [t["content"] for t in _turns(base, "solo", "default")] == ["I'm Ann.", "Hello!"]
+        # A blank user in a path is not the default user (before: DELETE /v1/users/%20 deleted solo).
+        r = httpx.delete(f"{base}/v1/users/%20", timeout=30)
+        assert r.status_code == 400 and "user: ' ' is blank" in r.json()["error"]["message"]
+        r = httpx.get(f"{base}/v1/users/%20/sessions", timeout=30)
+        assert r.status_code == 400 and "is blank" in r.json()["error"]["message"]
+        assert [t["content"] for t in _turns(base, "solo", "default")] == ["I'm Ann.", "Hello!"]
     # No upstream configured: listing models is the same 503 as a chat completion.
     bare = Config.load(home=tmp_path / "bare", embedders="hash")
     with LiveServer(create_app(bare)) as base:

@@ -110,8 +110,13 @@ def identity(request: Request) -> Identity:
 
 
 def user_id(request: Request, user: str | None) -> str:
-    """The internal user id for the `user` a request names (a path parameter or the body's field)."""
-    if not isinstance(user, str) or not user.strip():
+    """The internal user id for the `user` a request names (a path parameter or the body's field).
+
+    Only an absent user (None) falls back to MEMSCHED_DEFAULT_USER: a blank one is a 400, or
+    `DELETE /v1/users/%20` would have deleted the default user's memory."""
+    if isinstance(user, str) and not user.strip():
+        raise InputError(f"user: {user!r} is blank; name the user whose memory to use")
+    if not isinstance(user, str):
         service = getattr(request.app.state, "service", None)
         fallback = getattr(getattr(service, "config", None), "default_user", None)
         if not fallback:
