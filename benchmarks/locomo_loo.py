@@ -94,6 +94,8 @@ def sweeps() -> dict[str, dict[str, Variant]]:
         # Budget per token (PagingOptions.length_penalty): the head re-scored x tokens ** -penalty.
         "length_penalty": {f"length={v:g}": _opts(length_penalty=v) for v in (0.1, 0.2, 0.3, 0.4)},
         "floor": {f"floor={v:g}": _opts(floor=v) for v in (0.0, 0.005, 0.02)},
+        # The `when` layer (session 28): the turns said on the day a question names ("on 7 July, 2023").
+        "when": {f"when={v:g}": _weights(when=v) for v in (0.0, 0.5, 2.0)},
         # Issue 10 open-domain: the same speaker's next/previous turn follows a head turn
         # (PagingOptions.thread_decay), and how many head turns bring their neighbours.
         "thread": {f"thread={v:g}": _opts(thread_decay=v) for v in (0.0, 0.15, 0.2, 0.25, 0.35, 0.4, 0.5)},

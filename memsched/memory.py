@@ -290,15 +290,19 @@ class Memory:
         query_vectors: Mapping[str, Any] | None = None,
         exclude_turn_ids: Iterable[int] = (),
         recent: Sequence[Turn] | None = None,
+        now: datetime | None = None,
+        timezone: str | None = None,
     ) -> Retrieval | Paging:
         """The ranked candidates `context` computes for the same arguments. The scheduler runs it on
         another thread while it routes the message, and hands the result to `context(retrieval=)`.
-        `recent`: the recent window as `recent_turns` returns it, when the caller has read it."""
+        `recent`: the recent window as `recent_turns` returns it, when the caller has read it;
+        `now` and `timezone`: when and where the message is asked (what "yesterday" in it means)."""
         if recent is None:
             recent = self.recent_turns(user_id, session_id, recent_after_seq)
         exclude = {t.id for t in recent if t.id is not None} | set(exclude_turn_ids)
         qvecs = query_vectors if query_vectors else self.query_vectors(message)
-        return self._retrieve(user_id, message, session_id, exclude, qvecs)
+        at = as_utc(now) if now is not None else utcnow()
+        return self._retrieve(user_id, message, session_id, exclude, qvecs, at, timezone)
 
     def _retrieve(
         self,
@@ -307,11 +311,19 @@ class Memory:
         session_id: str | None,
         exclude: set[int],
         qvecs: Mapping[str, Any],
+        now: datetime | None = None,
+        timezone: str | None = None,
     ) -> Retrieval | Paging:
         if self.config.paging_mode in ("retrieve", "both"):
             # The paging scheduler (bookmarks, page priors, multi-hop, LLM rerank) over the retriever.
             return self.pager.retrieve(
-                user_id, message, session_id=session_id, exclude=exclude, query_vectors=qvecs
+                user_id,
+                message,
+                session_id=session_id,
+                exclude=exclude,
+                query_vectors=qvecs,
+                now=now,
+                timezone=timezone,
             )
         return self.retriever.retrieve(user_id, message, exclude=exclude, query_vectors=qvecs)
 
@@ -398,7 +410,7 @@ class Memory:
             found = retrieval.result()
             timings["retrieval_wait"] = _ms(t0)  # what was left of it when the context needed it
         else:
-            found = self._retrieve(user_id, message, session_id, exclude, qvecs)
+            found = self._retrieve(user_id, message, session_id, exclude, qvecs, now, timezone)
         timings.update(found.timings_ms)
         # With tools, part of the budget holds the bookmark index the model pages from.
         index_share = DEFAULT_INDEX_SHARE if shares is None else float(shares.get("bookmarks", 0.0))

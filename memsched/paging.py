@@ -30,6 +30,7 @@ from collections import Counter, OrderedDict
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
+from datetime import datetime
 from typing import TYPE_CHECKING, Any, Protocol
 
 import numpy as np
@@ -40,6 +41,7 @@ from memsched.embed.batch import embed_soon
 from memsched.errors import LLMError
 from memsched.model import Candidate, Hit
 from memsched.text.segment import cjk_ratio, has_cjk, terms
+from memsched.text.timeexpr import past_spans
 from memsched.topic import without_time
 from memsched.vectors import blas_single_thread, top_hits
 from memsched.vocab import TermPostings, TermVectors, Vocabulary, query_terms, soft_hits
@@ -540,6 +542,17 @@ def _soft_executor() -> ThreadPoolExecutor:
         return _soft_pool
 
 
+# The `when` layer reads at most this many turns of the time a question asks about (oldest first).
+WHEN_LIMIT = 5000
+
+
+def _when_hits(said: Sequence[int], evidence: Mapping[int, float], k: int) -> list[Hit]:
+    """The `when` layer: the turns said in the asked-about time, those the other layers found best
+    first, the rest in the order they were said; the first `k`."""
+    order = sorted(said, key=lambda t: -evidence.get(t, 0.0))  # stable: said-order among equals
+    return [Hit(turn_id=t, score=evidence.get(t, 0.0), rank=r) for r, t in enumerate(order[:k], 1)]
+
+
 # At most this many cached question shares per user (then the cache starts over).
 _QUESTION_CACHE_TURNS = 100_000
 # Turns without a speaker are labelled by role in `turn_meta`; those labels are not names.
@@ -705,6 +718,30 @@ class Pager:
         """The terms of the user's speaker names (cached with the names)."""
         return self._speaker_entry(user_id)[2]
 
+    def _said_then(
+        self,
+        user_id: str,
+        query: str,
+        now: datetime | None,
+        timezone: str | None,
+        exclude: set[int],
+        info: dict[str, Any],
+    ) -> list[int]:
+        """The turns said in the time gone by that `query` names ("yesterday", 10月10号, "last
+        weekend": `timeexpr.past_spans` on the user's clock), oldest first, the recent window left
+        out. A question about a day finds what was said that day, not only turns that mention it."""
+        if now is None or self.retriever.weights.when <= 0:
+            return []
+        spans = past_spans(query, now, timezone)
+        if not spans:
+            return []
+        ids: list[int] = []
+        for start, end in spans:
+            ids.extend(self.store.turn_ids_between(user_id, start, end, WHEN_LIMIT))
+        said = [t for t in dict.fromkeys(ids) if t not in exclude]
+        info["when"] = {"spans": [[a.isoformat(), b.isoformat()] for a, b in spans], "turns": len(said)}
+        return said
+
     def _term_vectors(self, user_id: str, query: str) -> TermVectors | None:
         """Start embedding the query's terms the vocabulary lacks (overlapping the SQL stages).
         None without a vocabulary (a new user's, before a page is bookmarked): the layer has nothing
@@ -815,8 +852,12 @@ class Pager:
         session_id: str | None = None,
         exclude: set[int] | None = None,
         query_vectors: Mapping[str, np.ndarray] | None = None,
+        now: datetime | None = None,
+        timezone: str | None = None,
     ) -> Paging:
-        """Ranked candidates for `query`, with every layer's hits and the paging decision in `info`."""
+        """Ranked candidates for `query`, with every layer's hits and the paging decision in `info`.
+        `now` (when the question is asked) and `timezone` (the user's) resolve the time it asks about
+        ("what did we talk about yesterday?": the `when` layer); without `now` no such layer."""
         t_start = time.perf_counter()
         opts = self.options
         exclude = exclude or set()
@@ -833,8 +874,9 @@ class Pager:
         index = self._name_index(user_id) if use_bookmarks else None
 
         term_vectors = self._term_vectors(user_id, query) if opts.terms else None
+        said = self._said_then(user_id, query, now, timezone, exclude, info)
         dense_vecs = self._dense_vectors(user_id, query, qvecs)
-        main = self._rank(user_id, query, dense_vecs, exclude, index, term_vectors)
+        main = self._rank(user_id, query, dense_vecs, exclude, index, term_vectors, said)
         timings = dict(main.timings)
         layers = dict(main.layers)
         scores = main.scores
@@ -915,6 +957,7 @@ class Pager:
         exclude: set[int],
         index: _NameIndex | None,
         term_vectors: TermVectors | None = None,
+        said: Sequence[int] = (),
     ) -> _Ranked:
         opts = self.options
         timings: dict[str, float] = {}
@@ -958,8 +1001,13 @@ class Pager:
                 layers_hits = {**layers_hits, "terms": soft}
         deep: dict[int, float] = {}
         t0 = time.perf_counter()
-        if opts.expand or opts.bookmarks:
+        if opts.expand or opts.bookmarks or said:
             # Only the deep ranking's fused scores are read: no candidates are built for it.
+            deep = self.retriever.fused_scores(query, layers_hits, k=deep_k, exclude=exclude)
+        if said:
+            # The turns said in the time the question asks about, the best of them by the other
+            # layers first, then in the order they were said: one more layer of the fusion.
+            layers_hits = {**layers_hits, "when": _when_hits(said, deep, opts.turn_k)}
             deep = self.retriever.fused_scores(query, layers_hits, k=deep_k, exclude=exclude)
         timings["fuse"] = _ms(t0)
         t0 = time.perf_counter()

@@ -84,6 +84,10 @@ class FusionWeights:
     # The soft-term layer of the pager (memsched.vocab, PagingOptions.terms), relative to a dense
     # layer's 1.0: chosen leave-one-out on the dev conversations (0.25 .. 2 tried; BENCHMARKS.md).
     terms: float = 0.75
+    # The pager's `when` layer: the turns said in the time a question asks about ("what did we talk
+    # about yesterday?"), counted as one dense layer. Not tuned: LoCoMo asks no question about a day
+    # of its conversations (its questions carry no time of asking); BENCHMARKS.md "Said then".
+    when: float = 1.0
     neighbour_decay: float = 0.5  # a neighbour's priority relative to the hit that pulled it in
     neighbour_distance_decay: float = 0.8  # extra factor per step beyond the first
     neighbour_radius: int = 2
@@ -533,6 +537,8 @@ class Retriever:
             return w.bm25
         if layer == "terms":
             return w.terms
+        if layer == "when":
+            return w.when
         if layer.startswith("context:"):
             return w.context * w.dense_weight(layer.split(":", 1)[1], cjk)
         return w.dense_weight(layer, cjk)

@@ -916,6 +916,8 @@ class Scheduler:
             recent_after_seq=t.covered,
             query_vectors=t.qvecs,
             recent=recent,
+            now=t.at,
+            timezone=t.timezone,
         )
         self._route_inputs(t)
         with sw.stage("embed_query"):  # what is left of it after the stages above

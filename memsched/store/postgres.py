@@ -14,6 +14,7 @@ import re
 import threading
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
+from datetime import datetime
 from typing import Any
 
 import numpy as np
@@ -351,6 +352,14 @@ class PostgresStore(
             (user_id, limit),
         )
         return [row_to_turn(r) for r in reversed(rows)]
+
+    def turn_ids_between(self, user_id: str, start: datetime, end: datetime, limit: int) -> list[int]:
+        rows = self._all(
+            "SELECT id FROM turns WHERE user_id = %s AND created_at >= %s AND created_at < %s"
+            " ORDER BY created_at, id LIMIT %s",
+            (user_id, ts(start), ts(end), limit),
+        )
+        return [int(r[0]) for r in rows]
 
     def iter_turns(self, user_id: str, after_id: int = 0) -> Iterator[Turn]:
         # Keyset pages, so a long history is never held in memory at once.

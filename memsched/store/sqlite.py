@@ -8,6 +8,7 @@ import threading
 import uuid
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -351,6 +352,14 @@ class SQLiteStore(
             (user_id, limit),
         ).fetchall()
         return [row_to_turn(r) for r in reversed(rows)]
+
+    def turn_ids_between(self, user_id: str, start: datetime, end: datetime, limit: int) -> list[int]:
+        rows = self.db.execute(
+            "SELECT id FROM turns WHERE user_id = ? AND created_at >= ? AND created_at < ?"
+            " ORDER BY created_at, id LIMIT ?",
+            (user_id, ts(start), ts(end), limit),
+        ).fetchall()
+        return [int(r[0]) for r in rows]
 
     def iter_turns(self, user_id: str, after_id: int = 0) -> Iterator[Turn]:
         rows = self.db.execute(

@@ -857,6 +857,49 @@ def spans(text: str) -> list[tuple[int, int]]:
     ]
 
 
+def days_of(ref: TimeRef) -> tuple[date, date]:
+    """The local days [first, end) that `ref` names: its day, its weekend (Saturday and Sunday), its
+    week (Monday to Sunday; about a week around the day when approximate: 前两天), its month, its
+    season (three months from the season's first) or its year."""
+    d = ref.date
+    if ref.granularity == "day":
+        return d, d + timedelta(days=1)
+    if ref.granularity == "weekend":
+        return d, d + timedelta(days=2)
+    if ref.granularity == "week":
+        if ref.qualifier == "about":
+            return d - timedelta(days=3), d + timedelta(days=4)
+        monday = d - timedelta(days=d.weekday())
+        return monday, monday + timedelta(days=7)
+    if ref.granularity == "month" or ref.qualifier in _SEASON_NAMES.values():
+        first = d.replace(day=1)
+        return first, _add_months(first, 1 if ref.granularity == "month" else 3)
+    return date(d.year, 1, 1), date(d.year + 1, 1, 1)
+
+
+def past_spans(text: str, now: datetime, timezone: str | None = None) -> list[tuple[datetime, datetime]]:
+    """The stretches of time gone by that `text` asks about, as aware UTC [start, end): "yesterday",
+    "on the 9th of October", 上周末, "last month", 去年夏天. Each begins before the user's local today
+    (so "next Friday" and "this weekend", said on a Wednesday, name none; today and tonight are not
+    resolved at all) and is cut at `now`; in text order, without repeats."""
+    refs = resolve(text, now, timezone)
+    if not refs:
+        return []
+    local = local_now(now, timezone)
+    zone = local.tzinfo
+    today = local.date()
+    out: list[tuple[datetime, datetime]] = []
+    for ref in refs:
+        first, end = days_of(ref)
+        if first >= today:
+            continue
+        start = datetime.combine(first, datetime.min.time(), zone).astimezone(UTC)
+        stop = min(datetime.combine(end, datetime.min.time(), zone).astimezone(UTC), now.astimezone(UTC))
+        if (start, stop) not in out:
+            out.append((start, stop))
+    return out
+
+
 # --- turns -------------------------------------------------------------------------------------
 
 DATES_KEY = "dates"  # Turn.meta key: the notes ("上周 = 2024-10-15") of the relative time a turn mentions
