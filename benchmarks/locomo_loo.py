@@ -96,6 +96,7 @@ def sweeps() -> dict[str, dict[str, Variant]]:
         "floor": {f"floor={v:g}": _opts(floor=v) for v in (0.0, 0.005, 0.02)},
         # The `when` layer (session 28): the turns said on the day a question names ("on 7 July, 2023").
         "when": {f"when={v:g}": _weights(when=v) for v in (0.0, 0.5, 2.0)},
+        "time_boost": {f"time_boost={v:g}": _opts(time_boost=v) for v in (0.0, 0.5, 2.0)},
         # Issue 10 open-domain: the same speaker's next/previous turn follows a head turn
         # (PagingOptions.thread_decay), and how many head turns bring their neighbours.
         "thread": {f"thread={v:g}": _opts(thread_decay=v) for v in (0.0, 0.15, 0.2, 0.25, 0.35, 0.4, 0.5)},

@@ -79,6 +79,7 @@ class PagingOptions:
     # same recall to four decimals on the dev conversations, so the constant earned nothing.
     graph_weight: float = 0.0
     speaker_boost: float = 1.0  # x(1 + boost) for turns by the one speaker a query names
+    time_boost: float = 1.0  # x(1 + boost) for turns said in the time a query asks about
     # Diversity across sessions (MMR-style, greedy): each turn already ranked from the same session
     # multiplies a candidate's score by (1 - diversity), so a budget covers more distinct episodes.
     # Off: on the dev conversations every value > 0 lost recall at every budget (evidence clusters
@@ -1030,12 +1031,21 @@ class Pager:
                         cand.fused *= 1.0 + opts.speaker_boost
                         cand.scores["speaker"] = 1.0
 
+        # Time focus: a query about a time gone by prefers what was said then (as a speaker's).
+        then = set(said)
+        if then and opts.time_boost > 0:
+            for tid, cand in scores.items():
+                if tid in then:
+                    cand.fused *= 1.0 + opts.time_boost
+                    cand.scores["said_then"] = 1.0
+
         def boost(tid: int) -> float:
-            return (
+            b = (
                 1.0 + opts.speaker_boost
                 if focus is not None and tid in meta and meta[tid][3] == focus
                 else 1.0
             )
+            return b * (1.0 + opts.time_boost) if tid in then else b
 
         pages: dict[int, float] = {}
         matched: list[str] = []

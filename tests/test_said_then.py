@@ -191,3 +191,28 @@ def test_http_no_time_asked_about_no_layer(server: str) -> None:
     _history(server)
     ctx = _context(server, "What should I cook for dinner tonight?", "2025-11-20T18:00:00+08:00", 400)
     assert "when" not in ctx["trace"]["retrieval"]["paging"]
+
+
+ZH_DAY = [
+    "水管工终于来把厨房的水槽修好了。",
+    "小米在学校话剧里拿到了主角，开心坏了。",
+    "给露娜约了周六上午打疫苗。",
+]
+
+
+def test_http_a_chinese_day_outranks_turns_that_share_the_questions_words(server: str) -> None:
+    """ "昨天我们聊了什么？" searches 聊: weeks of "聊" lines outranked the day's turns, whose only
+    evidence was that they were said then. The time focus puts what was said then first."""
+    start = datetime(2025, 9, 1, 2, tzinfo=UTC)
+    for d in range(40):
+        day = start + timedelta(days=d)
+        if d == 38:
+            for i, line in enumerate(ZH_DAY):
+                _turn(server, line, day + timedelta(minutes=i), f"z{d}")
+            continue
+        _turn(server, f"今天和同事聊了很久第三季度的预算，聊得头都大了 {d}", day, f"z{d}")
+        _turn(server, f"晚上跟老妈打电话聊了聊家里的事 {d}", day + timedelta(hours=1), f"z{d}")
+    asked = (start + timedelta(days=39, hours=10)).astimezone().isoformat()
+    ctx = _context(server, "昨天我们聊了什么？", asked, 160)
+    text = "\n".join(str(m["content"]) for m in ctx["messages"])
+    assert all(line in text for line in ZH_DAY)
