@@ -6,7 +6,7 @@ import threading
 import time
 import uuid
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
@@ -17,6 +17,7 @@ from memsched.embed.base import Embedder, keeps_vector
 from memsched.embed.batch import MicroBatcher, PendingVectors, batch_all, embed_soon
 from memsched.errors import UnknownUserError
 from memsched.model import Candidate, Hit, Role, Turn, as_utc, utcnow
+from memsched.profile import Profile
 from memsched.retrieve import FusionWeights, Retriever
 from memsched.store import Store, open_store
 from memsched.text.timeexpr import stamp
@@ -426,6 +427,8 @@ class Memory:
         gated = set(lexical_only_turn_ids)
         if gated:
             top = [c for c in top if c.turn_id not in gated or any("bm25" in k for k in c.scores)]
+        if top:  # a statement a later one replaced ("I live in Paris") brings the later one first
+            top = newer_first(top, Profile(self.store).newer_sources(user_id), exclude)
         ranked_turns = self.ranked_turns(user_id, top)
         timings["load"] = _ms(t0)
 
@@ -526,6 +529,40 @@ class Memory:
                 break
         hinted_ids = {c.turn_id for c in hinted}
         return [*top[:head], *hinted, *(c for c in top[head:] if c.turn_id not in hinted_ids)]
+
+
+def newer_first(
+    top: Sequence[Candidate], newer: Mapping[int, Sequence[int]], exclude: set[int]
+) -> list[Candidate]:
+    """`top` with each turn that stated a profile value placed right before the turn that stated the
+    value it replaced (`Profile.newer_sources`): "we moved to Berlin" before "I live in Paris",
+    brought in when no layer found it, so a budget that keeps the old state keeps the new one. Turns
+    in `exclude` (the recent window: already in the context) are not brought in."""
+    out = list(top)
+    for _ in range(len(out) + sum(len(v) for v in newer.values())):
+        pos = {c.turn_id: i for i, c in enumerate(out)}
+        move = next(
+            (
+                (n, pos[o])
+                for o in newer
+                if o in pos
+                for n in newer[o]
+                if n not in exclude and (n not in pos or pos[n] > pos[o])
+            ),
+            None,
+        )
+        if move is None:
+            break
+        turn_id, at = move
+        old = out[at]
+        note = f"states what replaced turn {old.turn_id}"
+        if turn_id in pos:
+            moved = out.pop(pos[turn_id])
+            moved = replace(moved, reason=f"{moved.reason}; {note}" if moved.reason else note)
+        else:
+            moved = Candidate(turn_id, {}, {}, old.fused, note)
+        out.insert(at, moved)
+    return out
 
 
 def _ms(t0: float) -> float:

@@ -47,6 +47,8 @@ DATES = "dates"
 # The people the user has lost ("grandma", "dad Tom"): never someone to ask after; meta `when` says
 # when as the user said it ("last spring", "去年").
 LOSSES = "losses"
+# A habit the user gave up ("quit smoking", "戒烟"): worth encouraging, and never to offer.
+HABITS = "habits"
 
 # The canonical keys, in the order they are shown (and kept when the budget is tight: what a
 # companion must never get wrong comes first).
@@ -55,6 +57,7 @@ KEYS: tuple[str, ...] = (
     NAME,
     ALLERGIES,
     DIET,
+    HABITS,
     PARTNER_NAME,
     PETS,
     PEOPLE,
@@ -70,7 +73,9 @@ KEYS: tuple[str, ...] = (
     TIMEZONE,  # last: the prompt's clock line already names it
 )
 # Keys that hold a set of values: a new value joins the others instead of replacing them.
-MULTI_KEYS: frozenset[str] = frozenset({PETS, PEOPLE, LIKES, DISLIKES, ALLERGIES, DIET, DATES, LOSSES})
+MULTI_KEYS: frozenset[str] = frozenset(
+    {PETS, PEOPLE, LIKES, DISLIKES, ALLERGIES, DIET, DATES, LOSSES, HABITS}
+)
 # Keys whose earlier values are worth naming ("formerly 小王"): old mentions in history are outdated.
 FORMERLY_KEYS: frozenset[str] = frozenset({PREFERRED_NAME, NAME, LOCATION, OCCUPATION, PARTNER_NAME})
 
@@ -84,6 +89,7 @@ KEY_LABELS: dict[str, str] = {
     HOMETOWN: "hometown (where the user comes from, not where they live)",
     PEOPLE: "people in the user's life",
     DATES: "dates to remember",
+    HABITS: "habits the user gave up (encourage; never offer them)",
     LOSSES: "people the user has lost (be gentle; never ask after them as if alive)",
 }
 
@@ -326,6 +332,22 @@ class Profile:
     def facts(self, user_id: str, key: str | None = None, *, current: bool = False) -> list[Fact]:
         """The user's facts (of `key`; only those in force with `current`), oldest first."""
         return [_fact(r) for r in self.store.facts(user_id, key, current=current)]
+
+    def newer_sources(self, user_id: str) -> dict[int, list[int]]:
+        """For each turn that stated a value since replaced ("I live in Paris", then "we moved to
+        Berlin"), the turns that stated the value that replaced it: recall ranks them right before
+        it (`memory.newer_first`), so the newest state is never the one a budget leaves out."""
+        rows = self.store.facts(user_id)
+        by_id = {int(r["id"]): r for r in rows}
+        out: dict[int, list[int]] = {}
+        for row in rows:
+            newer = by_id.get(int(row.get("superseded_by") or 0))
+            if newer is None:
+                continue
+            stated = [int(t) for t in newer["source_turn_ids"] if t not in row["source_turn_ids"]]
+            for turn_id in row["source_turn_ids"] if stated else ():
+                out[int(turn_id)] = sorted({*out.get(int(turn_id), []), *stated})
+        return out
 
     def history(self, user_id: str, key: str | None = None) -> list[Fact]:
         """Every value of `key` (or of every key) the user has had, oldest first."""

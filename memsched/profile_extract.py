@@ -34,6 +34,7 @@ from memsched.profile import (
     DATES,
     DIET,
     DISLIKES,
+    HABITS,
     HOMETOWN,
     KEYS,
     LIKES,
@@ -59,9 +60,13 @@ from memsched.profile_rules import (
     EN_PLACE,
     EN_V,
     END_RULES,
+    HABIT_AGAIN,
+    HABITS_SAME,
     KIN_ONE,
     KIN_SAME,
     LOSS_RULES,
+    MEAT_AGAIN,
+    MEATLESS,
     PARTNER_WORDS,
     PEOPLE_LIST_RULES,
     PEOPLE_RULES,
@@ -508,7 +513,18 @@ def extract(text: str) -> list[Observation]:
                 value = f"{value} teacher"
             elif rule.endswith("_intolerant"):
                 value = f"{value} intolerance" if english else f"{value}不耐受"
-            if key == OCCUPATION and not english and not _looks_like_occupation(value, m):
+            if key == HABITS:
+                value = HABITS_SAME.get(value.lower(), value)
+            if english and key == OCCUPATION:  # "a software engineer at Google": the job
+                value = re.split(r"\s+(?:at|for|with|in)\s+", value)[0]
+            elif english and key == LOCATION:  # "Austin for my husband's job": the place
+                value = re.split(r"\s+(?:for|because|to be|with)\b", value)[0]
+            if (
+                key == OCCUPATION
+                and not english
+                and not rule.endswith("_retired")
+                and not _looks_like_occupation(value, m)
+            ):
                 continue
             if planned and not english and key in (LOCATION, OCCUPATION):
                 continue
@@ -576,6 +592,26 @@ def extract(text: str) -> list[Observation]:
                 if not (ob.key == key and ob.op == "set" and any(_overlap(ob.value, v) for v in said))
             ]
             found += [Observation(key, v, "retract", rule=rule) for v in values]
+    again = HABIT_AGAIN.search(as_said)
+    if again is not None and not (
+        _is_question(as_said, again.end()) or _hypothetical(as_said, again.start())
+    ):
+        habit = HABITS_SAME[(again.group("en") or again.group("zh")).lower()]
+        found = [ob for ob in found if not (ob.key == HABITS and ob.op == "set")]
+        # said in either language before: "quit smoking" and 戒烟 both end
+        pair = {
+            "quit smoking": "戒烟",
+            "戒烟": "quit smoking",
+            "quit drinking": "戒酒",
+            "戒酒": "quit drinking",
+        }
+        found += [
+            Observation(HABITS, h, "retract", rule="habit_again") for h in (habit, pair.get(habit)) if h
+        ]
+    meat = MEAT_AGAIN.search(as_said)
+    if meat is not None and not (_is_question(as_said, meat.end()) or _hypothetical(as_said, meat.start())):
+        found = [ob for ob in found if not (ob.key == DIET and ob.op == "set")]
+        found += [Observation(DIET, v, "retract", rule="meat_again") for v in MEATLESS]
     # "我辞职了", "we broke up": the key's value ends, whatever it is; before any new value the
     # message gives ("I quit my job, now I'm a barista"). Read as said, time words kept.
     for rule, key, pattern in END_RULES:

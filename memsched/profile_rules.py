@@ -26,6 +26,7 @@ still recalled by search); a false one would be shown on every turn.
 | likes | 我(很/最…)喜欢X, 我(喜欢/爱)吃X, 我最喜欢的Y是X, X我(很)喜欢 | I love/like/enjoy/adore X, my favorite Y is X, I'm a fan of X, I'm into X, I prefer X (over Y) |
 | dislikes | 我讨厌X, 我不喜欢X, 我受不了X, X我受不了 | I hate/dislike X, I can't stand X, I don't like X, I'm not into X |
 | allergies | 我(也)对X过敏, 我X过敏, 我不能吃X，(会)过敏, 我X不耐受; none at all: 我不过敏, 我什么都不过敏 | I'm (also) allergic to X, I have a X allergy, I can't eat X, I'm allergic, I'm X intolerant; none at all: I don't have any allergies |
+| habits | 我戒烟了, 我已经戒了酒 (又开始抽烟了 ends it) | I quit smoking, I've stopped drinking (I started smoking again ends it) |
 | sleep_time | 我一般11点睡, 我平时晚上十一点半睡觉, 我通常凌晨一点才睡 | I usually go to bed at 11pm / around midnight |
 
 A supposition states nothing: 如果/要是/假如/if/suppose/wish before the statement in its clause, or
@@ -54,6 +55,7 @@ from memsched.profile import (
     BIRTHDAY,
     DIET,
     DISLIKES,
+    HABITS,
     HOMETOWN,
     LIKES,
     LOCATION,
@@ -109,7 +111,7 @@ _ZH_HEAD = r"(?:^|(?<=[，,。.!！?？；;~～\s]))"
 # boundary or a preposition ("a nurse at the city hospital" -> nurse).
 _EN_JOB = (
     r"(?P<v>[a-z][a-z\- ]{1,40}?)"
-    r"(?=$|[.,!?;:\n]|\s+(?:at|in|for|with|from|on|of|and|but|so|who|which|by|since)\b)"
+    r"(?=$|[.,!?;:\n]|\s+(?:at|in|for|with|from|on|of|and|but|so|who|which|by|since|now)\b)"
 )
 # A place name in English: capitalised words ("New York", "Hong Kong"), case-sensitive, not one's
 # team ("I'm from Google's team").
@@ -197,7 +199,7 @@ RULES: list[tuple[str, str, re.Pattern[str], bool]] = [
         "zh_vegetarian",
         DIET,
         re.compile(
-            rf"{_ZH_HEAD}我{_ZH_WHEN}(?:是(?:一个|一名|个)?)?(?P<v>吃全素|吃素|纯素食?主义者|纯素食者|素食主义者|素食者)"
+            rf"{_ZH_HEAD}我{_ZH_WHEN}(?:开始)?(?:是(?:一个|一名|个)?)?(?P<v>吃全素|吃素|纯素食?主义者|纯素食者|素食主义者|素食者)"
         ),
         False,
     ),
@@ -588,7 +590,7 @@ RULES: list[tuple[str, str, re.Pattern[str], bool]] = [
         "en_work_as",
         OCCUPATION,
         re.compile(
-            rf"\bI(?:'m| am)? (?:now )?work(?:ing)?(?: (?:at|for|in) [^,.!?;\n]{{1,40}}?)? as (?:an? )?{EN_V}",
+            rf"\bI(?:'m| am)? (?:now |just |recently )?(?:(?:started|began|start) )?work(?:ing)?(?: (?:at|for|in) [^,.!?;\n]{{1,40}}?)? as (?:an? )?{EN_V}",
             re.I,
         ),
         True,
@@ -630,6 +632,32 @@ RULES: list[tuple[str, str, re.Pattern[str], bool]] = [
         re.compile(r"\bI(?:'m| am) an? (?P<v>[a-z][a-z ]{1,40}?) by (?:profession|trade)", re.I),
         True,
     ),
+    # A habit given up ("I quit smoking", "I've stopped drinking", "我戒烟了"): "quit smoking", "戒烟"
+    # (`HABITS_SAME`); "I want to quit smoking", "I'm trying to quit" state nothing.
+    (
+        "en_quit_habit",
+        HABITS,
+        re.compile(
+            r"\bI(?:'ve| have)? (?:just |finally |officially |recently |completely )*(?:quit|stopped|gave up|given up|kicked)"
+            r" (?P<v>smoking|drinking|vaping|alcohol|cigarettes|booze)\b",
+            re.I,
+        ),
+        True,
+    ),
+    (
+        "zh_quit_habit",
+        HABITS,
+        re.compile(rf"{_ZH_HEAD}我{_ZH_WHEN}(?:已经|彻底)?(?P<v>戒烟|戒酒|戒了烟|戒了酒)了?"),
+        False,
+    ),
+    # Retired: what the user does now ("I'm retired now", "I retired last year", "我退休了").
+    (
+        "en_retired",
+        OCCUPATION,
+        re.compile(r"\bI(?:'m| am|'ve| have)? (?:now |finally |just |officially )*(?P<v>retired)\b", re.I),
+        True,
+    ),
+    ("zh_retired", OCCUPATION, re.compile(rf"{_ZH_HEAD}我{_ZH_WHEN}(?:已经|正式)?(?P<v>退休)了"), False),
     (
         # "I'm a nurse at the city hospital", "I'm a software engineer": only when the value's last word
         # is an occupation (`profile_extract._EN_OCCUPATIONS`), so "I'm a bit tired", "I'm a mess", "I'm a big fan of
@@ -656,7 +684,7 @@ RULES: list[tuple[str, str, re.Pattern[str], bool]] = [
     (
         "en_partner",
         PARTNER_NAME,
-        re.compile(rf"\bmy (?:{_EN_PARTNER})(?:'s name is| is called| is named|,) {_EN_NAME}", re.I),
+        re.compile(rf"\bmy (?:new )?(?:{_EN_PARTNER})(?:'s name is| is called| is named|,) {_EN_NAME}", re.I),
         True,
     ),
     # "my girlfriend Emma", "our cat Miso": a capitalised name right after the word (case-sensitive,
@@ -675,9 +703,39 @@ RULES: list[tuple[str, str, re.Pattern[str], bool]] = [
         True,
     ),
     (
+        # A new partner: "I have a new girlfriend, Emma", "I'm seeing someone new, his name is Jake",
+        # "我交了个女朋友，她叫小美", "我有男朋友了，他叫阿杰", "我结婚了，老公叫李明".
+        "en_new_partner",
+        PARTNER_NAME,
+        re.compile(
+            rf"\bI(?:'ve| have)? (?:just )?(?:have|got|met|found) an? (?:new )?(?:{_EN_PARTNER})"
+            rf"(?:,| named| called|,? (?:his|her|their) name is) {_EN_CAP_NAME}",
+            re.I,
+        ),
+        True,
+    ),
+    (
+        "en_seeing_someone",
+        PARTNER_NAME,
+        re.compile(
+            rf"\bI(?:'m| am) (?:seeing|dating) (?:someone|somebody)(?: new)?,? (?:his|her|their) name is {_EN_CAP_NAME}",
+            re.I,
+        ),
+        True,
+    ),
+    (
+        "zh_new_partner",
+        PARTNER_NAME,
+        re.compile(
+            rf"{_ZH_HEAD}我{_ZH_WHEN}(?:(?:交了|找了|有了?)(?:个|一个)?(?:新的?)?(?:{_ZH_PARTNER})了?|结婚了|订婚了)[，,]?"
+            rf"(?:他|她)?(?:的名字)?(?:(?:我的?)?(?:{_ZH_PARTNER}))?叫{_ZH_NAME}"
+        ),
+        False,
+    ),
+    (
         "en_partner_apposition",
         PARTNER_NAME,
-        re.compile(rf"\b(?:my|our) (?:{_EN_PARTNER}) {_EN_CAP_NAME}", re.I),
+        re.compile(rf"\b(?:my|our) (?:new )?(?:{_EN_PARTNER}) {_EN_CAP_NAME}", re.I),
         True,
     ),
     (
@@ -941,6 +999,35 @@ RETRACT_RULES: list[tuple[str, str, re.Pattern[str], bool]] = [
         True,
     ),
 ]
+
+# Meat eaten again ("I started eating meat again", "I stopped being vegetarian", "我又开始吃肉了"): every
+# meatless diet in force ends (`MEATLESS`), not "no pork" or "halal".
+MEAT_AGAIN = re.compile(
+    r"\bI(?:'ve| have|'m| am)? (?:just |finally )?(?:started |begun |began |now )?(?:eating|eat|ate) meat again\b"
+    r"|\bI (?:just |finally )?(?:stopped|quit) being (?:a )?(?:vegetarian|vegan|pescatarian|pescetarian|plant-based)\b"
+    rf"|{_ZH_HEAD}我{_ZH_WHEN}(?:重新)?(?:开始)?吃肉了",
+    re.I,
+)
+# A habit given up, taken up again ("I started smoking again", "我又开始抽烟了"): the "quit" it ends.
+HABIT_AGAIN = re.compile(
+    r"\bI(?:'ve| have)? (?:started |begun |began )?(?P<en>smoking|drinking|vaping) again\b"
+    rf"|{_ZH_HEAD}我{_ZH_WHEN}(?:又|重新)(?:开始)?(?P<zh>抽烟|吸烟|喝酒)了",
+    re.I,
+)
+HABITS_SAME = {
+    "smoking": "quit smoking",
+    "cigarettes": "quit smoking",
+    "drinking": "quit drinking",
+    "alcohol": "quit drinking",
+    "booze": "quit drinking",
+    "vaping": "quit vaping",
+    "戒了烟": "戒烟",
+    "戒了酒": "戒酒",
+    "抽烟": "戒烟",
+    "吸烟": "戒烟",
+    "喝酒": "戒酒",
+}
+MEATLESS = ("vegetarian", "vegan", "pescatarian", "plant-based", "no meat", "吃素", "吃全素", "不吃肉")
 
 # The end of a key's value whatever it is: the user quit their job, broke up with their partner
 # ("我辞职了", "I got laid off", "我和男朋友分手了", "my girlfriend and I broke up"). Read on the message

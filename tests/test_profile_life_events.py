@@ -7,9 +7,12 @@ must NOT change anything; the HTTP test (in
 from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
+from pathlib import Path
 
 import pytest
 
+from memsched.memory import Memory, newer_first
+from memsched.model import Candidate
 from memsched.profile import Profile
 from memsched.profile_extract import apply, extract, month_day
 from memsched.store.sqlite import SQLiteStore
@@ -241,3 +244,130 @@ def test_a_near_date_is_the_last_line_a_tight_budget_drops(store: SQLiteStore) -
     assert "anniversary: June 3 (in 2 days)" in near and "peanuts" not in near
     far = p.section("u", max_tokens=20, count=count, now=datetime(2026, 9, 1, tzinfo=UTC))
     assert "anniversary" not in far and "peanuts" in far and "cat Luna" in far
+
+
+# -- recall when a fact changed ----------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("old", "new", "question"),
+    [
+        (
+            "I live in Paris, in a small flat near the canal.",
+            "We moved to Berlin, the new place is bigger.",
+            "Where do I live?",
+        ),
+        ("我住在成都，离春熙路不远。", "我们搬到上海了，新家比以前大。", "我现在住在哪里？"),
+    ],
+)
+def test_recall_brings_the_newer_statement_of_a_changed_fact_first(
+    tmp_path: Path, old: str, new: str, question: str
+) -> None:
+    mem = Memory(home=tmp_path / "home", embedders="hash")
+    try:
+        p = Profile(mem.store)
+        chat = [
+            "We saw a live band at the pub, the singer was amazing",
+            "I'd love to live somewhere with a garden one day",
+            "我想住在海边，每天看日出",
+            "work was exhausting today",
+        ] * 6
+        turns = [
+            mem.add("u", f"s{i}", "user", text, created_at=T0 + timedelta(days=i))
+            for i, text in enumerate(chat)
+        ]
+        said = [
+            mem.add("u", "a", "user", old, created_at=T0),
+            mem.add("u", "b", "user", new, created_at=T0 + timedelta(days=60)),
+        ]
+        for turn in [*turns, *said]:
+            assert turn.id is not None
+            apply(p, "u", extract(turn.content), at=turn.created_at, source_turn_ids=[turn.id])
+        assert p.newer_sources("u") == {said[0].id: [said[1].id]}
+        result = mem.context("u", question, now=T0 + timedelta(days=61), budget=300)
+        recalled = [t.content for t in result.assembly.recalled]
+        assert new in recalled
+        # the section says which is in force
+        assert "formerly" in p.section("u")
+    finally:
+        mem.close()
+
+
+def test_newer_first_moves_or_brings_the_newer_statement_before_the_older() -> None:
+    top = [Candidate(1, fused=0.9), Candidate(2, fused=0.5), Candidate(3, fused=0.4)]
+    assert [c.turn_id for c in newer_first(top, {1: [3]}, set())] == [3, 1, 2]
+    assert [c.turn_id for c in newer_first(top, {2: [7]}, set())] == [1, 7, 2, 3]
+    assert [c.turn_id for c in newer_first(top, {2: [7]}, {7})] == [1, 2, 3]  # 7 is in the recent window
+    assert [c.turn_id for c in newer_first(top, {3: [1]}, set())] == [1, 2, 3]  # already first
+    assert newer_first(top, {1: [3]}, set())[0].reason == "states what replaced turn 1"
+
+
+# -- the walk: natural ways people state and change facts about themselves -----------------------
+
+
+@pytest.mark.parametrize(
+    ("said", "key", "now"),
+    [
+        # a job change
+        (
+            ["I work as a nurse.", "I got a new job as a software engineer at Google."],
+            "occupation",
+            ["software engineer"],
+        ),
+        (["I'm a teacher.", "I just started working as a barista."], "occupation", ["barista"]),
+        (["I'm a teacher.", "I switched careers, I'm a nurse now."], "occupation", ["nurse"]),
+        (["I'm a teacher.", "I'm retired now."], "occupation", ["retired"]),
+        (["我是一名老师", "我退休了。"], "occupation", ["退休"]),
+        (["我是一名护士", "我换工作了，现在是产品经理。"], "occupation", ["产品经理"]),
+        # a breakup, then a new partner
+        (
+            [
+                "My boyfriend is called Tom.",
+                "My boyfriend and I broke up.",
+                "I'm seeing someone new, his name is Jake.",
+            ],
+            "partner_name",
+            ["Jake"],
+        ),
+        (["My girlfriend is called Anna.", "I have a new girlfriend, Emma."], "partner_name", ["Emma"]),
+        (["My girlfriend is called Anna.", "My new girlfriend Emma is lovely."], "partner_name", ["Emma"]),
+        (["我男朋友叫阿杰", "我和男朋友分手了", "我交了新女朋友，她叫小美。"], "partner_name", ["小美"]),
+        (["我有男朋友了，他叫阿杰。"], "partner_name", ["阿杰"]),
+        (["我结婚了，老公叫李明。"], "partner_name", ["李明"]),
+        # moving
+        (["I live in Boston.", "We relocated to Austin for my husband's job."], "location", ["Austin"]),
+        # a diet change
+        (["I'm vegetarian.", "I started eating meat again."], "diet", []),
+        (["I'm vegan and I don't eat pork", "I stopped being vegan"], "diet", ["no pork"]),
+        (["我吃素", "我又开始吃肉了。"], "diet", []),
+        (["我不吃辣", "我现在开始吃素了"], "diet", ["不吃辣", "吃素"]),
+        # quitting smoking, drinking; taking it up again
+        (["I quit smoking three months ago!"], "habits", ["quit smoking"]),
+        (["I've stopped drinking."], "habits", ["quit drinking"]),
+        (["我戒烟了。"], "habits", ["戒烟"]),
+        (["我已经戒了酒"], "habits", ["戒酒"]),
+        (["I quit smoking.", "I started smoking again"], "habits", []),
+        (["I quit smoking.", "我又开始抽烟了"], "habits", []),
+    ],
+)
+def test_a_change_of_life_is_read(store: SQLiteStore, said: list[str], key: str, now: list[str]) -> None:
+    assert _walk(store, said).values("u", key) == now
+
+
+@pytest.mark.parametrize(
+    ("said", "key"),
+    [
+        ("I want to quit smoking", "habits"),
+        ("I'm trying to quit smoking", "habits"),
+        ("我想戒烟", "habits"),
+        ("我爸戒烟了", "habits"),
+        ("Did you quit smoking?", "habits"),
+        ("My dad is retired", "occupation"),
+        ("I'm not retired yet", "occupation"),
+        ("If I retired I'd travel", "occupation"),
+        ("Should I start eating meat again?", "diet"),
+        ("我妈又开始吃肉了", "diet"),
+    ],
+)
+def test_what_changes_nothing(said: str, key: str) -> None:
+    assert [o for o in extract(said) if o.key == key] == []
