@@ -1294,6 +1294,10 @@ def apply(
         else:
             if ob.key in _OPPOSITE:
                 profile.retract(user_id, _OPPOSITE[ob.key], ob.value, at=at, tx=tx)
+            if ob.key == DIET and ob.value in DIET_KINDS:
+                for value in profile.values(user_id, DIET):
+                    if value in DIET_KINDS and value != ob.value:
+                        profile.retract(user_id, DIET, value, at=at, tx=tx)
             profile.set(user_id, ob.key, ob.value, at=at, source_turn_ids=source_turn_ids, meta=meta, tx=tx)
         out.append(ob.as_dict())
     return out
@@ -1313,6 +1317,11 @@ def _lost(profile: Profile, user_id: str, lost: str) -> list[tuple[str, str]]:
     same_kin = [v for v in people if v.partition(" ")[0].casefold() == kin.casefold()]
     return [(PEOPLE, same_kin[0])] if len(same_kin) == 1 else []
 
+
+# Kinds of diet a person keeps one of at a time: a new one ends the one in force ("I guess I'm
+# pescatarian now" after "I'm vegetarian" showed "diet: vegetarian, pescatarian"), while what the
+# user does not eat ("no pork", 不吃辣) stays beside it.
+DIET_KINDS = frozenset({"vegetarian", "vegan", "pescatarian", "吃素", "吃全素"})
 
 # The meta of a preferred name read from what others call the user ("大家都叫我小明").
 OTHERS_CALL = "others_call"

@@ -630,6 +630,30 @@ def test_http_a_diet_reaches_the_dinner_question_until_it_is_given_up(
 
 
 @pytest.mark.parametrize(
+    ("before", "now", "old", "new"),
+    [
+        ("I'm vegetarian, and I don't eat mushrooms.", "I've started eating fish again, so I'm pescatarian now.",
+         "vegetarian", "pescatarian"),
+        ("我是素食主义者，也不吃辣", "I'm vegan now.", "吃素", "vegan"),
+    ],
+)  # fmt: skip
+def test_http_a_new_kind_of_diet_ends_the_one_before(
+    server: str, fake: FakeOpenAI, before: str, now: str, old: str, new: str
+) -> None:
+    """A user who was vegetarian and now eats fish: the prompt said "diet: vegetarian, pescatarian",
+    the old kind first. One kind of diet ends the one before; what the user does not eat stays."""
+    _chat(server, before, "2024-10-01T10:00:00+00:00")
+    _chat(server, now, "2024-10-10T10:00:00+00:00")
+    fake.clear()
+    _chat(server, "What should I cook tonight?", "2024-10-11T18:00:00+00:00", session="s2")
+    system = fake.chat_requests[-1]["messages"][0]["content"]
+    line = next(x for x in system.splitlines() if x.startswith("- diet"))
+    assert new in line and old not in line.replace("不吃辣", "") and ("mushrooms" in line or "不吃辣" in line)
+    facts = httpx.get(f"{server}/v1/users/li/profile", params={"key": "diet"}).json()["facts"]
+    assert (old, False) in [(f["value"], f["current"]) for f in facts]
+
+
+@pytest.mark.parametrize(
     ("text", "found"),
     [
         ("我对海鲜过敏，而且不吃香菜", [("diet", "不吃香菜"), ("allergies", "海鲜")]),
