@@ -313,6 +313,8 @@ def en(run: Any) -> None:
     run.check(
         S, "late night: the prompt knows it is 2:40 at night", bool(re.search(r"02:40|2:40", sys_)), sys_
     )
+    late = trace(run, r)["route"]["signals"]["late_night"]
+    run.check(S, "late night: 02:40 is read as late night", late, dump("en-late-night", run, r))
     run.check(
         S,
         "late night: the grief of yesterday is in view",
@@ -496,6 +498,8 @@ def zh(run: Any) -> None:
     sys_ = run.system(r)
     dump("zh-late-night", run, r)
     run.check(S, "深夜: 提示知道是凌晨1:50", bool(re.search(r"01:50|1:50", sys_)), sys_)
+    late = trace(run, r)["route"]["signals"]["late_night"]
+    run.check(S, "深夜: 凌晨1:50算深夜", late, dump("zh-late-night", run, r))
     run.check(S, "深夜: 奶奶的事在上下文里", "奶奶昨天晚上走了" in context_only(run, r), context_only(run, r))
 
     r = say(24, 10, 0, "你看我家楼下的小狗！", image=True)

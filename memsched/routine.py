@@ -34,6 +34,7 @@ MIN_CONFIDENCE = 0.3
 RELEARN_AFTER = timedelta(hours=12)
 DEFAULT_WINDOW = (LATE_NIGHT[0] * 60, LATE_NIGHT[1] * 60)
 NIGHT_HOURS = range(2, 6)  # local hours nearly everyone sleeps through: where the day is cut
+NIGHT_END = NIGHT_HOURS.stop * 60
 MIN_DAY_SPAN_MINUTES = 120  # a day's first message is a wake-up sample only if the day spans this
 MAX_NIGHT_MINUTES = 9 * 60  # a "wake-up" later than this after bedtime is just the first chat of the day
 
@@ -61,6 +62,11 @@ class Routine:
         end = (start + DEFAULT_NIGHT_MINUTES) % 1440
         if self.wake_minute is not None and (self.wake_minute - start) % 1440 <= MAX_NIGHT_MINUTES:
             end = self.wake_minute
+        elif DEFAULT_NIGHT_MINUTES < (NIGHT_END - start) % 1440 <= 12 * 60:
+            # A window that opens in the evening runs through the hours nearly everyone sleeps: a
+            # user whose last message of the day is usually at 18:00 (and first at 08:10, too long a
+            # night to be one) had the window 18:34-00:34, and 02:40 was no late night.
+            end = NIGHT_END
         return (start, end), "learned"
 
     def due(self, now: datetime) -> bool:

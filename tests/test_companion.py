@@ -402,6 +402,30 @@ def test_follow_ups_read_bare_weekdays_and_more_events(
         assert got == ([event_date] if event_date else [])
 
 
+@pytest.mark.parametrize(("sleep", "wake"), [("18:04", "08:10"), ("18:04", None), ("23:10", None)])
+def test_the_hours_nearly_everyone_sleeps_stay_late_after_an_early_bedtime(
+    sleep: str, wake: str | None
+) -> None:
+    """A user of the walk whose last message of the day was usually around 18:00 (and the first at
+    08:10, a night too long to be one) got the late window 18:34-00:34: at 02:40, "can't sleep, I
+    keep thinking about grandma" was no late night. A window that opens in the evening now runs
+    through the night hours; a known wake-up time still ends it (an early riser's 05:00)."""
+    from memsched.router import in_window
+    from memsched.routine import Routine
+
+    def minute(hhmm: str | None) -> int | None:
+        return None if hhmm is None else int(hhmm[:2]) * 60 + int(hhmm[3:])
+
+    routine = Routine(sleep_minute=minute(sleep), wake_minute=minute(wake), confidence=0.5)
+    window, source = routine.late_window()
+    assert source == "learned" and in_window(2 * 60 + 40, window) and in_window(5 * 60 + 50, window)
+    assert not in_window(7 * 60, window)
+    early_riser = Routine(sleep_minute=minute("22:00"), wake_minute=minute("05:00"), confidence=0.5)
+    assert early_riser.late_window()[0] == (22 * 60 + 30, 5 * 60)
+    owl = Routine(sleep_minute=minute("02:25"), confidence=0.5)
+    assert owl.late_window()[0] == (2 * 60 + 55, 8 * 60 + 55)
+
+
 def test_a_routine_from_one_message_a_day_has_a_bedtime_but_no_wake_up_time() -> None:
     """A user's walk-through showed sleep_time 21:30 and wake_time 21:30: every day held one message,
     which was taken as both the day's last and its first."""
