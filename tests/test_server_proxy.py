@@ -1040,3 +1040,35 @@ def test_a_trailing_assistant_prefill_stays_last(server: str, fake: FakeOpenAI, 
     body["messages"].append({"role": "assistant", "content": [{"type": "text", "text": '{"name":'}]})
     assert _post(server, body).status_code == 200
     assert _turns(server)[-1]["content"] == '{"name": "Bob"}'
+
+
+def test_safety_identifier_names_the_user(server: str, fake: FakeOpenAI) -> None:
+    """OpenAI's newer SDKs and docs send `safety_identifier` instead of the deprecated `user`: it
+    names whose memory to use when `user` and `metadata.user` are absent (it was "user is
+    required"), and it still reaches the upstream as sent."""
+    body = _body("My sister Anna lives in Lisbon.", session="si")
+    del body["user"]
+    body["safety_identifier"] = "hashed-li"
+    r = httpx.post(f"{server}/v1/chat/completions", json=body, timeout=60)
+    assert r.status_code == 200, r.text
+    assert fake.chat_requests[-1]["safety_identifier"] == "hashed-li"
+    sessions = httpx.get(f"{server}/v1/users/hashed-li/sessions", timeout=30).json()
+    assert [s["id"] for s in sessions] == ["si"]
+    # `user` still wins when both are sent.
+    body = _body("And my cat is called Miso.", user="alice", session="si2", safety_identifier="hashed-li")
+    assert httpx.post(f"{server}/v1/chat/completions", json=body, timeout=60).status_code == 200
+    assert [s["id"] for s in httpx.get(f"{server}/v1/users/alice/sessions", timeout=30).json()] == ["si2"]
+    r = httpx.post(
+        f"{server}/v1/responses",
+        json={"model": "m", "input": "Where does Anna live?", "safety_identifier": "hashed-li"},
+        timeout=60,
+    )
+    assert r.status_code == 200, r.text
+    assert {s["id"] for s in httpx.get(f"{server}/v1/users/hashed-li/sessions", timeout=30).json()} == {
+        "si",
+        "default",
+    }
+    blank = _body("hi", session="si3", safety_identifier=" ")
+    del blank["user"]
+    r = httpx.post(f"{server}/v1/chat/completions", json=blank, timeout=60)
+    assert r.status_code == 400 and "safety_identifier" in r.text

@@ -122,7 +122,8 @@ def user_id(request: Request, user: str | None) -> str:
         if not fallback:
             raise InputError(
                 "user: the `user` field names the user whose memory to use; it is required "
-                "(or set MEMSCHED_DEFAULT_USER for an app with one user)"
+                "(`metadata.user` or `safety_identifier` do too in the chat and Responses APIs; "
+                "or set MEMSCHED_DEFAULT_USER for an app with one user)"
             )
         user = fallback
     tenant = identity(request).tenant

@@ -75,6 +75,11 @@ class ChatRequest(BaseModel):
     model: str | None = None
     messages: list[ChatMessage] = Field(min_length=1)
     user: str | None = Field(default=None, description="Whose memory to use (required here or in metadata)")
+    safety_identifier: str | None = Field(
+        default=None,
+        description="OpenAI's per-user id (its successor to `user`): whose memory to use when neither"
+        " `user` nor `metadata.user` is sent; forwarded to the upstream as sent",
+    )
     stream: bool = False
     metadata: ChatMetadata | None = None
     temperature: float | None = None
@@ -105,6 +110,11 @@ class ResponsesRequest(BaseModel):
     )
     instructions: str | None = Field(default=None, description="The persona (a system prompt)")
     user: str | None = Field(default=None, description="Whose memory to use (required here or in metadata)")
+    safety_identifier: str | None = Field(
+        default=None,
+        description="OpenAI's per-user id (its successor to `user`): whose memory to use when neither"
+        " `user` nor `metadata.user` is sent; forwarded to the upstream as sent",
+    )
     stream: bool = False
     metadata: ChatMetadata | None = None
     previous_response_id: str | None = Field(

@@ -105,13 +105,16 @@ def check_id(value: str | None, field: str) -> str | None:
     return value
 
 
-def chat_ids(user: str | None, meta: Any) -> tuple[str | None, str]:
+def chat_ids(user: str | None, meta: Any, safety_identifier: str | None = None) -> tuple[str | None, str]:
     """(user, session id) of a chat or Responses API request: the top-level `user`, else
-    `metadata.user`; `metadata.session_id`, else "default". Blank ones are refused (`check_id`)."""
+    `metadata.user`, else `safety_identifier` (OpenAI's successor to `user`, which its newer SDKs
+    and docs send instead); `metadata.session_id`, else "default". Blank ones are refused (`check_id`)."""
     check_id(user, "user")
     meta_user = check_id(getattr(meta, "user", None), "metadata.user")
+    check_id(safety_identifier, "safety_identifier")
     session = check_id(getattr(meta, "session_id", None), "metadata.session_id")
-    return (user if user is not None else meta_user), (session if session is not None else "default")
+    named = next((u for u in (user, meta_user, safety_identifier) if u is not None), None)
+    return named, (session if session is not None else "default")
 
 
 # Content parts memsched reads (chat's and the Responses API's): text, and images it describes.

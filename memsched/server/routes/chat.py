@@ -68,7 +68,7 @@ async def chat(body: ChatRequest, request: Request, svc: Service = Depends(get_s
     dumped = body.model_dump(exclude_unset=True)  # once: the messages and the fields forwarded
     check_unicode(dumped)
     meta = body.metadata
-    named_user, session_id = chat_ids(body.user, meta)
+    named_user, session_id = chat_ids(body.user, meta, body.safety_identifier)
     user = user_id(request, named_user)
     messages: list[dict[str, Any]] = dumped["messages"]
     last = next((i for i in range(len(messages) - 1, -1, -1) if messages[i].get("role") == "user"), None)

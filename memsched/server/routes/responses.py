@@ -49,7 +49,7 @@ async def create_response(
     dumped = body.model_dump(exclude_unset=True)
     check_unicode(dumped)
     meta = body.metadata
-    named_user, session_id = chat_ids(body.user, meta)
+    named_user, session_id = chat_ids(body.user, meta, body.safety_identifier)
     user = user_id(request, named_user)
     parsed = responses_api.parse_input(dumped["input"], body.instructions)
     check_message_tokens(svc.memory.counter, parsed.texts, svc.config.max_message_tokens)
