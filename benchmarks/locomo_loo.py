@@ -97,6 +97,17 @@ def sweeps() -> dict[str, dict[str, Variant]]:
         # The `when` layer (session 28): the turns said on the day a question names ("on 7 July, 2023").
         "when": {f"when={v:g}": _weights(when=v) for v in (0.0, 0.5, 2.0)},
         "time_boost": {f"time_boost={v:g}": _opts(time_boost=v) for v in (0.0, 0.5, 2.0)},
+        # Common words out of the lexical layers (session 29; 0: off), and the soft-term layer with
+        # its time words (False) as before.
+        "common": {
+            **{f"common>={v:g}": _opts(common_zipf=v) for v in (0.0, 5.5, 6.5)},
+            "terms keep time words": _opts(terms_timeless=False),
+            "off, terms keep time words": _opts(common_zipf=0.0, terms_timeless=False),
+        },
+        # A dense layer's noise cut on histories the deep search covers (0: off).
+        "dense_noise": {f"noise z={v:g}": _opts(dense_noise_z=v) for v in (0.0, 1.0, 2.0)},
+        # The shipping decision alone: the default against what it replaced.
+        "common_ship": {"before (off, terms keep time words)": _opts(common_zipf=0.0, terms_timeless=False)},
         # Issue 10 open-domain: the same speaker's next/previous turn follows a head turn
         # (PagingOptions.thread_decay), and how many head turns bring their neighbours.
         "thread": {f"thread={v:g}": _opts(thread_decay=v) for v in (0.0, 0.15, 0.2, 0.25, 0.35, 0.4, 0.5)},

@@ -40,6 +40,7 @@ from memsched.cache import LRUCache
 from memsched.embed.batch import embed_soon
 from memsched.errors import LLMError
 from memsched.model import Candidate, Hit
+from memsched.text.common import COMMON_ZIPF, content_terms
 from memsched.text.segment import cjk_ratio, has_cjk, terms
 from memsched.text.timeexpr import past_spans
 from memsched.topic import without_time
@@ -80,6 +81,21 @@ class PagingOptions:
     graph_weight: float = 0.0
     speaker_boost: float = 1.0  # x(1 + boost) for turns by the one speaker a query names
     time_boost: float = 1.0  # x(1 + boost) for turns said in the time a query asks about
+    # A query's common words (`text.common`: "make", "want", 好, 做) stay out of its lexical layers
+    # (BM25 over turns and bookmarks, the soft-term layer) unless nothing else is left: in a small
+    # history a common verb is as rare as a name, and "What should I make for dinner tonight?"
+    # ranked a debate line first through "make". The Zipf frequency from which a word is common
+    # (0: off); BENCHMARKS.md "Common words".
+    common_zipf: float = COMMON_ZIPF
+    # The soft-term layer leaves the query's time words out too, as BM25 does (`topic.without_time`).
+    terms_timeless: bool = True
+    # A dense layer's noise (`_without_noise`): on a history small enough that the deep search
+    # returned every turn, a dense hit counts only if its similarity stands `dense_noise_z` standard
+    # deviations above the query's mean similarity to the whole history. With ~100 turns, the 50
+    # nearest are two in five of them, and a dinner question drew a debate's lines in at cosine
+    # 0.12-0.15 (z 0.3-0.7; the food turns stood at z 1.5-2.4). Larger histories are never cut
+    # (their 200 nearest are what stands out). 0: off. BENCHMARKS.md "Common words".
+    dense_noise_z: float = 1.5
     # Diversity across sessions (MMR-style, greedy): each turn already ranked from the same session
     # multiplies a candidate's score by (1 - diversity), so a budget covers more distinct episodes.
     # Off: on the dev conversations every value > 0 lost recall at every budget (evidence clusters
@@ -757,6 +773,23 @@ class Pager:
         vectors.start([t for t in query_terms(query, self._term_skip(user_id)) if t not in vocab.index])
         return vectors
 
+    def _without_noise(self, layers: dict[str, list[Hit]], k: int) -> dict[str, list[Hit]]:
+        """`layers` with each dense layer that holds the whole history (fewer than `k` hits: the
+        search returned every turn) cut where its similarities stop standing out: below the mean +
+        `dense_noise_z` standard deviations of them all. Hits are best first, so what is kept is a
+        prefix and keeps its ranks."""
+        out = dict(layers)
+        for name, hits in layers.items():
+            if name not in self.retriever.embedders or not 2 < len(hits) < k:
+                continue
+            sims = np.fromiter((h.score for h in hits), dtype=np.float64, count=len(hits))
+            spread = float(sims.std())
+            if spread <= 0:
+                continue
+            least = float(sims.mean()) + self.options.dense_noise_z * spread
+            out[name] = [h for h in hits if h.score >= least]
+        return out
+
     def _timed_soft_layer(
         self, user_id: str, query: str, exclude: set[int], vectors: TermVectors
     ) -> tuple[list[Hit], float]:
@@ -973,12 +1006,19 @@ class Pager:
         # Kept when nothing else is left ("what did I do last weekend?"). Speaker names: `bm25_speaker_names`.
         skip = set() if opts.bm25_speaker_names else self._term_skip(user_id)
         timeless = [t for t in terms(without_time(query)) if t not in skip]
-        kept = timeless or [t for t in q_terms if t not in skip]
+        kept = content_terms(timeless or [t for t in q_terms if t not in skip], opts.common_zipf)
         if kept and kept != q_terms:
             lexical = " ".join(kept)
         soft_job: Future[tuple[list[Hit], float]] | None = None
         if opts.terms and term_vectors is not None:
-            soft_job = _soft_executor().submit(self._timed_soft_layer, user_id, query, exclude, term_vectors)
+            soft_query = query
+            if opts.terms_timeless:
+                soft_query = lexical or query
+            elif opts.common_zipf > 0:
+                soft_query = " ".join(content_terms(q_terms, opts.common_zipf))
+            soft_job = _soft_executor().submit(
+                self._timed_soft_layer, user_id, soft_query, exclude, term_vectors
+            )
         # One search at the deeper k; the base ranking is the same hits cut at turn_k, fused again.
         # With the soft layer on, the turn layers are fused together with its hits.
         deep_k = max(opts.deep_k, opts.turn_k)
@@ -994,6 +1034,8 @@ class Pager:
         )
         timings.update(wide.timings_ms)
         layers_hits = wide.layers
+        if opts.dense_noise_z > 0:
+            layers_hits = self._without_noise(layers_hits, deep_k)
         if soft_job is not None:
             t0 = time.perf_counter()
             soft, timings["terms_layer"] = soft_job.result()
