@@ -1034,8 +1034,16 @@ class Pager:
         )
         timings.update(wide.timings_ms)
         layers_hits = wide.layers
+        # On a small history the neighbour steps below may reach any turn, not just the deep list's
+        # (a dense layer's noise cut takes out the next line of a story that shares no word with
+        # the question: "I finally learned to breathe!" after "started swimming lessons" / "my coach
+        # says to practise the kick").
+        whole: set[int] = set()
         if opts.dense_noise_z > 0:
-            layers_hits = self._without_noise(layers_hits, deep_k)
+            cut = self._without_noise(layers_hits, deep_k)
+            if cut != layers_hits:
+                whole = {h.turn_id for hits in layers_hits.values() for h in hits}
+            layers_hits = cut
         if soft_job is not None:
             t0 = time.perf_counter()
             soft, timings["terms_layer"] = soft_job.result()
@@ -1060,7 +1068,9 @@ class Pager:
         layers: dict[str, list[Hit]] = dict(base.layers)
         scores = {c.turn_id: c for c in base.candidates}
         timings["deep"] = _ms(t0)
-        meta = self._turn_meta(user_id, set(scores) | set(deep)) if (deep or opts.entity_focus) else {}
+        meta = (
+            self._turn_meta(user_id, set(scores) | set(deep) | whole) if (deep or opts.entity_focus) else {}
+        )
 
         # Entity focus: a query about exactly one speaker prefers what that speaker said.
         focus: str | None = None

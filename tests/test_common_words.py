@@ -14,7 +14,6 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
-from pathlib import Path
 
 import pytest
 
@@ -59,32 +58,40 @@ EVERYDAY = [
     "Spent Sunday afternoon repotting my plants.",
     "My sister Ada is visiting next month.",
 ]
+SWIM = [
+    "I started swimming lessons, I still can't breathe right in the water.",
+    "My coach says my legs are wrong and I should practise the frog kick.",
+]
 QUESTION = "What should I make for dinner tonight?"
 BEFORE = {"common_zipf": 0.0, "terms_timeless": False, "dense_noise_z": 0.0}
 
 
 @pytest.fixture(scope="module")
 def companion(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Memory]:
-    """A companion history of 40 turns with MiniLM, the default embedder of English."""
+    """A companion history of 44 turns with MiniLM, the default embedder of English."""
     mem = Memory(home=tmp_path_factory.mktemp("common") / "m", embedders="minilm")
     t0 = datetime(2026, 3, 2, 19, tzinfo=UTC)
-    lines = EVERYDAY[:3] + DEBATE + EVERYDAY[3:]
+    # A session a day: an everyday line, the whole debate one evening, the two swimming lines.
+    blocks = [[e] for e in EVERYDAY[:3]] + [DEBATE] + [[e] for e in EVERYDAY[3:]] + [SWIM]
     turns: list[Turn] = []
-    for i, line in enumerate(lines):
-        at = t0 + timedelta(days=i // 2, minutes=i)
-        turns.append(Turn("sam", f"d{i // 2}", "user", line, created_at=at))
-        turns.append(Turn("sam", f"d{i // 2}", "assistant", "I hear you.", created_at=at + timedelta(seconds=30)))
+    for day, block in enumerate(blocks):
+        for i, line in enumerate(block):
+            at = t0 + timedelta(days=day, minutes=2 * i)
+            turns.append(Turn("sam", f"d{day}", "user", line, created_at=at))
+            turns.append(
+                Turn("sam", f"d{day}", "assistant", "I hear you.", created_at=at + timedelta(seconds=30))
+            )
     mem.add_many(turns)
     maintain_bookmarks(mem, "sam")
     yield mem
     mem.close()
 
 
-def _context(mem: Memory, **options: object) -> str:
+def _context(mem: Memory, question: str = QUESTION, **options: object) -> str:
     if options:
         mem._pager = mem.pager.with_options(**options)
     try:
-        ctx = mem.context("sam", QUESTION, session_id="ask", budget=2000)
+        ctx = mem.context("sam", question, session_id="ask", budget=2000)
     finally:
         mem._pager = mem.pager.with_options(**{k: getattr(PagingOptions(), k) for k in BEFORE})
     return "\n".join(str(m["content"]) for m in ctx.messages)
@@ -102,10 +109,24 @@ def test_before_the_debate_was_drawn_in(companion: Memory) -> None:
     assert "The Mule would just make the Reverend Mothers love him, that's his whole power." in text
 
 
+def test_the_next_line_of_a_story_still_follows_its_hit(companion: Memory) -> None:
+    """The coach's advice shares no word with the news and stands out in no dense layer: the noise
+    cut takes it out of every layer, and the neighbour steps bring it back beside the hit."""
+    question = "I can finally breathe underwater!"
+    paged = companion.pager.retrieve("sam", question)
+    reasons = {c.turn_id: c.reason for c in paged.candidates}
+    coach = next(t.id for t in companion.store.iter_turns("sam") if t.content == SWIM[1])
+    assert coach not in {h.turn_id for hits in paged.layers.values() for h in hits}
+    assert reasons.get(coach, "").startswith("neighbour of")
+    assert SWIM[1] in _context(companion, question)
+
+
 def test_the_lexical_layers_search_no_common_word(companion: Memory) -> None:
     paged = companion.pager.retrieve("sam", QUESTION)
     ids = {c.turn_id for c in paged.candidates}
-    make = next(t.id for t in companion.store.iter_turns("sam") if t.content.startswith("The Mule would just make"))
+    make = next(
+        t.id for t in companion.store.iter_turns("sam") if t.content.startswith("The Mule would just make")
+    )
     assert make not in ids
     assert not paged.layers.get("bm25")  # "dinner" is in no turn; "make" and "tonight" are not searched
     before = companion.pager.with_options(**BEFORE).retrieve("sam", QUESTION)
