@@ -13,7 +13,7 @@ language.
 from __future__ import annotations
 
 import logging
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from functools import lru_cache
 
 from memsched.text.segment import has_cjk
@@ -26,7 +26,7 @@ COMMON_ZIPF = 6.0
 
 
 @lru_cache(maxsize=1)
-def _zipf_frequency():  # type: ignore[no-untyped-def]
+def _zipf_frequency() -> Callable[..., float]:
     # wordfreq builds a jieba dictionary on its first Chinese lookup and logs it; keep that quiet.
     import jieba
     from wordfreq import zipf_frequency
