@@ -30,7 +30,8 @@ from collections import Counter, OrderedDict
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
-from datetime import datetime
+from datetime import datetime, timedelta
+from datetime import time as dt_time
 from typing import TYPE_CHECKING, Any, Protocol
 
 import numpy as np
@@ -42,7 +43,7 @@ from memsched.errors import LLMError
 from memsched.model import Candidate, Hit
 from memsched.text.common import COMMON_ZIPF, content_terms
 from memsched.text.segment import cjk_ratio, has_cjk, terms
-from memsched.text.timeexpr import past_spans
+from memsched.text.timeexpr import local_now, noted_days, past_spans
 from memsched.topic import without_time
 from memsched.vectors import blas_single_thread, top_hits
 from memsched.vocab import TermPostings, TermVectors, Vocabulary, query_terms, soft_hits
@@ -561,6 +562,9 @@ def _soft_executor() -> ThreadPoolExecutor:
 
 # The `when` layer reads at most this many turns of the time a question asks about (oldest first).
 WHEN_LIMIT = 5000
+# How long after a stretch of time a turn said about it is looked for (`Pager._said_about`): people
+# tell of the weekend on Monday. 0: only what was said then.
+AFTER_DAYS = 7
 
 
 def _when_hits(said: Sequence[int], evidence: Mapping[int, float], k: int) -> list[Hit]:
@@ -756,8 +760,46 @@ class Pager:
         for start, end in spans:
             ids.extend(self.store.turn_ids_between(user_id, start, end, WHEN_LIMIT))
         said = [t for t in dict.fromkeys(ids) if t not in exclude]
-        info["when"] = {"spans": [[a.isoformat(), b.isoformat()] for a, b in spans], "turns": len(said)}
-        return said
+        about = self._said_about(user_id, spans, now, timezone, set(said) | exclude)
+        info["when"] = {
+            "spans": [[a.isoformat(), b.isoformat()] for a, b in spans],
+            "turns": len(said),
+            "about": len(about),
+        }
+        return said + about
+
+    def _said_about(
+        self,
+        user_id: str,
+        spans: Sequence[tuple[datetime, datetime]],
+        now: datetime,
+        timezone: str | None,
+        skip: set[int],
+    ) -> list[int]:
+        """The turns said in the `AFTER_DAYS` after a span whose date notes fall in it: "Spent
+        Sunday afternoon repotting my plants", said on Monday, is about last weekend. Only turns
+        with notes are read (`timeexpr.noted_days`, what `stamp` stored when the turn was recorded)."""
+        if AFTER_DAYS <= 0:
+            return []
+        zone = local_now(now, timezone).tzinfo
+        found: list[int] = []
+        for start, end in spans:
+            later = [
+                t
+                for t in self.store.turn_ids_between(
+                    user_id, end, min(end + timedelta(days=AFTER_DAYS), now), WHEN_LIMIT
+                )
+                if t not in skip
+            ]
+            if not later:
+                continue
+            first, last = start.astimezone(zone).date(), end.astimezone(zone).date()
+            if end.astimezone(zone).time() != dt_time.min:
+                last += timedelta(days=1)  # a span cut at `now` still holds that day
+            for turn in self.store.get_turns(user_id, later):
+                if turn.id is not None and any(a < last and b > first for a, b in noted_days(turn.meta)):
+                    found.append(turn.id)
+        return list(dict.fromkeys(found))
 
     def _term_vectors(self, user_id: str, query: str) -> TermVectors | None:
         """Start embedding the query's terms the vocabulary lacks (overlapping the SQL stages).

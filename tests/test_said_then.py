@@ -216,3 +216,21 @@ def test_http_a_chinese_day_outranks_turns_that_share_the_questions_words(server
     ctx = _context(server, "昨天我们聊了什么？", asked, 160)
     text = "\n".join(str(m["content"]) for m in ctx["messages"])
     assert all(line in text for line in ZH_DAY)
+
+
+def test_http_what_was_said_about_the_weekend_on_monday(server: str) -> None:
+    """People tell of the weekend after it: "Spent Sunday afternoon repotting my plants", said on
+    Monday, is about last weekend (its date note names the Sunday), though not said in it. Before,
+    only the turns said on Saturday and Sunday were brought."""
+    _history(server)
+    monday = datetime(2025, 10, 13, 2, tzinfo=UTC)  # 10:00 in Shanghai, Monday 13 October
+    line = "Spent Sunday afternoon repotting my plants, the monstera finally has new leaves."
+    _turn(server, line, monday, "d42-monday")
+    later = "Went to the dentist on Friday, two fillings."  # about the Friday before: not the weekend
+    _turn(server, later, monday + timedelta(days=1), "d43-tuesday")
+    ctx = _context(server, "What did we talk about last weekend?", "2025-10-15T09:00:00+08:00", 600)
+    text = "\n".join(str(m["content"]) for m in ctx["messages"])
+    assert line in text
+    assert later not in text
+    when = ctx["trace"]["retrieval"]["paging"]["when"]
+    assert when["about"] == 1 and when["turns"] == 4  # Saturday's and Sunday's two lines each

@@ -926,6 +926,30 @@ def turn_dates(meta: dict[str, Any]) -> list[str]:
 
 
 _ISO_DAY = re.compile(r"(\d{4})-(\d{2})(?:-(\d{2}))?$")
+
+
+def noted_days(meta: dict[str, Any]) -> list[tuple[date, date]]:
+    """The local days [first, end) a turn's date notes name: "周日 = 2026-03-08" one day, "上个月 =
+    2026-02" a month, "去年 = 2025" a year (a qualifier, "late 2026-12", "summer 2025", reads as the
+    date after it). What a turn is *about* in time, as `days_of` is what a question asks about."""
+    out: list[tuple[date, date]] = []
+    for note in turn_dates(meta):
+        label = note.rsplit(" = ", 1)[-1].rsplit(" ", 1)[-1]
+        m = _ISO_DAY.match(label)
+        try:
+            if m and m.group(3):
+                d = date(int(m.group(1)), int(m.group(2)), int(m.group(3)))
+                out.append((d, d + timedelta(days=1)))
+            elif m:
+                first = date(int(m.group(1)), int(m.group(2)), 1)
+                out.append((first, _add_months(first, 1)))
+            elif label.isdigit() and len(label) == 4:
+                out.append((date(int(label), 1, 1), date(int(label) + 1, 1, 1)))
+        except ValueError:
+            continue  # a note that names no real day
+    return out
+
+
 _MONTHS_EN = [
     "January",
     "February",
