@@ -8,7 +8,8 @@ dropping samples more than `OUTLIER_MINUTES` away from a first median is robust 
 With fewer than `MIN_DAYS` days the routine is not learned and the fixed default window applies.
 
 `late_night` then means: later than `sleep_time + GRACE_MINUTES` and before the usual wake-up time
-(01:00 is late for someone who stops at 23:00, not for someone who stops at 02:30).
+(01:00 is late for someone who stops at 23:00, not for someone who stops at 02:30), and never before
+`EARLIEST_LATE` (22:00) in the evening: an early last message is not an early bedtime.
 """
 
 from __future__ import annotations
@@ -37,6 +38,11 @@ NIGHT_HOURS = range(2, 6)  # local hours nearly everyone sleeps through: where t
 NIGHT_END = NIGHT_HOURS.stop * 60
 MIN_DAY_SPAN_MINUTES = 120  # a day's first message is a wake-up sample only if the day spans this
 MAX_NIGHT_MINUTES = 9 * 60  # a "wake-up" later than this after bedtime is just the first chat of the day
+# The evening is not late night, whatever a user's habits: the last message of a day is when they stop
+# writing to the companion, not when they sleep. A learned window that would open between noon and
+# this local minute opens here instead (a user who stops at 19:00 most days, and writes at 23:25 and
+# 01:30 on others, had 20:15 read as late night). A night owl's later window is left as learned.
+EARLIEST_LATE = 22 * 60
 
 
 @dataclass(frozen=True, slots=True)
@@ -59,6 +65,8 @@ class Routine:
         if not self.learned or self.sleep_minute is None:
             return DEFAULT_WINDOW, "default"
         start = (self.sleep_minute + GRACE_MINUTES) % 1440
+        if 12 * 60 <= start < EARLIEST_LATE:
+            start = EARLIEST_LATE
         end = (start + DEFAULT_NIGHT_MINUTES) % 1440
         if self.wake_minute is not None and (self.wake_minute - start) % 1440 <= MAX_NIGHT_MINUTES:
             end = self.wake_minute

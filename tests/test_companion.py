@@ -426,6 +426,22 @@ def test_the_hours_nearly_everyone_sleeps_stay_late_after_an_early_bedtime(
     assert owl.late_window()[0] == (2 * 60 + 55, 8 * 60 + 55)
 
 
+@pytest.mark.parametrize("sleep", ["18:04", "19:00", "21:10"])
+def test_an_evening_message_is_no_late_night_after_an_early_last_message(sleep: str) -> None:
+    """A companion user who stops writing around 19:00 most days (and writes at 23:25 or 01:30 on
+    others) got the learned window 19:30-06:00, so "just got back from the gym, what a day" at 20:15
+    was answered as a late-night message. The last message of a day is when the user stops writing,
+    not when they sleep: a learned window opens at 22:00 at the earliest."""
+    from memsched.router import in_window
+    from memsched.routine import Routine
+
+    routine = Routine(sleep_minute=int(sleep[:2]) * 60 + int(sleep[3:]), confidence=0.5)
+    window, source = routine.late_window()
+    assert source == "learned" and window[0] == 22 * 60
+    assert not in_window(20 * 60 + 15, window) and not in_window(21 * 60 + 30, window)
+    assert in_window(23 * 60 + 30, window) and in_window(2 * 60 + 40, window)
+
+
 def test_a_routine_from_one_message_a_day_has_a_bedtime_but_no_wake_up_time() -> None:
     """A user's walk-through showed sleep_time 21:30 and wake_time 21:30: every day held one message,
     which was taken as both the day's last and its first."""
