@@ -105,17 +105,28 @@ TIME_WORDS = frozenset(_CUES["time_words"])
 
 _TIME_PHRASES = tuple(sorted(_CUES["time_phrases"], key=len, reverse=True))
 
+# A stretch of time said as a duration ("half an hour", "two hours", "20 minutes", 半个小时, 两个钟头):
+# how long, not what about. "I've got half an hour and an empty fridge" matched the lines of a chess
+# deep-dive that said "half an hour" of practice, and not one about food.
+_DURATION_RE = re.compile(
+    r"\b(?:half an|an|a|one|two|three|four|five|six|ten|twenty|thirty|forty|a few|a couple of|several"
+    r"|\d+(?:\.\d+)?)\s+(?:hours?|minutes?|mins?|seconds?|secs?)\b"
+    r"|[半一两二三四五六七八九十几\d]+个?半?(?:小时|钟头|分钟|秒钟?)",
+    re.IGNORECASE,
+)
+
 
 @lru_cache(maxsize=4096)
 def without_time(text: str) -> str:
     """`text` without the words that place it in time: the relative expressions `timeexpr` finds
     ("上周三", "三天前", "last night"), the words jieba tags as time words (POS `t`: 昨晚, 周末, 下午,
-    今早 ...) and the cue file's time words and phrases. When a message happened is not what it is
+    今早 ...), durations ("half an hour", 两个小时) and the cue file's time words and phrases. When a message happened is not what it is
     about: "昨晚梦见水滴撞过来" is about 水滴, "Yesterday I watched the match" about the match. The
     text itself when nothing else would be left."""
     low = text.lower()
     drop = [False] * len(text)
     found = list(timeexpr.spans(text))
+    found += [m.span() for m in _DURATION_RE.finditer(text)]
     for phrase in _TIME_PHRASES:
         start = low.find(phrase)
         while start >= 0:

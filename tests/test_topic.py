@@ -268,6 +268,27 @@ def test_time_expressions_are_not_what_a_message_is_about(message: str, left: st
         )
 
 
+@pytest.mark.parametrize(
+    ("message", "left"),
+    [
+        # How long is not what about: "half an hour" matched a chess deep-dive's practice times for a
+        # lunch question.
+        (
+            "any ideas for lunch? I've got half an hour and an empty fridge",
+            "any ideas for lunch? I've got and an empty fridge",
+        ),
+        ("It took 20 minutes to get there", "It took to get there"),
+        ("我只有半个小时，冰箱也空了", "我只有，冰箱也空了"),
+        ("练了两个钟头的琴", "练了的琴"),
+        # Not a duration: kept.
+        ("How many hours a day does Caroline paint?", "How many hours a day does Caroline paint?"),
+        ("Happy hour at the bar", "Happy hour at the bar"),
+    ],
+)
+def test_durations_are_not_what_a_message_is_about(message: str, left: str) -> None:
+    assert without_time(message) == left
+
+
 def _basis(i: int, dim: int = 64) -> np.ndarray:
     v = np.zeros(dim, dtype=np.float32)
     v[i] = 1.0
