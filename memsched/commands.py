@@ -23,7 +23,7 @@ from memsched.forget import COUNTS_RESET as COUNTS_RESET  # re-exported for the 
 from memsched.forget import after_forget
 from memsched.jobs.tasks import TaskContext, task
 from memsched.model import utcnow
-from memsched.profile import NAME, PARTNER_NAME, PREFERRED_NAME, Profile
+from memsched.profile import NAME, OCCUPATION, PARTNER_NAME, PREFERRED_NAME, Profile
 from memsched.text.places import is_place_en
 from memsched.text.segment import ENGLISH_STOP_WORDS
 
@@ -341,9 +341,17 @@ RENAME_RULES: list[tuple[str, re.Pattern[str], bool]] = [
     ),
 ]
 
-_ZH_FORGET_VERB = r"(?:忘掉(?!了)|忘了吧|忘记吧|忘记(?=$|[。！!，,])|删掉(?!了)|删了吧|删除|撤回)"
-# 刚 alone only before what was said ("删掉我刚说的", "把我刚发的删了").
-_ZH_LAST = r"(?:刚才|刚刚|刚(?=(?:说|发|讲)的)|上一句|上一条|前一句|前一条|那句|这句)"
+# "别记了", "不要记住", "不用记下来": asks that it not be kept, at the end of the clause only ("别记错了"
+# asks to remember it right, "别记恨我" not to hold a grudge, "我总是记不住" is no request).
+_ZH_DONT_KEEP = r"(?:别|不要|不用|不必|甭)(?:再)?记(?:住|下来|下|着)?(?:了|吧|啦)*(?=$|[。！!，,~～\s])"
+_ZH_FORGET_VERB = (
+    rf"(?:忘掉(?!了)|忘了吧|忘记吧|忘记(?=$|[。！!，,])|删掉(?!了)|删了吧|删除|撤回|{_ZH_DONT_KEEP})"
+)
+# 刚 alone only before what was said ("删掉我刚说的", "把我刚发的删了"); 上面 only before what it points
+# at ("上面那件事", "上面说的").
+_ZH_LAST = r"(?:刚才|刚刚|刚(?=(?:说|发|讲)的)|上面(?=(?:我)?(?:说的|发的|那|这))|上一句|上一条|前一句|前一条|那句|这句)"
+# What was said, after 刚才 / 上面: "那句话", "那条消息", "那件事", "的话".
+_ZH_LAST_WHAT = r"(?:那句话?|那条(?:消息)?|这句话?|那件事情?|这件事情?|那个事情?|那些话|的事情?|的话|的)"
 _ZH_ASK = r"(?:请|麻烦你?|帮我|你|拜托|求你)?"
 _EN_FORGET_OBJ = (
     r"(?:that|this|what i (?:just )?(?:said|wrote|typed|told you|sent)|my (?:last|previous) "
@@ -353,12 +361,17 @@ _EN_FORGET_OBJ = (
 
 FORGET_RULES: list[tuple[str, re.Pattern[str]]] = [
     # "忘掉刚才那句话", "忘记我刚才说的", "删除上一条"
-    ("zh_forget_last", re.compile(rf"{_CLAUSE}{_ZH_ASK}(?:忘掉|忘记|删掉|删除|撤回)(?:我)?{_ZH_LAST}")),
+    (
+        "zh_forget_last",
+        re.compile(
+            rf"{_CLAUSE}{_ZH_ASK}(?:忘掉|忘记|删掉|删除|撤回|(?:别|不要|不用)记(?:住|下)?)(?:我)?{_ZH_LAST}"
+        ),
+    ),
     # "把刚才那句话忘掉", "刚才说的删了吧"
     (
         "zh_last_forget",
         re.compile(
-            rf"{_CLAUSE}{_ZH_ASK}(?:把)?(?:我)?{_ZH_LAST}(?:我)?(?:说的|发的)?(?:那句话?|那条(?:消息)?|这句话?|的话|的)?"
+            rf"{_CLAUSE}{_ZH_ASK}(?:把)?(?:我)?{_ZH_LAST}(?:我)?(?:说的|发的)?{_ZH_LAST_WHAT}?"
             rf"(?:给我|你|请你|你就|就|帮我)?{_ZH_FORGET_VERB}"
         ),
     ),
@@ -367,7 +380,7 @@ FORGET_RULES: list[tuple[str, re.Pattern[str]]] = [
     (
         "zh_ba_last_done",
         re.compile(
-            rf"{_CLAUSE}{_ZH_ASK}把(?:我)?{_ZH_LAST}(?:我)?(?:说的|发的)?(?:那句话?|那条(?:消息)?|这句话?|的话|的)?"
+            rf"{_CLAUSE}{_ZH_ASK}把(?:我)?{_ZH_LAST}(?:我)?(?:说的|发的)?{_ZH_LAST_WHAT}?"
             r"(?:给我|你|请你|你就|就|帮我)?(?:删了|忘了)(?:吧)?(?=$|[。！!~～\s])"
         ),
     ),
@@ -1000,6 +1013,52 @@ def alias_names(store: Store, user_id: str, terms: Sequence[str]) -> list[str]:
     return [n for n in dict.fromkeys(out) if len(n) >= 2 and _norm_name(n) not in wanted]
 
 
+@dataclass(frozen=True, slots=True)
+class TopicField:
+    """A general topic ("my job", 工作) that the user's turns are about without saying its word: an
+    interview at a startup is about the job. `words` put any user turn under it; `near` words only
+    the user's next message in the session after one about it ("the final round is next Friday"
+    after "I'm interviewing at …": alone, a round may be of drinks); the facts of profile `keys`
+    came from turns about it. Unambiguous words only: deleting is not undone."""
+
+    label: str
+    names: frozenset[str]
+    words: re.Pattern[str]
+    near: re.Pattern[str]
+    keys: tuple[str, ...] = ()
+
+
+TOPIC_FIELDS: tuple[TopicField, ...] = (
+    TopicField(
+        label="work",
+        names=frozenset(
+            "job jobs work career careers occupation profession employment 工作 职业 事业 上班 找工作".split()  # noqa: SIM905 - a word list reads better as text
+        ),
+        words=re.compile(
+            r"(?<![A-Za-z])(?:jobs?|careers?|employers?|employment|employed|unemployed|co-?workers?|colleagues?|"
+            r"(?:my|our) boss(?:es)?|hired|hiring|fired|laid off|layoffs?|promot(?:ed|ion)|pay ?rise|salary|salaries|"
+            r"r[ée]sum[ée]s?|interview(?:s|ed|ing)?|recruiters?|job offers?|resign(?:ed|ing|ation)?|"
+            r"at work|my work|workplace|notice period)(?![A-Za-z])|"
+            r"工作|上班|下班|面试|跳槽|辞职|离职|入职|求职|同事|老板|领导|工资|薪水|薪资|升职|加薪|加班|裁员|简历|猎头",
+            re.I,
+        ),
+        near=re.compile(
+            r"(?<![A-Za-z])(?:(?:first|second|third|final|last|next) rounds?|offers?|onsite|on-site|applications?|"
+            r"applied|the pay|take-home|hiring manager|start date)(?![A-Za-z])|"
+            r"复试|终面|一面|二面|三面|录用|offer|待遇|试用期",
+            re.I,
+        ),
+        keys=(OCCUPATION,),
+    ),
+)
+
+
+def topic_field(topic: str) -> TopicField | None:
+    """The general topic `topic` names ("job", "my work", 工作), if any."""
+    low = topic.strip().lower()
+    return next((f for f in TOPIC_FIELDS if low in f.names), None)
+
+
 @dataclass(slots=True)
 class TopicMatch:
     """What a topic forget deletes: the words searched for (the topic, its variants, the names the
@@ -1012,6 +1071,9 @@ class TopicMatch:
     # A user turn that matched no word but refers back to the one before it ("he never listens to me"
     # after "my brother borrowed my car"): its id -> the id of that turn.
     refers_back: dict[int, int] = field(default_factory=dict)
+    # A user turn found by no searched word, and why: it states a profile fact of the topic, or it
+    # goes on from the one before it in the session (`TopicField.near`).
+    found_by: dict[int, str] = field(default_factory=dict)
 
 
 def match_topic(store: Store, user_id: str, topic: str, *, exclude: Sequence[int] = ()) -> TopicMatch:
@@ -1045,6 +1107,15 @@ def match_topic(store: Store, user_id: str, topic: str, *, exclude: Sequence[int
     hits: set[int] = set()
     follow: set[tuple[str, int]] = set()
     back: dict[int, int] = {}
+    found_by: dict[int, str] = {}
+    general = topic_field(topic)
+    stated: dict[int, str] = {}  # a user turn a profile fact of the topic came from -> why
+    if general is not None:
+        via[f"words about {general.label}"] = f"{topic} is a general topic (commands.TOPIC_FIELDS)"
+        for key in general.keys:
+            for row in store.facts(user_id, key):
+                for i in row["source_turn_ids"]:
+                    stated.setdefault(int(i), f"states the profile fact {key}: {row['value']}")
     last_user: dict[str, int] = {}  # session -> its latest user turn that is about the topic
     for t in sorted(turns, key=lambda t: (t.session_id, t.seq or 0, t.id or 0)):
         assert t.id is not None
@@ -1053,11 +1124,17 @@ def match_topic(store: Store, user_id: str, topic: str, *, exclude: Sequence[int
         if t.role != "user":
             continue
         prev = last_user.pop(t.session_id, None)
-        if pattern.search(t.content):
+        if pattern.search(t.content) or (general is not None and general.words.search(t.content)):
             hits.add(t.id)
+        elif t.id in stated:
+            hits.add(t.id)
+            found_by[t.id] = stated[t.id]
         elif prev is not None and refers_back(t.content):
             hits.add(t.id)
             back[t.id] = prev
+        elif prev is not None and general is not None and general.near.search(t.content):
+            hits.add(t.id)
+            found_by[t.id] = f"goes on from turn {prev} about {general.label}"
         else:
             continue
         last_user[t.session_id] = t.id
@@ -1066,7 +1143,9 @@ def match_topic(store: Store, user_id: str, topic: str, *, exclude: Sequence[int
     for t in turns:  # an assistant turn that names the topic itself
         if t.role != "user" and pattern.search(t.content):
             hits.add(t.id or 0)
-    return TopicMatch(topic=topic, terms=[*base, *via], turn_ids=sorted(hits), via=via, refers_back=back)
+    return TopicMatch(
+        topic=topic, terms=[*base, *via], turn_ids=sorted(hits), via=via, refers_back=back, found_by=found_by
+    )
 
 
 # "ugh my brother borrowed my car again" then "he never listens to me": the user's next message in

@@ -53,6 +53,15 @@ RENAMES = [
 
 FORGETS = [
     "忘掉刚才那句话",
+    # 别记了 / 不要记 / 不用记: asks that it not be kept; 刚才说的那件事 / 上面那件事 name the last message
+    "刚才说的那件事别记了",
+    "刚才那句别记了",
+    "上面那件事你就别记了",
+    "我刚才说的不用记了",
+    "别记住我刚才说的",
+    "刚刚说的那些话不要记下来",
+    "上面说的别记了吧",
+    "就当我没说",
     "忘记我刚才说的",
     "请忘掉刚才那句",
     "把刚才那句话忘掉",
@@ -71,6 +80,13 @@ FORGETS = [
 
 ORDINARY = [
     "I forget things a lot",
+    # 记 that is no request to delete: a memory complaint, "remember it right", a grudge, consolation
+    "我总是记不住",
+    "别记错了",
+    "刚才说的那件事你别记错了",
+    "刚才说的别放在心上",
+    "刚才那件事别记恨我",
+    "刚才说的那件事记住了吗",
     "don't forget to call me tomorrow",
     "Can you call me later?",
     "call me when you get home",

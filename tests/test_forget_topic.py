@@ -21,6 +21,7 @@ from memsched.config import Config
 from memsched.embed.hashing import HashEmbedder
 from memsched.llm.client import OpenAIChatClient
 from memsched.memory import Memory
+from memsched.profile import OCCUPATION, Profile
 from memsched.scheduler import Scheduler
 from memsched.server.app import create_app
 from memsched.server.service import Service
@@ -272,3 +273,54 @@ def test_cli_topic_forget_previews_then_deletes(env: Env) -> None:
     assert done.exit_code == 0, done.output
     left = env.contents()
     assert not any("Marcus" in c for c in left) and OTHER[2] in left
+
+
+JOB = [
+    "Between us: I'm secretly interviewing at a biotech startup called Quillfeather Labs.",
+    "Nobody here knows yet, the final round is next Friday.",
+]
+NOT_JOB = [
+    "My sister Leah is pregnant, I'm going to be an aunt!",
+    "The climbing gym was packed, I finally sent a V3.",
+    "We had the final round of the chess tournament at the club tonight.",
+]
+
+
+def test_forget_what_i_said_about_my_job_takes_the_turns_about_it(env: Env) -> None:
+    """An outside run's "Actually, forget what I said about my job." searched for the word "job", and the
+    turns about an interview at a startup (which never say it) stayed. A general topic counts the
+    user's turns in its words (interviewing, hired, 面试), the next message that goes on from one of
+    them ("the final round is next Friday"), and the turn its profile fact came from; turns about
+    anything else stay, a "final round" of chess in another session too. The preview lists why."""
+    env.say("I teach chemistry to high schoolers here in Denver.", session="s0")
+    taught = next(t for t in env.memory.store.iter_turns("u") if t.content.startswith("I teach"))
+    Profile(env.memory.store).set("u", OCCUPATION, "chemistry teacher", source_turn_ids=[taught.id or 0])
+    env.say(NOT_JOB[0], session="s0")
+    for text in JOB:
+        env.say(text, session="s1")
+    for text in NOT_JOB[1:]:
+        env.say(text, session="s2")
+    preview = httpx.get(f"{env.base}/v1/users/u/topics/job/turns").json()
+    users = {t["content"]: t["found_by"] for t in preview["turns"] if t["role"] == "user"}
+    assert set(users) == {*JOB, taught.content}
+    assert "final round" in JOB[1] and users[JOB[1]] and users[taught.content]  # said why
+    assert "words about work" in preview["terms"]
+
+    env.say("Actually, forget what I said about my job.", session="s1")
+    left = env.contents()
+    assert not any("Quillfeather" in c or "final round is next" in c or "I teach" in c for c in left), left
+    assert all(k in left for k in NOT_JOB)
+    assert not Profile(env.memory.store).current("u").get(OCCUPATION)
+    env.say("So what's new with you?", session="s1")
+    shown = json.dumps(env.fake.chat_requests[-1]["messages"])
+    assert "Quillfeather" not in shown and "final round is next" not in shown
+
+
+def test_bie_ji_le_deletes_the_message_before_it(env: Env) -> None:
+    """ "刚才说的那件事别记了" was not read as a command: the flat hunt in 滨江 stayed and was shown again."""
+    env.say("我最近在偷偷看房，想在滨江买一套两居室，首付还差四十万。")
+    env.say("刚才说的那件事别记了")
+    env.say("你觉得我最近在忙什么？")
+    assert not any("滨江" in c for c in env.contents())
+    shown = json.dumps(env.fake.chat_requests[-1]["messages"], ensure_ascii=False)
+    assert "滨江" not in shown and "四十万" not in shown

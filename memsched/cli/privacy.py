@@ -105,7 +105,9 @@ def forget(
                 t for t in store.get_turns(uid, match.turn_ids) if session is None or t.session_id == session
             ]
             if dry_run:
-                _print_topic_preview(user, match.terms, match.via, about, match.refers_back, as_json=as_json)
+                _print_topic_preview(
+                    user, match.terms, match.via, about, match.refers_back, match.found_by, as_json=as_json
+                )
                 return
             if not about:
                 raise InputError(f"no turn of user {user!r} is about {topic.strip()!r}")
@@ -127,6 +129,7 @@ def _print_topic_preview(
     via: dict[str, str],
     turns: list[Any],
     refers_back: dict[int, int],
+    found_by: dict[int, str],
     *,
     as_json: bool,
 ) -> None:
@@ -139,6 +142,7 @@ def _print_topic_preview(
             "role": t.role,
             "content": t.content,
             "refers_back_to": refers_back.get(t.id),
+            "found_by": found_by.get(t.id),
         }
         for t in turns
     ]
@@ -151,6 +155,7 @@ def _print_topic_preview(
     console.print(f"would forget {len(rows)} turns of {user!r} (dry run: nothing deleted)", markup=False)
     for r in rows:
         back = f" (refers back to [{r['refers_back_to']}])" if r["refers_back_to"] is not None else ""
+        back += f" ({r['found_by']})" if r["found_by"] else ""
         console.print(
             f"  [{r['id']}] {r['session_id']}#{r['seq']} {r['role']}: {r['content']}{back}", markup=False
         )

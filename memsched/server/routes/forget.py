@@ -106,6 +106,9 @@ class TopicTurn(BaseModel):
     refers_back_to: int | None = Field(
         None, description="For a message that names no topic word: the earlier one its pronoun refers back to"
     )
+    found_by: str | None = Field(
+        None, description="For a message that names no searched word: why it is about the topic"
+    )
 
 
 class TopicPreview(BaseModel):
@@ -151,6 +154,7 @@ async def preview_topic(
                 role=t.role,
                 content=t.content,
                 refers_back_to=match.refers_back.get(t.id) if t.id is not None else None,
+                found_by=match.found_by.get(t.id) if t.id is not None else None,
             )
             for t in turns
             if t.id is not None
