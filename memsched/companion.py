@@ -243,10 +243,13 @@ class Companion:
         and the jobs to queue."""
         upd = plan.mood
         new = upd.mood
+        # The reply to an apology repairs the mood when it accepts in so many words ("It's okay"), and
+        # whenever the apology softened it: that turn's strategy told the model to accept it
+        # (`accept_apology`), and one that did so in its own words left the user "upset" in every
+        # prompt of the day after their apology.
         if (
-            route.apology
-            and reply
-            and self.router.repair_cues(reply)[1]
+            reply
+            and ((route.apology and self.router.repair_cues(reply)[1]) or upd.event == "softened")
             and new.label in ("upset", "neutral")
         ):
             new = Mood("neutral", 0.0, (user_turn_id,), at, {"repaired": True})
@@ -297,13 +300,18 @@ class Companion:
         return values, jobs
 
     def on_reply(self, tx: Any, user_id: str, session_id: str, reply: Turn) -> bool:
-        """A reply recorded on its own (a client calling its own LLM, the proxy): when it accepts the
+        """A reply recorded on its own (a client calling its own LLM, the proxy): when it answers the
         apology of the user's message just before it, the carried upset mood is reset. Returns
-        whether it was."""
-        if not self.router.repair_cues(reply.content)[1]:
-            return False
+        whether it was.
+
+        The reply that says so ("It's okay", 没关系) resets it; so does any reply to an apology that
+        already softened the mood (`Mood.meta["apology"]`): that turn's strategy told the model to
+        accept it (`accept_apology`), and a model that does so in its own words ("Thank you for
+        saying that, I missed you") left the user "upset" in every prompt of the day after their
+        apology."""
+        accepts = self.router.repair_cues(reply.content)[1]
         mood = moods.from_row(self.store.mood_get(user_id)).at(reply.created_at)
-        if mood.label != "upset":
+        if mood.label != "upset" or not (accepts or mood.meta.get("apology")):
             return False
         before = [t for t in self.store.session_turns(user_id, session_id, last=3) if t.id != reply.id]
         last_user = next((t for t in reversed(before) if t.role == "user"), None)

@@ -110,14 +110,12 @@ def update(
     warm = label in ("affectionate", "happy")
     if carried.label == "upset" and acceptance and (previous_apology or warm):
         return MoodUpdate(Mood("neutral", 0.0, ids, now, {"repaired": True}), "repaired")
-    if (
-        carried.label == "upset"
-        and (apology or acceptance)
-        and label in (None, "upset", "affectionate", "happy")
-    ):
+    if carried.label == "upset" and (apology or acceptance):
         # An apology, or a forgiveness nobody asked for that does not read as warm ("It's okay, I
         # forgive you.", read as conflict), is half a repair: the message's own reading as conflict
-        # must not make the mood stronger.
+        # must not make the mood stronger. Nor does the reason given with an apology replace it: "I'm
+        # sorry I snapped at you, I was exhausted" read as comfort set a sad mood, and the reply was
+        # asked to comfort, not to accept the apology (whose strategy cares about the reason too).
         softened = carried.intensity / 2
         if softened < FLOOR:
             return MoodUpdate(Mood("neutral", 0.0, ids, now, {"repaired": True}), "repaired")

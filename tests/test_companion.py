@@ -132,6 +132,34 @@ def test_the_morning_after_an_argument_is_cool(server: str, fake: FakeOpenAI, la
 
 
 @pytest.mark.parametrize(
+    ("lang", "apology"),
+    [
+        ("zh", "对不起，昨晚是我不好，我太累了"),
+        ("en", "I'm sorry I snapped at you last night, I was exhausted."),
+    ],
+)
+def test_a_reply_to_an_apology_repairs_the_mood_in_its_own_words(
+    server: str, fake: FakeOpenAI, lang: str, apology: str
+) -> None:
+    """The apology's strategy (`accept_apology`) tells the model to accept it. A reply that did so in
+    its own words, with none of the acceptance cues ("It's okay", 没关系), left the mood softened: the
+    user's later messages that day were still told "current mood: upset" with the fight quoted."""
+    fight, _ = ARGUMENTS[lang]
+    night = DAY.replace(hour=22, minute=30)
+    for i, text in enumerate(fight):
+        chat(server, "rui", "evening", text, night + timedelta(minutes=i))
+    morning = (DAY + timedelta(days=1)).replace(hour=8)
+    fake.script_for(apology, "Thank you for telling me. Get some rest today.")
+    trace = chat(server, "rui", "morning", apology, morning)
+    assert trace["strategy"]["name"] == "accept_apology" and trace["mood"]["event"] == "softened"
+    assert state(server, "rui", morning + timedelta(minutes=1))["mood"]["label"] == "neutral"
+    later = {"zh": "午休了，食堂今天有红烧肉", "en": "Lunch break, the canteen has lasagne today"}[lang]
+    after = chat(server, "rui", "noon", later, morning + timedelta(hours=5))
+    assert after["strategy"]["name"] not in ("conflict_cold", "accept_apology")
+    assert "current mood" not in system_of(fake) and fight[0] not in system_of(fake).split("Memories")[0]
+
+
+@pytest.mark.parametrize(
     ("lang", "apology", "acceptance"),
     [
         ("zh", "对不起，昨天是我不好", "好啦，原谅你了"),
