@@ -596,8 +596,10 @@ def test_chinese_term_vectors_stored_before_are_dropped_once_on_upgrade(backend:
     assert turn.id is not None
     vec = np.ones(4, dtype=np.float32)
     s.put_term_vectors("u", "m", [("吃饭", turn.id, vec), ("dinner", turn.id, vec), ("今晚", turn.id, vec)])
-    with s.transaction() as tx:  # as a store written before the migration
-        tx.execute("DELETE FROM migrations WHERE name = '013_han_terms_glossed'")
+    with s.transaction() as tx:  # as a store written before the migrations
+        tx.execute(
+            "DELETE FROM migrations WHERE name IN ('013_han_terms_glossed', '014_han_terms_reglossed')"
+        )
     s.close()
     again = open_store(where, page_size=4)
     try:
@@ -605,3 +607,14 @@ def test_chinese_term_vectors_stored_before_are_dropped_once_on_upgrade(backend:
         assert again.turn_count("u") == 1
     finally:
         again.close()
+
+
+def test_a_glossed_word_has_no_pronunciation_notes_or_surname_entries() -> None:
+    """玩 was glossed "play Taiwan pr" and 诸葛 "two-character surname Zhuge Taiwan pr": on the notes
+    alone MiniLM put them at 0.58, and "周末去哪儿玩" expanded 玩 into a history debate's 诸葛亮."""
+    from memsched.text.gloss import gloss, lookup
+
+    assert gloss("玩") == "play have fun"
+    assert lookup("诸葛") == ()  # a surname has no sense to expand into
+    assert "surname" not in gloss("林") and "forest" in gloss("林")
+    assert not [w for w in ("玩", "诸葛", "林", "周", "了解") if "pr" in gloss(w).split()]

@@ -87,7 +87,11 @@ def _later() -> list[Migration]:
     from memsched.store.sqlite_profile import m008_profile_superseded_by
     from memsched.store.sqlite_state import m004_state
     from memsched.store.sqlite_vectors import m011_vector_packs, m012_vectors_checked
-    from memsched.store.sqlite_vocab import m010_term_vectors, m013_han_terms_glossed
+    from memsched.store.sqlite_vocab import (
+        m010_term_vectors,
+        m013_han_terms_glossed,
+        m014_han_terms_reglossed,
+    )
 
     return [
         ("002_jobs", m002_jobs),
@@ -102,6 +106,7 @@ def _later() -> list[Migration]:
         ("011_vector_packs", m011_vector_packs),
         ("012_vectors_checked", m012_vectors_checked),
         ("013_han_terms_glossed", m013_han_terms_glossed),
+        ("014_han_terms_reglossed", m014_han_terms_reglossed),
     ]
 
 

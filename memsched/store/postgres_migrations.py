@@ -246,6 +246,10 @@ M012_TURNS_USER_SPEAKER = "CREATE INDEX turns_user_speaker ON turns(user_id, spe
 # from the words themselves go, and the next background pass embeds them again.
 M013_HAN_TERMS_GLOSSED = f"DELETE FROM term_vectors WHERE term ~ '{HAN_REGEX}';"
 
+# And again once the glosses lost CC-CEDICT's pronunciation notes and surname entries ("Taiwan pr",
+# "two-character surname"), on which alone 玩 expanded to 诸葛.
+M014_HAN_TERMS_REGLOSSED = M013_HAN_TERMS_GLOSSED
+
 
 # Names follow SQLite's where a migration has a twin there (005 and 006 had nothing to do here:
 # identities are never reused, and the full-text index is per-user from the start).
@@ -261,4 +265,5 @@ MIGRATIONS: list[tuple[str, str]] = [
     ("011_advisory_session_locks", M011_ADVISORY_SESSION_LOCKS),
     ("012_turns_user_speaker", M012_TURNS_USER_SPEAKER),
     ("013_han_terms_glossed", M013_HAN_TERMS_GLOSSED),
+    ("014_han_terms_reglossed", M014_HAN_TERMS_REGLOSSED),
 ]

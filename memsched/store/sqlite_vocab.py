@@ -41,6 +41,14 @@ def m013_han_terms_glossed(db: sqlite3.Connection) -> None:
     db.execute("DELETE FROM term_vectors WHERE term GLOB ?", (HAN_GLOB,))
 
 
+def m014_han_terms_reglossed(db: sqlite3.Connection) -> None:
+    """Chinese terms were embedded through glosses that kept CC-CEDICT's pronunciation notes and
+    surname entries ("play Taiwan pr", "two-character surname Zhuge Taiwan pr"), so 玩 expanded to
+    诸葛 at 0.58 on the notes alone. Their rows go again, and the next background pass embeds them
+    through the cleaned senses."""
+    db.execute("DELETE FROM term_vectors WHERE term GLOB ?", (HAN_GLOB,))
+
+
 class VocabMixin(SQLiteMixin):
     """Term vectors of SQLiteStore."""
 

@@ -38,8 +38,9 @@ _HAN_RE = re.compile(_HAN_CLASS)
 # Senses that are notes about the word rather than a meaning: classifiers, cross-references,
 # variants, readings, bound forms, abbreviations.
 _NOTE_RE = re.compile(
-    r"^(CL:|see |see also |variant of |old variant of |used in |also pr\.|also written |"
-    r"abbr\. for |erhua variant|unofficial variant |surname |Japanese variant |\(bound form\)$|\(archaic\) variant)",
+    r"^(CL:|see |see also |variant of |old variant of |used in |(?:also |Taiwan |Beijing )pr\.|also written |"
+    r"abbr\. for |erhua variant|unofficial variant |(?:[\w-]+ )*surname |Japanese variant |\(bound form\)$|"
+    r"\(archaic\) variant)",
     re.IGNORECASE,
 )
 _PAREN_RE = re.compile(r"\([^()]*\)|\[[^\[\]]*\]|[\w|]*\[[^\]]*\]")
