@@ -24,7 +24,8 @@ from memsched.forget import after_forget
 from memsched.jobs.tasks import TaskContext, task
 from memsched.model import utcnow
 from memsched.profile import NAME, OCCUPATION, PARTNER_NAME, PREFERRED_NAME, Profile
-from memsched.text.places import is_place_en
+from memsched.profile_rules import EN_NOT_GREETING_NAMES
+from memsched.text.places import is_place_en, is_place_zh
 from memsched.text.segment import ENGLISH_STOP_WORDS
 
 if TYPE_CHECKING:
@@ -59,8 +60,16 @@ _LATIN_NAME = r"[A-Za-z][A-Za-z'\-]*(?:\s+[A-Za-z][A-Za-z'\-]*){0,3}"
 _QUOTED = r"[\"“'‘「『](?P<q>[^\"”'’」』]{1,30})[\"”'’」』]"
 
 
+# What may stand before a name without being part of it: "call me by my real name, Joanna", "use my
+# full name: Joanna", "叫我全名周明杰", "叫我大名".
+_NAME_LEAD = (
+    r"(?:(?:by\s+)?my\s+(?:real|full|actual|proper|given|legal|first|own)\s+name\s*(?:[,:\u2014\u2013-]\s*|\s+)|"
+    r"(?:我的)?(?:全名|真名|本名|大名|原名|真实姓名)(?:[，,:：]\s*)?)?"
+)
+
+
 def _name(group: str) -> str:
-    return rf"(?:{_QUOTED.replace('?P<q>', f'?P<{group}_q>')}|(?P<{group}>{_CJK_NAME}|{_LATIN_NAME}))"
+    return rf"{_NAME_LEAD}(?:{_QUOTED.replace('?P<q>', f'?P<{group}_q>')}|(?P<{group}>{_CJK_NAME}|{_LATIN_NAME}))"
 
 
 # Words that follow "call me"/"叫我" without being a name: times, idioms, verbs, pronouns.
@@ -79,7 +88,7 @@ _EN_NAME_TAIL = frozenset(
 )
 _ZH_NOT_NAMES = frozenset(
     """什么 啥 外卖 车 出租车 救护车 滴滴 醒 起床 一声 一下 吃饭
-    人 谁 名字 哪位 哪个 宝 你 他 她 它 我 大家""".split()  # noqa: SIM905 - a word list reads better as text
+    人 谁 名字 哪位 哪个 宝 你 他 她 它 我 大家 全名 真名 本名 大名 原名 真实姓名""".split()  # noqa: SIM905 - a word list reads better as text
 )
 # A CJK "name" starting with one of these is a verb phrase or pronoun ("叫我起床", "我叫了外卖").
 _ZH_NOT_FIRST = frozenset("一了你他她它我起去吃回出来做帮过睡醒干别不没怎什啥哪谁几这那吧吗呢啊呀嘛哦")
@@ -142,7 +151,9 @@ _EN_FROM_NOW = r"(?:from now on|from today(?: on)?|going forward|henceforth|star
 # Between "别叫我X了" and "叫我Y" the user may say why, in a clause or two ("别再叫我雨哥了，听着好土，
 # 还是叫我小雨"); such a clause holds no 叫 (it would be a call of its own).
 _ZH_ASIDE = r"(?:[，,、。!！\s]+[^叫，,、。!！?？\n]{1,12}){0,2}"
-_EN_ASIDE = r"(?:\s*[,;.!]\s*(?!call\b)[^,;.!?\n]{1,40}?){0,2}?"
+_EN_ASIDE = r"(?:\s*[,;.!\u2026]\s*(?!call\b)[^,;.!?\u2026\n]{1,40}?){0,2}?"
+# "use my real name, Joanna", "go by my full name: Joanna": the name after "my … name" (`_NAME_LEAD`).
+_EN_USE_NAME = r"(?:use|go\s+by|go\s+back\s+to|stick\s+(?:to|with))(?=\s+my\s+(?:\w+\s+)?name\b)"
 # What names the wanted name after "stop calling me X": "I prefer Dan", "I'd rather be called Dan", "I go by Dan".
 _EN_PREFER = (
     r"I(?:'d|\s+would)?\s+(?:much\s+)?(?:prefer|rather)(?:\s+(?:to\s+be\s+called|being\s+called|"
@@ -196,8 +207,9 @@ RENAME_RULES: list[tuple[str, re.Pattern[str], bool]] = [
     (
         "zh_name_but_called",
         re.compile(
-            rf"{_CLAUSE}(?:我(?:的)?名字(?:叫|是)|我叫)[^，,。.!！?？]{{1,12}}[，,\s]*(?P<but>不过|但是|但|可是|可)?"
-            rf"(?:大家|朋友们?|身边的人|别人|他们|家里人|同事们?)(?:都|一般|通常)*{_ZH_CALL}{_name('new')}"
+            rf"{_CLAUSE}(?:(?:你好|嗨|哈喽|大家好|您好)[呀啊！!，,～~\s]*)?(?P<is>我(?:的)?名字(?:叫|是)|我叫|我是)"
+            rf"(?P<given>[^，,。.!！?？\s]{{1,12}})[，,\s]*(?P<but>不过|但是|但|可是|可)?"
+            rf"(?:大家|朋友们?|身边的人|别人|他们|家里人|同事们?|熟人)(?:都|一般|通常|平时)*{_ZH_CALL}{_name('new')}"
             r"(?=$|[，,。.!！~～;；\s])"
         ),
         True,
@@ -215,12 +227,23 @@ RENAME_RULES: list[tuple[str, re.Pattern[str], bool]] = [
         ),
         True,
     ),
+    # "嗨，我是周明杰", "大家好，我是李伟": after a greeting, "我是" names the user when a person's full name
+    # follows (`zh_full_name`: "嗨，我是医生", "你好，我是杭州人" name no one).
+    (
+        "zh_hi_im",
+        re.compile(
+            rf"{_CLAUSE}(?:你好|嗨|哈喽|大家好|您好|hi|hello|hey)[呀啊！!，,。.～~\s]*(?:我是){_name('new')}"
+            r"(?=(?:吧|啊|呀|哦|嘛|哈|呢|啦)*(?:$|[，,。.!！~～;；\s]))",
+            re.I,
+        ),
+        True,
+    ),
     (
         "en_not_x_but_y",
         re.compile(
             rf"\b(?:don'?t|do not|stop|quit|no more)\s+call(?:ing)?\s+me\s+{_name('old')}"
-            rf"(?:\s+any\s?more)?{_EN_ASIDE}\s*[,;.!]*\s*(?:and\s+|but\s+)?{_EN_LEAD}(?:{_EN_FROM_NOW}[,\s]+)?"
-            rf"(?:call\s+me|{_EN_PREFER})\s+{_name('new')}",
+            rf"(?:\s+any\s?more)?{_EN_ASIDE}\s*[,;.!\u2026]*\s*(?:and\s+|but\s+)?{_EN_LEAD}(?:{_EN_FROM_NOW}[,\s]+)?"
+            rf"(?:call\s+me|{_EN_PREFER}|{_EN_USE_NAME})\s+{_name('new')}",
             re.I,
         ),
         False,
@@ -263,7 +286,8 @@ RENAME_RULES: list[tuple[str, re.Pattern[str], bool]] = [
     (
         "en_call_me",
         re.compile(
-            rf"(?:^|(?<=[.!?;,]\s)|(?<=[.!?;,])|{_EN_FROM_NOW}[,\s]+){_EN_LEAD}call\s+me\s+{_name('new')}",
+            rf"(?:^|(?<=[.!?;,\u2026]\s)|(?<=[.!?;,\u2026])|{_EN_FROM_NOW}[,\s]+){_EN_LEAD}(?:call\s+me|{_EN_USE_NAME})\s+"
+            rf"{_name('new')}",
             re.I,
         ),
         False,
@@ -282,7 +306,10 @@ RENAME_RULES: list[tuple[str, re.Pattern[str], bool]] = [
     (
         "en_name_but_called",
         re.compile(
-            r"\bmy\s+name(?:'s|\s+is)\s+[A-Za-z][\w'-]*(?:\s+[A-Z][\w'-]*)?\s*(?:,?\s+(?P<but>but)\s+|,\s*(?:and\s+)?|\s+and\s+)"
+            r"(?:\bmy\s+name(?:'s|\s+is)\s+(?P<given>[A-Za-z][\w'-]*(?:\s+[A-Z][\w'-]*)?)|"
+            # "I'm Joanna Whitfield, though most people call me Jo": a capitalised name (`_given_ok`).
+            r"(?:^|(?<=[.!?;,]\s)|(?<=[.!?;,]))(?P<is>I'm|I\s+am)\s+(?-i:(?P<given2>[A-Z][a-z'\-]+(?:\s+[A-Z][a-z'\-]+){0,2})))"
+            r"\s*(?:,?\s+(?P<but>but|though|although)\s+|,\s*(?:and\s+)?|\s+and\s+)"
             r"(?:(?:everyone|everybody|people|most people|(?:all\s+)?my friends|friends|they(?:\s+all)?|"
             r"my family)\s+(?:just\s+|usually\s+|all\s+)?calls?\s+me|"
             # "my name is Robert but please call me Bob": a request, as "call me Bob" is.
@@ -325,7 +352,7 @@ RENAME_RULES: list[tuple[str, re.Pattern[str], bool]] = [
         "en_not_x",
         re.compile(
             rf"(?:^|(?<=[.!?;,]\s)|(?<=[.!?;,])){_EN_LEAD}(?:please\s+)?(?:don'?t|do not|stop|quit)\s+"
-            rf"call(?:ing)?\s+me\s+{_name('old')}(?:\s+any\s?more)?\s*(?=$|[,;.!])",
+            rf"call(?:ing)?\s+me\s+{_name('old')}(?:\s+any\s?more)?\s*(?=$|[,;.!\u2026])",
             re.I,
         ),
         False,
@@ -669,8 +696,14 @@ def detect(message: str, *, named: bool = False) -> list[Command]:
                 continue  # "don't call me late at night": "late" is cut from a phrase, not a name
             else:
                 new = None  # "别叫我X了": the old name is retracted, no new one given
-            if rule.endswith("_name_but_called") and not m.group("but") and not (new and nickname(new)):
-                continue  # "我叫李伟，大家都叫我加油" sets nothing against the name: no contrast, no nickname
+            if rule.endswith("_name_but_called"):
+                given = _given(m, new)
+                if given is None:
+                    continue  # "I'm Chinese, but everyone calls me Lily", "我是医生，大家都叫我…": no name given
+                if not m.group("but") and not (new and (nickname(new) or _short_for(new, given))):
+                    continue  # "我叫李伟，大家都叫我加油" sets nothing against the name: no contrast, no nickname
+            elif rule == "zh_hi_im" and not (new and _introduced(new)):
+                continue  # "嗨，我是医生", "你好，我是杭州人": no name
             found.append(Command(kind="rename", value=new, old=old, matched=m.group(0), rule=rule))
             break
         if any(c.kind == "rename" for c in found):
@@ -790,20 +823,109 @@ def named(profile: Profile, user_id: str, message: str) -> bool:
     return profile.get(user_id, NAME) is not None or profile.get(user_id, PREFERRED_NAME) is not None
 
 
+# Statements of the user's name (the profile's `name`), as `detect` names them.
+NAME_RULES = ("zh_my_name_is", "en_my_name_is", "zh_hi_im", "en_name_correction")
+_NAME_BUT_CALLED = ("zh_name_but_called", "en_name_but_called")
+
+
 def stated_name(text: str) -> str | None:
-    """The name a statement "我叫X" / "my name is X" in `text` gives (not in a question), or None. With
-    "…, but everyone calls me Y" the rename is Y; this is the name itself (the profile's `name`)."""
+    """The name a statement "我叫X" / "my name is X" / "嗨，我是周明杰" / "I'm Joanna Whitfield, though
+    most people call me Jo" in `text` gives (not in a question), or None. With "…, but everyone calls
+    me Y" the rename is Y; this is the name itself (the profile's `name`)."""
     for rule, pattern, _ in RENAME_RULES:
-        if rule not in ("zh_my_name_is", "en_my_name_is"):
+        if rule not in _NAME_BUT_CALLED and rule not in ("zh_my_name_is", "en_my_name_is", "zh_hi_im"):
             continue
         for m in pattern.finditer(text):
-            if (
-                not _clause_is_question(text, m.start(), m.end())
-                and not in_quote(text, m.start())
-                and (name := _clean_name(_group(m, "new")))
-            ):
+            if _clause_is_question(text, m.start(), m.end()) or in_quote(text, m.start()):
+                continue
+            name = _clean_name(_group(m, "new"))
+            if rule in _NAME_BUT_CALLED:
+                name = _given(m, name)
+            elif rule == "zh_hi_im" and not (name and _introduced(name)):
+                name = None
+            if name:
                 return name
     return None
+
+
+# Common Chinese surnames (a person's full name starts with one): "嗨，我是周明杰" names the user, "嗨，
+# 我是医生" does not.
+_ZH_SURNAMES = frozenset(
+    "王李张刘陈杨黄赵吴周徐孙马朱胡郭何高林罗郑梁谢宋唐许韩冯邓曹彭曾肖田董袁潘于蒋蔡余杜叶程苏魏吕丁任沈"
+    "姚卢姜崔钟谭陆汪范金石廖贾夏韦付傅方白邹孟熊秦邱江尹薛闫段雷侯龙史陶黎贺顾毛郝龚邵万钱严覃武戴莫孔向"
+    "汤常温康施文牛樊葛邢安齐易乔伍庞颜倪庄聂章鲁岳翟殷詹申欧耿关兰焦俞左柳甘祝包宁尚符舒阮柯纪梅童凌毕"
+    "单季裴霍涂成苗谷盛曲翁冉骆蓝路游辛靳管柴蒙鲍华喻祁蒲房滕屈饶解牟艾尤阳时穆农司卓古吉缪简车项连芦麦"
+    "褚娄窦戚岑景党宫费卜冷晏席卫米柏宗瞿桂全佟应臧闵苟邬边卞姬师和仇栾隋商刁沙荣巫寇桑郎甄丛仲虞敖巩明"
+    "佘池查麻苑迟邝官封谈匡鞠惠荆乐冀郁胥南班储原栗燕楚鄢劳谌奚皮粟冼蔺楼盘满闻位厉伊仝区郜海阚花权强帅"
+    "屠豆朴盖练廉禹井祖漆巴丰支卿国狄平计索宣晋相初门云容敬来扈晁芮都普阙浦戈伏鹿薄邸雍辜羊阿乌母裘亓修"
+    "邰赫杭况那宿鲜印逯隆茹诸战慕危玉银亢嵇公哈湛宾戎勾茅利於呼居揭干但尉冶斯元束檀衣信展阴昝智幸奉植衡"
+    "富尧闭由"
+)
+_ZH_COMPOUND_SURNAMES = frozenset(
+    "欧阳 司马 上官 诸葛 东方 皇甫 慕容 令狐 尉迟 长孙 公孙 夏侯 司徒 端木 独孤 南宫 西门 宇文".split()  # noqa: SIM905 - a word list reads better as text
+)
+# What ends a role, not a name: "我是高中生", "我是白领", "我是杭州人", "我是做饭的".
+_ZH_ROLE_END = re.compile(
+    r"(?:人|的|们|师|员|生|家|工|手|者|长|官|医|匠|士|警|商|板|总|领|族|控|迷|粉|哥|姐|妹|弟)$"
+)
+
+
+def zh_full_name(name: str, called: str | None = None) -> bool:
+    """Whether `name` reads as a person's full Chinese name: a common surname and one or two characters
+    more ("周明杰", "欧阳娜娜"), tagged a person's name, no role ("高中生", "白领") and no place. What
+    people call the user, when it is part of the name ("周明杰" / "明杰"), is evidence enough."""
+    if not re.fullmatch(rf"[{_CJK}]{{2,4}}", name):
+        return False
+    compound = name[:2] in _ZH_COMPOUND_SURNAMES
+    if not compound and (name[0] not in _ZH_SURNAMES or len(name) > 3):
+        return False
+    if called and called != name and called in name and not _ZH_ROLE_END.search(called):
+        return True
+    if _ZH_ROLE_END.search(name) or is_place_zh(name):
+        return False
+    if compound:
+        return len(name) > 2
+    from memsched.text.postag import lcut
+
+    words = [(w, f) for w, f in lcut(name)]
+    return len(words) == 1 and str(words[0][1]).startswith("nr")
+
+
+def _introduced(name: str) -> bool:
+    """Whether a name said after a greeting and "我是" is one: a full Chinese name, or a capitalised
+    Latin one that is no nationality or state ("嗨，我是Tom")."""
+    if re.match(r"[A-Za-z]", name):
+        return name[0].isupper() and name.split()[0].lower() not in EN_NOT_GREETING_NAMES
+    return zh_full_name(name)
+
+
+def _given(m: re.Match[str], called: str | None) -> str | None:
+    """The name a "…, but everyone calls me Y" rule read before Y, or None when the clause gives none:
+    after "I'm" only a capitalised name that is no nationality, state or place ("I'm Chinese, but…"),
+    after "我是" only a full name (`zh_full_name`)."""
+    d = m.groupdict()
+    raw = (d.get("given") or d.get("given2") or "").strip()
+    said = d.get("is") or ""
+    if not raw:
+        return None
+    if said == "我是":
+        return raw if zh_full_name(raw, called) else None
+    if said.lower().startswith("i"):
+        first = raw.split()[0].lower()
+        if first in EN_NOT_GREETING_NAMES or first in ENGLISH_STOP_WORDS or is_place_en(raw):
+            return None
+        return raw
+    return _clean_name(raw)
+
+
+def _short_for(called: str, name: str) -> bool:
+    """Whether `called` is a short form of `name`: part of a Chinese name ("明杰" of "周明杰"), the start
+    of an English first name ("Jo" of "Joanna Whitfield")."""
+    if called == name:
+        return False
+    if re.match(rf"[{_CJK}]", called):
+        return called in name
+    return name.split()[0].lower().startswith(called.lower())
 
 
 # -- applying ------------------------------------------------------------------------------------------

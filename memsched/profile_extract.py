@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any, Literal
 from pydantic import BaseModel, Field
 
 from memsched.commands import (
+    NAME_RULES,
     ZH_NOT_NAME_FIRST,
     detect,
     ends_as_question,
@@ -477,14 +478,11 @@ def extract(text: str) -> list[Observation]:
         text = (text[:start] + text[end:]).replace("  ", " ")
     text = _zh_implied_subject(_ZH_OPENER.sub("", text))
     for cmd in commands:
-        if (
-            cmd.kind == "rename"
-            and cmd.value
-            and cmd.rule in ("zh_my_name_is", "en_my_name_is", "en_name_correction")
-        ):
+        if cmd.kind == "rename" and cmd.value and cmd.rule in NAME_RULES:
             found.append(Observation(NAME, cmd.value, rule=cmd.rule))
         elif cmd.kind == "rename" and cmd.rule in ("zh_name_but_called", "en_name_but_called") and given:
-            found.append(Observation(NAME, given, rule=cmd.rule))  # "我叫李伟，不过大家都叫我小李": 李伟
+            # "我叫李伟，不过大家都叫我小李", "I'm Joanna Whitfield, though most people call me Jo": 李伟, Joanna Whitfield
+            found.append(Observation(NAME, given, rule=cmd.rule))
     taken: list[tuple[int, int]] = []
     for rule, key, pattern, english in RULES:
         for m in pattern.finditer(text):
@@ -845,11 +843,13 @@ def _glued_name(rest: str) -> str | None:
 
 
 # A value corrected: "No, I said Luna not Lola", "I meant peanuts, not walnuts", "her name is Luna,
-# not Lola", "not Lola, Luna"; "不是北京，是南京", "我说的是豆豆，不是逗逗". `apply` changes the old word
+# not Lola", "she's called Luna, not Lola", "not Lola, Luna"; "不是北京，是南京", "我说的是豆豆，不是逗逗",
+# "我妹妹叫小雨不是小玉". `apply` changes the old word
 # only where a fact in force holds it, so "it's Monday, not Tuesday" changes nothing.
 _EN_WORD = r"[A-Za-z][A-Za-z'\-]*(?: [A-Z][A-Za-z'\-]*)?"
 _EN_CORRECTION = re.compile(
-    rf"\b(?:I said|I meant|I mean|I typed|it's|it is|its|that's|that is|is|was)\s+(?P<new>{_EN_WORD}),?\s+not\s+"
+    rf"\b(?:I said|I meant|I mean|I typed|it's|it is|its|that's|that is|is|was|called|named|spelled|spelt)\s+"
+    rf"(?!(?:called|named|spelled|spelt)\b)(?P<new>{_EN_WORD}),?\s+not\s+"
     rf"(?P<old>{_EN_WORD})(?=\s*$|\s*[.!,;~)])"
     rf"|(?:^|(?<=[.!?]\s)|(?<=\bno[,!.]\s)|(?<=\bno\s))not\s+(?P<old2>{_EN_WORD})\s*[,;]\s*(?:it's\s+|but\s+|I said\s+|I meant\s+)?"
     rf"(?P<new2>{_EN_WORD})(?=\s*$|\s*[.!,;~)])",
@@ -860,6 +860,10 @@ _ZH_CORRECTION = re.compile(
     rf"(?:^|(?<=[，,。.!！?？；;\s]))(?:不对|不是的|错了|说错了)?[，,]?不是(?P<old>{_ZH_WORD})[，,\s]*(?:是|而是|我说的是)(?P<new>{_ZH_WORD})"
     rf"(?=$|[，,。.!！~～;；\s]|啦|啊|呀|哦|吧)"
     rf"|(?:我说的是|我是说|应该是)(?P<new2>{_ZH_WORD})[，,\s]*(?:不是|而不是)(?P<old2>{_ZH_WORD})(?=$|[，,。.!！~～;；\s]|啦|啊|呀|哦|吧)"
+    # "我妹妹叫小雨不是小玉", "她叫小雨，不叫小玉", "我的生日是五号，不是三号": a name or value said, then the one
+    # it replaces.
+    rf"|(?:叫做|叫|是)(?![叫是])(?P<new3>{_ZH_WORD})[，,\s]*(?:而不是|不是|不叫)(?P<old3>{_ZH_WORD})"
+    r"(?=$|[，,。.!！~～;；\s]|啦|啊|呀|哦|吧)"
 )
 
 
@@ -867,7 +871,9 @@ def _corrections(text: str) -> list[Observation]:
     out: list[Observation] = []
     for pattern, english in ((_EN_CORRECTION, True), (_ZH_CORRECTION, False)):
         for m in pattern.finditer(text):
-            new, old = (m.group("new") or m.group("new2")), (m.group("old") or m.group("old2"))
+            groups = m.groupdict()
+            new = groups.get("new") or groups.get("new2") or groups.get("new3")
+            old = groups.get("old") or groups.get("old2") or groups.get("old3")
             if not new or not old or _is_question(text, m.end()) or in_quote(text, m.start()):
                 continue
             if english and (old.lower() in ENGLISH_STOP_WORDS or new.lower() in ENGLISH_STOP_WORDS):
@@ -1143,6 +1149,13 @@ def _is_breed(value: str) -> bool:
 # 花生过敏"): one fact per item. A further English item is short and names a thing: "I love hiking
 # and my sister does too" stops at hiking. A Chinese value splits at 和/、/跟 only when every part is
 # a value ("猫和狗"; "和朋友聊天" stays whole).
+# What starts a hedge or an aside after a value, never a further item: "peanuts, like EpiPen-level
+# allergic", "jazz, as in the old stuff", "cats, you know".
+_EN_HEDGE = re.compile(
+    r"(?:like|as in|i mean|you know|kind of|sort of|more or less|to the point|so much|big time|"
+    r"super|extremely|severely|deathly|deadly)\b",
+    re.I,
+)
 _EN_MORE = re.compile(rf"(?:\s*,\s*(?:and\s+|or\s+)?|\s+(?:and|or|&)\s+){EN_V}", re.I)
 _EN_NOT_ITEM_WORDS = frozenset(
     """i i'm i've i'd you he she it it's we they my your his her its our their me him us them
@@ -1176,6 +1189,9 @@ def _list_items(text: str, first: str, end: int, *, english: bool) -> tuple[list
             not value
             or len(words) > 3
             or _EN_NOT_ITEM_WORDS.intersection(words)
+            or _EN_HEDGE.match(
+                text, m.start("v")
+            )  # "peanuts, like EpiPen-level allergic": how much, not another item
             or _is_question(text, m.end())
         ):
             break

@@ -11,7 +11,7 @@ still recalled by search); a false one would be shown on every turn.
 
 | key | 中文 | English |
 |---|---|---|
-| name | 我叫X, 我的名字是X (via `commands.detect`) | my name is X, I'm Sarah(, by the way), name's Jack |
+| name | 我叫X, 我的名字是X, 嗨，我是周明杰, 我是周明杰，朋友们一般叫我明杰 (a full name: `commands.zh_full_name`; via `commands.detect`) | my name is X, I'm Sarah(, by the way), name's Jack, I'm Joanna Whitfield, though most people call me Jo |
 | preferred_name | 叫我X, 你可以叫我X, 别叫我X了(，…，还是叫我Y), 我更喜欢别人叫我X (a P1 command in `commands.py`); 大家都叫我X alone (a fact, while no name asked for is in force: `commands.others_call`) | call me X, my friends call me X, you can too, stop calling me X(, I prefer Y), I'd rather you call me X, I prefer X (a user with a known name); my friends call me X alone (a fact, as in Chinese) |
 | birthday | 我的生日是X, 我是X出生的 (三月三号 too; kept resolved: October 5) | my birthday is / 's on / is in X, I was born on X (1990-03-03, 3/3/1990 too) |
 | dates | 我妈妈的生日是五月十二号, 我们的结婚纪念日是六月三号 (`DATE_RULES`) | my mom's birthday is in May, our anniversary is June 3rd |

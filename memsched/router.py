@@ -84,12 +84,20 @@ DEFAULT_CUES: dict[str, dict[str, list[str]]] = {
         "comfort": _cues("passed away|去世|过世|离世|funeral|葬礼|追悼会"),
         "backing": _cues("died|has died|它走了|他走了|她走了|昨天走了|不在了|离开了我们"),
     },
-    # Repair: an apology and its acceptance reset a carried upset mood (see memsched.mood).
+    # Repair: an apology and its acceptance reset a carried upset mood (see memsched.mood). An apology
+    # is the user's own, to the companion: "跟你道个歉", "I owe you an apology"; "你应该跟我道歉", "你连道歉
+    # 都不会", "you should apologize" name none (道歉 and "apologize" alone are conflict cues), nor does a
+    # refusal ("我才不会跟你道歉", "这不是我的错", "I'm not sorry": `Router.apologies`).
     "repair": {
         "apology": _cues(
             "对不起|抱歉|我错了|是我不好|不该那样|别生气了|原谅我|sorry|i apologize|i apologise|"
             "my bad|my fault|i was wrong|forgive me|i didn't mean it|i didn't mean that|i didn't mean what i said|"
-            "i take it back|我不是故意的|我不是那个意思|我收回"
+            "i take it back|我不是故意的|我不是那个意思|我收回|"
+            "跟你道歉|向你道歉|给你道歉|跟你道个歉|向你道个歉|给你道个歉|跟你赔个不是|给你赔个不是|向你赔个不是|"
+            "跟你赔不是|给你赔不是|赔个不是|是我的错|都怪我|怪我不好|是我不对|我的不对|是我态度不好|我态度太差|"
+            "是我太冲|我太冲了|i owe you an apology|i want to apologize|i want to apologise|i'd like to apologize|"
+            "i'd like to apologise|i need to apologize|i need to apologise|let me apologize|let me apologise|"
+            "my apologies|that was on me|that's on me|i was out of line|i was being unfair|that wasn't fair of me"
         ),
         "acceptance": _cues(
             "没关系|原谅你|不生气了|不生你气了|不生你的气了|不气了|不怪你了|好啦好啦|算啦|和好|没事了|过去了|"
@@ -511,6 +519,15 @@ def _compile(cues: Sequence[str]) -> tuple[list[str], re.Pattern[str] | None]:
     return cjk, pattern
 
 
+# What, right before an apology cue word, refuses or demands it: "不是我的错", "我才不会跟你道歉", "凭什么要我
+# 跟你道歉", "I'm not sorry", "I'll never apologize".
+_REFUSED = re.compile(
+    r"(?:不|没|没有|不会|不想|不要|不用|才不会?|凭什么|为什么要|要我|让我|逼我|叫我|想让我|还要我)(?:再|也|就|先|去)?$|"
+    r"\b(?:not|never|no|won't|don't|wouldn't|refuse to|why should i|you want me to)\s+(?:even\s+|ever\s+)?$",
+    re.I,
+)
+
+
 def _occurrences(text: str, cue: str) -> list[int]:
     """Where `cue` starts in `text`: a Latin cue as a whole word, case-insensitively."""
     if cjk_ratio(cue) == 0:
@@ -697,6 +714,18 @@ class Router:
                     for c in found["conflict"]
                     if not all(any(a <= at < b for a, b in praise) for at in _occurrences(clean, c))
                 ]
+        if found.get("conflict") and (apologies := self.apologies(text)):
+            # "跟你道个歉", "I want to apologize": 道歉 / "apologize" inside the user's own apology name
+            # no grievance ("你应该跟我道歉" still does).
+            clean = IMAGE_LINE.sub("", _TITLE.sub("《》", text))
+            said = [(at, at + len(a)) for a in apologies for at in _occurrences(clean, a)]
+            found["conflict"] = [
+                c
+                for c in found["conflict"]
+                if not all(
+                    any(a <= at and at + len(c) <= b for a, b in said) for at in _occurrences(clean, c)
+                )
+            ]
         if (
             found.get("conflict")
             and "reassurance" in self._repair
@@ -746,10 +775,25 @@ class Router:
     def repair_cues(self, text: str) -> tuple[bool, bool]:
         """(apology, acceptance) cues in `text` — used on replies too, to see an apology accepted."""
         acceptance = self._repair.get("acceptance")
+        reassurance = self._repair.get("reassurance")
         return (
-            any(self._found(self._repair[k], text) for k in ("apology", "reassurance") if k in self._repair),
+            bool(self.apologies(text) or (reassurance and self._found(reassurance, text))),
             bool(acceptance and self._found(acceptance, text)),
         )
+
+    def apologies(self, text: str) -> list[str]:
+        """The apology cue words in `text` that apologise: a cue every occurrence of which a refusal
+        or a demand opens ("我才不会跟你道歉", "这不是我的错", "凭什么要我跟你赔不是", "I'm not sorry",
+        "I will never apologize") is none."""
+        compiled = self._repair.get("apology")
+        if compiled is None:
+            return []
+        clean = IMAGE_LINE.sub("", _TITLE.sub("《》", text))
+        return [
+            c
+            for c in self._found(compiled, text)
+            if any(not _REFUSED.search(clean[max(0, pos - 8) : pos]) for pos in _occurrences(clean, c))
+        ]
 
     def decide_mode(
         self,
@@ -912,7 +956,7 @@ class Router:
             if found and name in signals:
                 signals[name] = True
         for name, compiled in (*self._moods.items(), *self._repair.items()):
-            cues[name] = self._found(compiled, message)
+            cues[name] = self.apologies(message) if name == "apology" else self._found(compiled, message)
 
         # The mood this message expresses, if any: read from its own evidence, not the carried state's
         # pull (a neutral message routed as conflict the morning after leaves the mood to decay).

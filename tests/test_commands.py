@@ -46,9 +46,20 @@ RENAMES = [
     ("From now on, call me 大王", "大王", None),
     ("别再喊我阿毛了，听着像小狗，还是叫我毛毛", "毛毛", "阿毛"),
     ("Stop calling me Bobby, I'd rather be called Rob.", "Rob", "Bobby"),
+    # The wanted name as "my real name, X" / 全名X: the words before it are no part of it.
+    ("Okay, stop calling me Jojo, it's getting old. Use my real name, Joanna.", "Joanna", "Jojo"),
+    ("stop calling me Jojo… use my full name: Joanna", "Joanna", "Jojo"),
+    ("Please call me by my real name, Joanna.", "Joanna", None),
+    ("别叫我阿杰了，还是叫我全名周明杰吧。", "周明杰", "阿杰"),
+    ("别再叫我小杰了，叫我真名李杰", "李杰", "小杰"),
+    # A greeting, then 我是 and a full name.
+    ("嗨，我是周明杰", "周明杰", None),
+    ("大家好，我是李伟。", "李伟", None),
+    ("你好，我是欧阳娜娜", "欧阳娜娜", None),
     # Only the old name: it is retracted (applied only if it is the name in force).
     ("不许再叫我胖子了！", None, "胖子"),
     ("Please don't call me Bobby any more.", None, "Bobby"),
+    ("stop calling me Jojo, use Slack instead", None, "Jojo"),  # no "my … name": Slack is no name
 ]
 
 FORGETS = [
@@ -107,6 +118,13 @@ ORDINARY = [
     "叫我一声哥",
     "啊忘了带钥匙",
     "我出门了",
+    # 我是 after a greeting names the user only with a full name; 全名 alone is none.
+    "嗨，我是医生",
+    "你好，我是杭州人",
+    "嗨，我是高中生",
+    "Hi, I'm tired",
+    "叫我全名",
+    "叫我大名吧",
     "don't call me late at night",
     "stop calling me that",
     "别叫我起床",

@@ -5,6 +5,7 @@ upstream and assert on what reaches it, the profile, search hits and the nudges.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterator
 from datetime import UTC, datetime
 from pathlib import Path
@@ -12,7 +13,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-from memsched.commands import detect
+from memsched.commands import detect, stated_name
 from memsched.config import Config
 from memsched.nudges import event_cue
 from memsched.profile_extract import extract
@@ -39,6 +40,11 @@ from memsched.text.timeexpr import resolve
         ("my name is Robert, but my friends call me Bob.", "Bob"),
         ("我叫李伟，不过大家都叫我小李", "小李"),
         ("我的名字是王芳，但朋友们都叫我芳芳。", "芳芳"),
+        # The name said with "I'm" / 我是; a short form of it is a nickname without a "but".
+        ("Hey Mia. I'm Joanna Whitfield, though most people just call me Jo.", "Jo"),
+        ("I'm Sarah and my friends call me Sally", "Sally"),
+        ("嗨，我是周明杰，朋友们一般叫我明杰。", "明杰"),
+        ("我叫周明杰，朋友们一般叫我明杰", "明杰"),
     ],
 )
 def test_a_rename_said_as_a_permission_or_as_what_others_say(text: str, name: str) -> None:
@@ -59,10 +65,17 @@ def test_a_rename_said_as_a_permission_or_as_what_others_say(text: str, name: st
         "you can call me at 5",
         "call me when you're free",
         "叫我怎么办",
+        # 我是 / "I'm" before what others call the user names the user only with a name.
+        "I'm Chinese, but everyone calls me Lily.",
+        "I'm tired, though most people call me Jo",
+        "我是医生，大家都叫我王医生",
+        "我是杭州人，大家都叫我小杭",
     ],
 )
 def test_calls_that_are_no_rename(text: str) -> None:
     assert [c for c in detect(text) if c.kind == "rename"] == []
+    assert stated_name(text) is None
+    assert not [o for o in extract(text) if o.key == "name"]
 
 
 # -- forgetting the last message ------------------------------------------------------------------
@@ -203,6 +216,9 @@ def test_http_a_rename_in_other_words_holds_on_the_next_turn(
         # A request after the name: it made Robert the preferred name, and Bob was lost.
         ("My name is Robert but please call me Bob", "Robert", "Bob"),
         ("My name is Robert, but you can call me Bob.", "Robert", "Bob"),
+        # An introduction with "I'm" / 我是: neither the name nor what people call the user was kept.
+        ("Hey Mia. I'm Joanna Whitfield, though most people just call me Jo.", "Joanna Whitfield", "Jo"),
+        ("嗨，我是周明杰，朋友们一般叫我明杰。", "周明杰", "明杰"),
     ],
 )
 def test_http_the_name_and_what_everyone_calls_the_user(
@@ -216,6 +232,29 @@ def test_http_the_name_and_what_everyone_calls_the_user(
         "facts"
     ]
     assert {(f["key"], f["value"]) for f in facts} >= {("name", name), ("preferred_name", called)}
+
+
+@pytest.mark.parametrize(
+    ("nickname", "revoke", "name"),
+    [
+        (
+            "from now on just call me Jojo",
+            "Okay, stop calling me Jojo, it's getting old. Use my real name, Joanna.",
+            "Joanna",
+        ),
+        ("以后叫我阿杰就行", "别叫我阿杰了，还是叫我全名周明杰吧。", "周明杰"),
+    ],
+)
+def test_http_a_nickname_revoked_for_the_real_name(
+    server: str, fake: FakeOpenAI, nickname: str, revoke: str, name: str
+) -> None:
+    """ "Use my real name, Joanna" after "stop calling me Jojo" retired Jojo and set nothing; "还是叫我全名
+    周明杰" set the preferred name "全名周明杰"."""
+    _chat(server, "jo", nickname, "2024-10-22T10:00:00+00:00")
+    _chat(server, "jo", revoke, "2024-10-23T08:00:00+00:00")
+    _chat(server, "jo", "hi", "2024-10-24T08:00:00+00:00", session="s2")
+    system = fake.chat_requests[-1]["messages"][0]["content"]
+    assert re.search(rf"preferred name \(call the user this\): {name}(?:$| \()", system, re.M), system
 
 
 @pytest.mark.parametrize(

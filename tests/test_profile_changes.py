@@ -364,6 +364,11 @@ def test_http_forgetting_the_ex_forgets_the_former_partner_by_name(
         (["我住在北京"], "不是北京，是南京", "location", ["南京"]),
         (["我家的猫叫逗逗"], "不对，我说的是豆豆，不是逗逗", "pets", ["猫 豆豆"]),
         (["My boyfriend is called Jon"], "it's John, not Jon", "partner_name", ["John"]),
+        # The name said with 叫 / "called", then the one it replaces.
+        (["我妹妹小玉在上海读大三"], "我说错了，我妹妹叫小雨不是小玉，打字太快了。", "people", ["妹妹 小雨"]),
+        (["我妹妹小玉在上海读大三"], "她叫小雨，不叫小玉", "people", ["妹妹 小雨"]),
+        (["My sister Lea is pregnant"], "sorry, she's called Leah, not Lea", "people", ["sister Leah"]),
+        (["My sister Lea is pregnant"], "I mean Leah, not Lea", "people", ["sister Leah"]),
     ],
 )
 def test_a_value_the_user_corrects_is_replaced(
@@ -382,6 +387,8 @@ def test_a_value_the_user_corrects_is_replaced(
         'She said "it\'s Luna, not Lola"',  # someone's words
         "不是我，是他",
         "Lola is not Luna",
+        "我是医生不是护士",
+        "他叫小明不是小红",
     ],
 )
 def test_what_corrects_nothing_in_force_changes_nothing(store: SQLiteStore, said: str) -> None:

@@ -120,6 +120,9 @@ LIST_CASES = [
     # A sentence adverb after a comma is no item (a walk-through stored "sadly" as an allergy).
     ("I'm allergic to cats, sadly.", "allergies", ["cats"]),
     ("I'm allergic to cats, unfortunately, and dogs", "allergies", ["cats"]),
+    # A hedge after a comma says how much, not what else.
+    ("I'm allergic to peanuts, like EpiPen-level allergic.", "allergies", ["peanuts"]),
+    ("I love jazz, as in the old stuff", "likes", ["jazz"]),
     ("我对芒果和花生过敏", "allergies", ["芒果", "花生"]),
     ("我对芒果、花生和虾过敏", "allergies", ["芒果", "花生", "虾"]),
     ("我喜欢猫和狗", "likes", ["猫", "狗"]),

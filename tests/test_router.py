@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 from memsched.classify import ModeClassifier
-from memsched.router import DEFAULT_CUES, DEFAULT_WEIGHTS, MODES, Route, Router, prototype_weights
+from memsched.router import DEFAULT_CUES, DEFAULT_WEIGHTS, MODES, Carried, Route, Router, prototype_weights
 
 
 @pytest.fixture(autouse=True)
@@ -947,3 +947,42 @@ def test_an_apology_without_sorry_is_met_warmly(text: str) -> None:
     assert upd.mood.intensity < 0.5
     choice = StrategyTable.load().select(route.mode, upd.mood.label, upd.mood.intensity, route.signals)
     assert choice.strategy.name == "accept_apology", choice.reason
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "昨晚是我态度不好，跟你道个歉，最近病人太多压力大。",
+        "我向你道歉，昨天不该冲你发火",
+        "给你赔个不是，别往心里去",
+        "都是我的错，昨天说话太冲了",
+        "I owe you an apology for last night",
+        "I want to apologize, that was on me",
+    ],
+)
+def test_an_apology_in_the_users_own_words_is_one(text: str) -> None:
+    """ "跟你道个歉" and "是我态度不好" had no apology cue (only 对不起/抱歉/是我不好), so the apology the
+    morning after an argument was read as comfort with no repair; and 道歉 / "apologize" inside the
+    user's own apology counted as a conflict cue."""
+    route = Router().route(text, carried=Carried("upset", 0.5))
+    assert route.apology and route.signals["repair"]
+    assert not {"道歉", "apologize"} & set(route.cues.get("conflict", []))
+
+
+@pytest.mark.parametrize(
+    ("text", "conflict"),
+    [
+        ("你应该跟我道歉", "道歉"),
+        ("你连道歉都不会", "道歉"),
+        ("我才不会跟你道歉", "道歉"),
+        ("凭什么要我跟你道歉", "道歉"),
+        ("you should apologize", "apologize"),
+        ("这不是我的错", None),
+        ("I'm not sorry", None),
+    ],
+)
+def test_a_demand_or_a_refusal_is_no_apology(text: str, conflict: str | None) -> None:
+    route = Router().route(text)
+    assert not route.apology
+    if conflict:
+        assert conflict in route.cues["conflict"]
