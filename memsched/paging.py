@@ -90,6 +90,9 @@ class PagingOptions:
     common_zipf: float = COMMON_ZIPF
     # The soft-term layer leaves the query's time words out too, as BM25 does (`topic.without_time`).
     terms_timeless: bool = True
+    # The names of the user's people whose relation a question names ("my sister" -> Leah) join its
+    # lexical layers (`Pager._people_names`).
+    people_names: bool = True
     # A dense layer's noise (`_without_noise`): on a history small enough that the deep search
     # returned every turn, a dense hit counts only if its similarity stands `dense_noise_z` standard
     # deviations above the query's mean similarity to the whole history. With ~100 turns, the 50
@@ -815,6 +818,18 @@ class Pager:
         vectors.start([t for t in query_terms(query, self._term_skip(user_id)) if t not in vocab.index])
         return vectors
 
+    def _people_names(self, user_id: str, q_terms: Sequence[str]) -> list[str]:
+        """The search terms of the names of the user's people whose relation is one of `q_terms`."""
+        asked = set(q_terms)
+        out: list[str] = []
+        for fact in self.store.facts_current(user_id):
+            if fact.get("key") != "people":
+                continue
+            relation, _, name = str(fact.get("value", "")).rpartition(" ")
+            if relation and name and asked & set(terms(relation)):
+                out += terms(name)
+        return out
+
     def _without_noise(self, layers: dict[str, list[Hit]], k: int) -> dict[str, list[Hit]]:
         """`layers` with each dense layer that holds the whole history (fewer than `k` hits: the
         search returned every turn) cut where its similarities stop standing out: below the mean +
@@ -1049,6 +1064,11 @@ class Pager:
         skip = set() if opts.bm25_speaker_names else self._term_skip(user_id)
         timeless = [t for t in terms(without_time(query)) if t not in skip]
         kept = content_terms(timeless or [t for t in q_terms if t not in skip], opts.common_zipf)
+        if opts.people_names:
+            # "What did I tell you about my sister?": the turns about her say her name (小雨, Leah), not
+            # "sister". The profile's people (`profile.PEOPLE`: "妹妹 小雨", "sister Leah") whose
+            # relation the question names add the name to the lexical layers.
+            kept += [t for t in self._people_names(user_id, q_terms) if t not in kept]
         if kept and kept != q_terms:
             lexical = " ".join(kept)
         soft_job: Future[tuple[list[Hit], float]] | None = None
