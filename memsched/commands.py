@@ -26,7 +26,7 @@ from memsched.model import utcnow
 from memsched.profile import NAME, OCCUPATION, PARTNER_NAME, PREFERRED_NAME, Profile
 from memsched.profile_rules import EN_NOT_GREETING_NAMES
 from memsched.text.places import is_place_en, is_place_zh
-from memsched.text.segment import ENGLISH_STOP_WORDS
+from memsched.text.segment import ENGLISH_STOP_WORDS, has_cjk
 
 if TYPE_CHECKING:
     from memsched.jobs.queue import Job
@@ -1176,9 +1176,29 @@ TOPIC_FIELDS: tuple[TopicField, ...] = (
 
 
 def topic_field(topic: str) -> TopicField | None:
-    """The general topic `topic` names ("job", "my work", 工作), if any."""
-    low = topic.strip().lower()
-    return next((f for f in TOPIC_FIELDS if low in f.names), None)
+    """The general topic `topic` names ("job", "my work", 工作), if any; also when a word or two
+    qualify it ("my new job", "current career", 新工作, 找新工作): the topic's head is its last word."""
+    low = " ".join(topic.strip().lower().split())
+    found = next((f for f in TOPIC_FIELDS if low in f.names), None)
+    if found is not None:
+        return found
+    words = low.split(" ")
+    if 1 < len(words) <= 3 and words[-1] in {n for f in TOPIC_FIELDS for n in f.names}:
+        return next(f for f in TOPIC_FIELDS if words[-1] in f.names)
+    if _HAN_TOPIC.fullmatch(low):
+        return next(
+            (
+                f
+                for f in TOPIC_FIELDS
+                for n in f.names
+                if has_cjk(n) and low.endswith(n) and len(low) <= len(n) + 2
+            ),
+            None,
+        )
+    return None
+
+
+_HAN_TOPIC = re.compile(r"[\u4e00-\u9fff]{2,6}")
 
 
 @dataclass(slots=True)

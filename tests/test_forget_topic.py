@@ -286,7 +286,15 @@ NOT_JOB = [
 ]
 
 
-def test_forget_what_i_said_about_my_job_takes_the_turns_about_it(env: Env) -> None:
+@pytest.mark.parametrize(
+    "command",
+    [
+        "Actually, forget what I said about my job.",
+        # A word or two before the topic's head: "new job" searched the words "new job" and found nothing.
+        "Actually, forget what I said about my new job.",
+    ],
+)
+def test_forget_what_i_said_about_my_job_takes_the_turns_about_it(env: Env, command: str) -> None:
     """An outside run's "Actually, forget what I said about my job." searched for the word "job", and the
     turns about an interview at a startup (which never say it) stayed. A general topic counts the
     user's turns in its words (interviewing, hired, 面试), the next message that goes on from one of
@@ -306,7 +314,7 @@ def test_forget_what_i_said_about_my_job_takes_the_turns_about_it(env: Env) -> N
     assert "final round" in JOB[1] and users[JOB[1]] and users[taught.content]  # said why
     assert "words about work" in preview["terms"]
 
-    env.say("Actually, forget what I said about my job.", session="s1")
+    env.say(command, session="s1")
     left = env.contents()
     assert not any("Quillfeather" in c or "final round is next" in c or "I teach" in c for c in left), left
     assert all(k in left for k in NOT_JOB)
