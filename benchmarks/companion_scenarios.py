@@ -28,6 +28,7 @@ import sys
 import tempfile
 import time
 import uuid
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from pathlib import Path
@@ -572,23 +573,29 @@ def zh(run: Any) -> None:
 ALL = [("en", en), ("zh", zh)]
 
 
-def main() -> None:
+def main(
+    scenarios: Sequence[tuple[str, Callable[[Run], None]]] | None = None,
+    responder: Callable[[dict[str, Any]], str] = reply_for,
+    prefix: str = "scen-",
+) -> None:
+    """Play `scenarios` (default: this file's two) through a fresh `memsched serve` and print the
+    checks; `benchmarks/companion_scenarios_more.py` plays its own with the same runner."""
     ap = argparse.ArgumentParser()
     ap.add_argument("--only", default="")
     ap.add_argument("--keep", action="store_true", help="keep the server's home and log")
     ap.add_argument("--out", type=Path, default=None, help="write each checked request here")
     ap.add_argument("-v", "--verbose", action="store_true")
     args = ap.parse_args()
-    tmp = Path(tempfile.mkdtemp(prefix="scen-"))
+    tmp = Path(tempfile.mkdtemp(prefix=prefix))
     home = tmp / "home"
     home.mkdir()
-    fake = FakeOpenAI(responder=reply_for)
+    fake = FakeOpenAI(responder=responder)
     proc, base = start(home, fake, tmp / "serve.log")
     if args.out is not None:
         args.out.mkdir(parents=True, exist_ok=True)
     run = Run(base, fake, home, verbose=args.verbose, out=args.out)
     try:
-        for name, fn in ALL:
+        for name, fn in scenarios if scenarios is not None else ALL:
             if args.only and args.only != name:
                 continue
             t0 = time.time()
@@ -598,6 +605,10 @@ def main() -> None:
         proc.terminate()
         proc.wait(30)
         fake.close()
+    for lang in ("en", "zh"):
+        mine = [c for c in run.checks if c.scenario == lang]
+        if mine:
+            print(f"{lang}: {sum(c.ok for c in mine)}/{len(mine)} passed")
     passed = sum(c.ok for c in run.checks)
     print(f"\n{passed}/{len(run.checks)} checks passed")
     for c in run.checks:

@@ -19,12 +19,8 @@ Prints PASS/FAIL per check and the count; `--out` keeps each checked request's m
 
 from __future__ import annotations
 
-import argparse
 import re
-import shutil
 import sys
-import tempfile
-import time
 import uuid
 from datetime import datetime, timedelta
 from pathlib import Path
@@ -33,9 +29,8 @@ from zoneinfo import ZoneInfo
 
 sys.path.insert(0, str(Path(__file__).parent))
 
-from companion_scenarios import Run, context_only, dump, start, trace
+from companion_scenarios import context_only, dump, main, trace
 
-from memsched.testing import FakeOpenAI
 from memsched.testing.fake_openai import CAPTION_MARK
 
 PERSONA = "You are Mia, a warm and attentive companion."  # the runner recognises the chat by it
@@ -573,46 +568,5 @@ def zh(run: Any) -> None:
 ALL = [("en", en), ("zh", zh)]
 
 
-def main() -> None:
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--only", default="")
-    ap.add_argument("--keep", action="store_true", help="keep the server's home and log")
-    ap.add_argument("--out", type=Path, default=None, help="write each checked request here")
-    ap.add_argument("-v", "--verbose", action="store_true")
-    args = ap.parse_args()
-    tmp = Path(tempfile.mkdtemp(prefix="scen2-"))
-    home = tmp / "home"
-    home.mkdir()
-    fake = FakeOpenAI(responder=reply_for)
-    proc, base = start(home, fake, tmp / "serve.log")
-    if args.out is not None:
-        args.out.mkdir(parents=True, exist_ok=True)
-    run = Run(base, fake, home, verbose=args.verbose, out=args.out)
-    try:
-        for name, fn in ALL:
-            if args.only and args.only != name:
-                continue
-            t0 = time.time()
-            fn(run)
-            print(f"-- {name} done in {time.time() - t0:.0f}s")
-    finally:
-        proc.terminate()
-        proc.wait(30)
-        fake.close()
-    for lang in ("en", "zh"):
-        mine = [c for c in run.checks if c.scenario == lang]
-        if mine:
-            print(f"{lang}: {sum(c.ok for c in mine)}/{len(mine)} passed")
-    passed = sum(c.ok for c in run.checks)
-    print(f"\n{passed}/{len(run.checks)} checks passed")
-    for c in run.checks:
-        if not c.ok:
-            print(f"  FAIL {c.scenario}: {c.name}")
-    if args.keep:
-        print(f"home and log: {tmp}")
-    else:
-        shutil.rmtree(tmp, ignore_errors=True)
-
-
 if __name__ == "__main__":
-    main()
+    main(ALL, reply_for, "scen2-")
