@@ -405,7 +405,12 @@ class Memory:
 
         exclude = {t.id for t in recent if t.id is not None} | set(exclude_turn_ids)
         # The hint's search needs no candidates: it runs before waiting for the retrieval thread.
-        hint_hits = self._hint_hits(user_id, recall_hint) if recall_hint else []
+        if recall_hint:
+            t0 = time.perf_counter()
+            hint_hits = self._hint_hits(user_id, recall_hint)
+            timings["hint"] = _ms(t0)
+        else:
+            hint_hits = []
         if retrieval is not None:
             t0 = time.perf_counter()
             found = retrieval.result()
@@ -504,8 +509,9 @@ class Memory:
         return ContextResult(messages=result.messages, trace=trace, assembly=result)
 
     def _hint_hits(self, user_id: str, hint: str) -> list[Hit]:
-        """The BM25 hits of a strategy's `hint` that `_with_hint` chooses from."""
-        return self.retriever.bm25(user_id, hint, k=HINT_EXTRA * 3)
+        """The BM25 hits of a strategy's `hint` that `_with_hint` chooses from: the same words on
+        every turn of the strategy, so they are kept between turns (`memsched.kept`)."""
+        return self.retriever.kept.bm25(user_id, hint, k=HINT_EXTRA * 3)
 
     def _with_hint(
         self,

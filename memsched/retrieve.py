@@ -18,6 +18,7 @@ from memsched.cache import LRUCache
 from memsched.contextual import ContextIndex
 from memsched.embed.base import Embedder, background_pause
 from memsched.embed.batch import PendingVectors, Submits, stand_ins
+from memsched.kept import KeptSearches
 from memsched.model import Candidate, Hit, content_hash
 from memsched.store.base import Store
 from memsched.text.segment import cjk_ratio
@@ -145,6 +146,8 @@ class Retriever:
         self.ann_threshold = DEFAULT_ANN_THRESHOLD if ann_threshold is None else ann_threshold
         # (user, model) -> the user's turn count when the worker last looked at their graph
         self._graphed: LRUCache[tuple[str, str], int] = LRUCache(cache_users * 4)
+        # Fixed queries asked on many turns (a strategy's recall hint), kept between them.
+        self.kept = KeptSearches(store, cache_users * 2)
 
     # -- indexing -----------------------------------------------------------------------------------
 
@@ -324,6 +327,7 @@ class Retriever:
     def forget(self, user_id: str, turn_ids: Iterable[int] | None = None) -> None:
         """Drop deleted turns (or the whole user) from the in-memory indexes."""
         with self._lock:
+            self.kept.forget(user_id)
             for key in [k for k in self._contexts if k[0] == user_id]:
                 self._contexts.pop(key)  # rebuilt from the base index on next use
             for key in [k for k in self._checked if k[0] == user_id and turn_ids is None]:

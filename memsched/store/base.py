@@ -175,9 +175,10 @@ class TurnStore(Protocol):
     def turn_pages(self, user_id: str) -> dict[int, int]: ...
 
     # full-text search
-    def search_bm25(self, user_id: str, query: str, limit: int = 50) -> list[Hit]:
+    def search_bm25(self, user_id: str, query: str, limit: int = 50, after_id: int = 0) -> list[Hit]:
         """The user's turns matching `query` (segmented like the index), best first; score grows
-        with relevance."""
+        with relevance. With `after_id`, only turns with a higher id (the ones added since a search
+        whose hits the caller keeps: scored with the statistics of now, all of their matches)."""
         ...
 
 

@@ -494,13 +494,13 @@ class PostgresStore(
 
     # -- search --------------------------------------------------------------------------------------
 
-    def search_bm25(self, user_id: str, query: str, limit: int = 50) -> list[Hit]:
+    def search_bm25(self, user_id: str, query: str, limit: int = 50, after_id: int = 0) -> list[Hit]:
         lexes = query_lexemes(query)
         if not lexes:
             return []
         rows = self._all(
             bm25_sql("turns", "SELECT fts_docs, fts_len FROM users WHERE id = %(u)s"),
-            bm25_args(user_id, lexes, limit),
+            bm25_args(user_id, lexes, limit, after_id),
         )
         return [Hit(turn_id=int(r[0]), score=float(r[1]), rank=i + 1) for i, r in enumerate(rows)]
 

@@ -236,7 +236,8 @@ def bm25_sql(table: str, stats: str, length_column: str = "fts_len") -> str:
             -- index's bitmap, not from walking the user's whole history backwards through a btree
             SELECT DISTINCT ON (r.id) r.* FROM q CROSS JOIN LATERAL (
                 SELECT d.id, d.{length_column} AS dl, d.fts FROM {table} d
-                WHERE d.user_id = %(u)s AND d.fts @@ q.tq ORDER BY d.id + 0 DESC LIMIT %(cap)s
+                WHERE d.user_id = %(u)s AND d.fts @@ q.tq AND d.id > %(after)s
+                ORDER BY d.id + 0 DESC LIMIT %(cap)s
             ) r
         ), cand AS (
             SELECT p.id, p.dl, u.lexeme, coalesce(array_length(u.positions, 1), 1) AS tf
@@ -252,10 +253,12 @@ def bm25_sql(table: str, stats: str, length_column: str = "fts_len") -> str:
     """
 
 
-def bm25_args(user_id: str, lexes: Sequence[str], limit: int) -> dict[str, Any]:
-    """The parameters of `bm25_sql` for the user's `lexes` (from `query_lexemes`)."""
+def bm25_args(user_id: str, lexes: Sequence[str], limit: int, after_id: int = 0) -> dict[str, Any]:
+    """The parameters of `bm25_sql` for the user's `lexes` (from `query_lexemes`); with `after_id`,
+    only rows with a higher id are ranked (the statistics stay the whole collection's)."""
     return {
         "u": user_id,
+        "after": after_id,
         "lexes": list(lexes),
         "tqs": [tsquery_literal(user_id, [lx]) for lx in lexes],
         "cap": BM25_CANDIDATES_PER_TERM,

@@ -438,8 +438,8 @@ class SQLiteStore(
 
     # -- search --------------------------------------------------------------------------------------
 
-    def search_bm25(self, user_id: str, query: str, limit: int = 50) -> list[Hit]:
-        rows = search_turns(self.db, user_id, query, limit)
+    def search_bm25(self, user_id: str, query: str, limit: int = 50, after_id: int = 0) -> list[Hit]:
+        rows = search_turns(self.db, user_id, query, limit, after_id)
         return [Hit(turn_id=i, score=s, rank=n + 1) for n, (i, s) in enumerate(rows)]
 
     # -- vectors -------------------------------------------------------------------------------------

@@ -56,14 +56,25 @@ _RANK = (
 )
 
 
-def search_turns(db: sqlite3.Connection, user_id: str, query: str, limit: int) -> list[tuple[int, float]]:
+def search_turns(
+    db: sqlite3.Connection, user_id: str, query: str, limit: int, after_id: int = 0
+) -> list[tuple[int, float]]:
     """The user's best `limit` turns for `query` by BM25 as (turn id, score), best first, common
-    terms ranked over their newest `BM25_CANDIDATES_PER_TERM` matches only (module docstring)."""
+    terms ranked over their newest `BM25_CANDIDATES_PER_TERM` matches only (module docstring).
+    With `after_id`, only turns with a higher rowid, every match ranked: FTS5 seeks each doclist
+    to the rowid, so a search of the turns added since an earlier one costs what they cost."""
     phrases = fts_phrases(query)
     if not phrases or limit <= 0:
         return []
     cap = BM25_CANDIDATES_PER_TERM
     user = f'u : "{user_tag(user_id)}"'
+    if after_id > 0:
+        rows = db.execute(
+            "SELECT t.id, bm25(turns_fts, 0.0, 1.0) AS s FROM turns_fts JOIN turns t ON t.id = turns_fts.rowid"
+            " WHERE turns_fts MATCH ? AND turns_fts.rowid > ? AND t.user_id = ? ORDER BY s, t.id DESC LIMIT ?",
+            (f"{user} AND body : ({' OR '.join(phrases)})", after_id, user_id, limit),
+        ).fetchall()
+        return [(int(r[0]), -float(r[1])) for r in rows]
     # Where each term's newest `cap` matches begin (None: it has no more than `cap`): rowids only,
     # newest first, which FTS5 reads without scoring. A term with no more than `cap` matches in the
     # whole table has no more for this user: that is asked first, of the term's doclist alone (the
