@@ -231,6 +231,15 @@ class Memory:
             return False
         return self._pager.warm_terms(user_id)
 
+    def refresh(self, user_id: str) -> None:
+        """Bring what this process holds of the user in memory up to the store: the dense layers'
+        indexes (`Retriever.refresh`) and the soft-term layer's postings (`Pager.refresh`). After a
+        reply, on the thread that stored its vectors, so the next turn's search reads nothing in
+        (BENCHMARKS.md, "P0 in session 30")."""
+        self.retriever.refresh(user_id)
+        if self._pager is not None:
+            self._pager.refresh(user_id)
+
     def forget_caches(self, user_id: str) -> None:
         """Drop what in-process caches hold of the user's text (after a hard delete): the pager's
         per-user caches and the text-keyed token-count, segmentation and word-vector caches."""

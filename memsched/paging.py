@@ -876,6 +876,17 @@ class Pager:
     def _term_postings(self, user_id: str) -> TermPostings:
         return self._postings.setdefault(user_id, lambda: TermPostings(user_id))
 
+    def refresh(self, user_id: str) -> bool:
+        """Take the user's new turns into their term postings, if this pager holds them (the next
+        query then finds them current: a version check instead of reading and segmenting the turns,
+        ~0.6 ms of the turn). Returns whether it held them."""
+        postings = self._postings.get(user_id)
+        if postings is None:
+            return False
+        postings.refresh(self.store)
+        self._postings.trim(user_id)  # it may have grown
+        return True
+
     def warm_terms(self, user_id: str) -> bool:
         """Build the user's term postings (and load their vocabulary) ahead of their next query, when
         the soft layer is on, they have a vocabulary and this pager holds no postings for them.

@@ -846,6 +846,9 @@ class Scheduler:
         try:
             with after_reply():  # nobody waits on these vectors: they may share a later model call
                 self._index(user_id)
+            # The turn's and the reply's vectors into the in-memory indexes now, not at the next
+            # turn's dense search (the session is still held: the next turn waits for this).
+            self.memory.refresh(user_id)
         except Exception:
             log.exception("embedding the reply of %s/%s failed; the next turn will", user_id, hold.session_id)
         finally:

@@ -701,3 +701,30 @@ def test_rerank_outcomes_are_counted_in_metrics() -> None:
     assert 'memsched_rerank_total{outcome="called"} 1.0' in text
     assert 'memsched_rerank_total{outcome="skipped:confident"} 1.0' in text
     assert 'memsched_rerank_total{outcome="failed"} 1.0' in text
+
+
+def test_the_turn_and_its_reply_are_in_the_in_memory_index_before_the_next_turn(make: Factory) -> None:
+    """After the reply's vectors are stored (post-reply, the session still held), the user's
+    in-memory index takes them in at once, so the next turn's dense search reads nothing in."""
+    memory, sched = make()
+    if memory.store.serves_vector_search:
+        pytest.skip("PostgreSQL searches its own index: nothing is held in memory")
+    sched.turn("u", "s", "we planned a hiking trip to the mountains")
+    while sched.queued("u", "s"):
+        time.sleep(0.01)
+    stored = {t.id for t in memory.store.session_turns("u", "s")}
+    assert len(stored) == 2
+    index = memory.retriever._indexes.get(("u", memory.embedders["hash"].model_id))
+    assert index is not None
+    assert stored <= set(index.ids.tolist())
+    # and the next turn's search finds the index current: no vectors read from the store
+    reads: list[int] = []
+    real = memory.store.vectors_since
+
+    def counted(*args: Any, **kwargs: Any) -> Any:
+        reads.append(1)
+        return real(*args, **kwargs)
+
+    memory.store.vectors_since = counted  # type: ignore[method-assign]
+    sched.turn("u", "s", "which mountains was it again?")
+    assert reads == []

@@ -618,3 +618,20 @@ def test_a_glossed_word_has_no_pronunciation_notes_or_surname_entries() -> None:
     assert lookup("诸葛") == ()  # a surname has no sense to expand into
     assert "surname" not in gloss("林") and "forest" in gloss("林")
     assert not [w for w in ("玩", "诸葛", "林", "周", "了解") if "pr" in gloss(w).split()]
+
+
+def test_memory_refresh_takes_new_turns_into_held_postings_only(mem: Memory) -> None:
+    """`Memory.refresh` (after a reply) brings the user's held term postings up to the store, so the
+    next query's check finds them current; a user whose postings are not held gets none built."""
+    mem.add_many(_turns("u", _TENNIS))
+    mem.pager.retrieve("u", "Does Bob play tennis?")  # a process that serves queries
+    _bookmark_page(mem, "u")
+    held = mem.pager._postings.get("u")
+    assert held is not None and len(held) == 4
+    mem.add_many(_turns("u", [("Bob", "tennis on Monday"), ("Bob", "and golf on Sunday")]))
+    assert len(held) == 4
+    mem.refresh("u")
+    assert len(held) == 6 and held.version == (mem.store.max_turn_id("u"), 6)
+    mem.add_many(_turns("v", _TENNIS))
+    mem.refresh("v")
+    assert "v" not in mem.pager._postings

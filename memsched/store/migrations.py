@@ -76,6 +76,26 @@ def m001_core(db: sqlite3.Connection) -> None:
     )
 
 
+def m015_turn_counts(db: sqlite3.Connection) -> None:
+    """Each user's number of turns, kept by triggers, so `turn_count` (asked on every turn: the
+    soft-term layer's check that nothing was deleted elsewhere) is one primary-key read instead of
+    counting the user's index entries (~0.35 ms at 10k turns, growing with the history). A migration
+    that rebuilds `turns` must create the triggers again (they belong to the table)."""
+    from memsched.store.sqlite_base import run_script
+
+    run_script(
+        db,
+        """
+        ALTER TABLE users ADD COLUMN turns INTEGER NOT NULL DEFAULT 0;
+        UPDATE users SET turns = (SELECT count(*) FROM turns t WHERE t.user_id = users.id);
+        CREATE TRIGGER turns_counted AFTER INSERT ON turns
+        BEGIN UPDATE users SET turns = turns + 1 WHERE id = NEW.user_id; END;
+        CREATE TRIGGER turns_uncounted AFTER DELETE ON turns
+        BEGIN UPDATE users SET turns = turns - 1 WHERE id = OLD.user_id; END;
+        """,
+    )
+
+
 def _later() -> list[Migration]:
     # Feature migrations live beside the SQL they serve; imported here to keep one ordered list.
     from memsched.store.sqlite_bookmarks import m003_bookmarks
@@ -107,6 +127,7 @@ def _later() -> list[Migration]:
         ("012_vectors_checked", m012_vectors_checked),
         ("013_han_terms_glossed", m013_han_terms_glossed),
         ("014_han_terms_reglossed", m014_han_terms_reglossed),
+        ("015_turn_counts", m015_turn_counts),
     ]
 
 

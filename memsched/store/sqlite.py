@@ -269,7 +269,7 @@ class SQLiteStore(
                 (turn.user_id, turn.session_id),
             ).fetchone()
             if taken is None:
-                tx.execute("INSERT OR IGNORE INTO users VALUES (?, ?)", (turn.user_id, now))
+                tx.execute("INSERT OR IGNORE INTO users (id, created_at) VALUES (?, ?)", (turn.user_id, now))
                 tx.execute(
                     "INSERT INTO sessions (user_id, id, created_at, next_seq) VALUES (?, ?, ?, 1)",
                     (turn.user_id, turn.session_id, now),
@@ -370,7 +370,9 @@ class SQLiteStore(
             yield row_to_turn(r)
 
     def turn_count(self, user_id: str) -> int:
-        return int(self.db.execute("SELECT count(*) FROM turns WHERE user_id = ?", (user_id,)).fetchone()[0])
+        # Kept by triggers (migration 015): one primary-key read, not a count of the user's turns.
+        row = self.db.execute("SELECT turns FROM users WHERE id = ?", (user_id,)).fetchone()
+        return int(row[0]) if row else 0
 
     def max_turn_id(self, user_id: str) -> int:
         row = self.db.execute("SELECT max(id) FROM turns WHERE user_id = ?", (user_id,)).fetchone()
