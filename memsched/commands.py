@@ -23,7 +23,18 @@ from memsched.forget import COUNTS_RESET as COUNTS_RESET  # re-exported for the 
 from memsched.forget import after_forget
 from memsched.jobs.tasks import TaskContext, task
 from memsched.model import utcnow
-from memsched.profile import NAME, OCCUPATION, PARTNER_NAME, PREFERRED_NAME, Profile
+from memsched.profile import (
+    ALLERGIES,
+    DATES,
+    HABITS,
+    LOSSES,
+    NAME,
+    OCCUPATION,
+    PARTNER_NAME,
+    PEOPLE,
+    PREFERRED_NAME,
+    Profile,
+)
 from memsched.profile_rules import EN_NOT_GREETING_NAMES
 from memsched.text.places import is_place_en, is_place_zh
 from memsched.text.segment import ENGLISH_STOP_WORDS, has_cjk
@@ -1141,15 +1152,32 @@ class TopicField:
     interview at a startup is about the job. `words` put any user turn under it; `near` words only
     the user's next message in the session after one about it ("the final round is next Friday"
     after "I'm interviewing at …": alone, a round may be of drinks); the facts of profile `keys`
-    came from turns about it. Unambiguous words only: deleting is not undone."""
+    came from turns about it (when `values` is given, only the facts whose value it matches: a
+    sister of `people` is family, a best friend is not). Unambiguous words only: deleting is not
+    undone."""
 
     label: str
     names: frozenset[str]
     words: re.Pattern[str]
     near: re.Pattern[str]
     keys: tuple[str, ...] = ()
+    values: re.Pattern[str] | None = None
 
 
+def _names(text: str) -> frozenset[str]:
+    """A field's names, one a line (a name may hold a space: "love life")."""
+    return frozenset(n.strip() for n in text.strip().splitlines() if n.strip())
+
+
+# The general topics a companion's user asks to forget, in English and Chinese: their job, their
+# health, their money, their love life, their family. Every word below puts a turn under the topic
+# by itself, and a forget deletes for good, so the broad topics (health, money, love, family) hold
+# precise words and forms, not every word that may touch them: "I'm sick of this weather", "dying to
+# see it", "a money-back guarantee", "carbon dating", "回家", "家庭作业", "小姐姐", "吃错药了" stay. A
+# turn may be under two topics (a salary is the user's job and their money; "I can't afford my meds",
+# their health and their money). Person words name a person, not a topic: "forget what I said about
+# my boyfriend / my ex / my mom" keeps the person path (the words, their variants, the names after
+# them, the pronouns that refer back) and is not widened to the whole love life or family.
 TOPIC_FIELDS: tuple[TopicField, ...] = (
     TopicField(
         label="work",
@@ -1172,20 +1200,260 @@ TOPIC_FIELDS: tuple[TopicField, ...] = (
         ),
         keys=(OCCUPATION,),
     ),
+    # Health: illness, its care (doctors, hospitals, medication, tests, therapy), mental health,
+    # pregnancy, whoever's it is (a parent's diagnosis told in confidence is health talk too). Not
+    # "sick of", "dying to", "ill" alone (typed for "I'll"), "healthy" (recipes), "depressed" or 抑郁
+    # alone (a mood as often as an illness), "吃错药" (an insult), "头疼" (a worry as often as pain).
+    # The profile's allergies and given-up habits (smoking, drinking) are health facts; a diet is not
+    # (vegetarian, halal: a belief or a taste as often as a need).
+    TopicField(
+        label="health",
+        names=_names(
+            """
+            health
+            medical
+            medical history
+            illness
+            illnesses
+            sickness
+            disease
+            condition
+            diagnosis
+            medication
+            medications
+            meds
+            therapy
+            pregnancy
+            健康
+            健康状况
+            身体
+            身体状况
+            身体情况
+            病情
+            病史
+            疾病
+            生病
+            看病
+            住院
+            吃药
+            怀孕
+            心理健康
+            心理问题
+            抑郁症
+            """
+        ),
+        words=re.compile(
+            r"(?<![A-Za-z])(?:"
+            r"(?:my|the|our|his|her|their) (?:doctors?|GP|physician|specialist|surgeon|nurse)|"
+            r"(?:see|seeing|saw|seen|visit|visited|visiting|go to|went to|going to) (?:a|the|my) (?:doctor|GP|physician|specialist)|"
+            r"doctor'?s (?:appointment|office|visit|note|orders)|"
+            r"dentist|psychiatrist|psychologist|therapist|gyn(?:a)?ecologist|cardiologist|oncologist|dermatologist|"
+            r"neurologist|(?<!retail )therapy|physiotherapy|counsell?ing sessions?|"
+            r"hospitals?|hospitali[sz](?:ed|ation)|emergency room|A&E|urgent care|ICU|intensive care|"
+            r"diagnos(?:is|es|ed)|prognosis|prescri(?:bed|ptions?)|medications?|meds|antidepressants?|antibiotics|"
+            r"painkillers|sleeping pills|insulin|inhaler|chemo(?:therapy)?|radiotherapy|surgery|biopsy|MRI|CT scan|"
+            r"x-?rays?|blood (?:tests?|work|pressure|sugar)|check-?ups?|"
+            r"illness(?:es)?|diseases?|(?<!a )cancer|tumou?rs?|diabetes|diabetic|asthma|hypertension|cholesterol|"
+            r"migraines?|arthritis|epilepsy|seizures?|infections?|covid|flu|a fever|running a fever|had a stroke|"
+            r"heart attack|concussion|chronic pain|back pain|in pain|allerg(?:y|ies|ic)|"
+            r"depression|depressive|anxiety (?:disorder|attacks?|meds|medication)|my anxiety|panic attacks?|PTSD|"
+            r"ADHD|bipolar|eating disorder|anorexi[ac]|bulimi[ac]|insomnia|self-harm(?:ing)?|suicidal|"
+            r"mental (?:health|illness|breakdown)|nervous breakdown|"
+            r"pregnan(?:t|cy)|miscarri(?:age|ed)|IVF|fertility|ultrasound|abortion|my period|"
+            r"(?:been|got|get|getting|gotten|feel|feeling|felt|fell|falling|am|i'm|im|was|were|is|still|"
+            r"call(?:ed|ing)? in) (?:so |really |very |pretty |quite |super )?sick(?! of| and tired)|"
+            r"sick (?:leave|day|note)|"
+            r"(?:fell|been|feel|feeling|felt|seriously|terminally|chronically|mentally) ill(?!')"
+            r")(?![A-Za-z])|"
+            r"医生|大夫|牙医|医院|诊所|门诊|急诊|看病|挂号|住院|出院|手术|体检|复查|确诊|诊断|化验|验血|病情|病历|病房|"
+            r"生病|病了|得病|患病|病假|吃药|药物|处方|开了药|开药|打针|输液|打点滴|抑郁症|抗抑郁|焦虑症|惊恐发作|"
+            r"双相|心理咨询|心理医生|精神科|失眠|安眠药|怀孕|孕期|流产|产检|不孕|试管婴儿|癌症|癌细胞|[肺胃肝肠]癌|"
+            r"乳腺癌|肿瘤|糖尿病|血压|血糖|胆固醇|哮喘|过敏|发烧|感冒|咳嗽|偏头痛|身体不(?:舒服|好|适)",
+            re.I,
+        ),
+        near=re.compile(
+            r"(?<![A-Za-z])(?:(?:test |blood |scan )?results|appointment|side effects?|symptoms?|dosage|dose|"
+            r"recovery|recovering|follow-?up|the scan)(?![A-Za-z])|"
+            r"检查结果|化验结果|报告出来|副作用|症状|疗程|剂量|康复",
+            re.I,
+        ),
+        keys=(ALLERGIES, HABITS),
+    ),
+    # Money: debt, loans, rent and bills, savings, being broke, income (a salary is under work too).
+    # Not "a money-back guarantee", "broke up" / "broke down" / "broke my phone", "I owe you one",
+    # bare 钱 (a surname, 钱塘江) nor "不要钱" (free).
+    TopicField(
+        label="money",
+        names=_names(
+            """
+            money
+            finances
+            finance
+            financial
+            debt
+            debts
+            loan
+            loans
+            savings
+            mortgage
+            bills
+            钱
+            财务
+            财务状况
+            经济状况
+            经济情况
+            经济问题
+            存款
+            欠款
+            债务
+            欠债
+            借钱
+            贷款
+            房贷
+            理财
+            """
+        ),
+        words=re.compile(
+            r"(?<![A-Za-z])(?:money(?!-)|finances|financial(?:ly)?|debts?|indebted|loans?|mortgages?|overdraft|"
+            r"overdrawn|bankrupt(?:cy)?|(?<!daylight )savings|credit cards?|credit score|bank account|payday|paychecks?|"
+            r"salary|salaries|income|(?:my|our|the) bills|pay (?:the|my|our) bills|"
+            r"(?:can't|cannot|couldn't|can not) afford|repay(?:ment|ing)?|"
+            r"(?:my|our|the|pay|paying|afford|behind on) rent|"
+            r"owe[sd]?(?: \w+){0,3} (?:money|\$\s?\d[\d,]*|\d[\d,]* (?:bucks|dollars|pounds|euros|grand))|"
+            r"(?:i'm|i am|im|we're|we are|i was|we were|so|totally|completely|flat|dead|always|pretty) broke"
+            r"(?! (?:up|down|into|out|in|the|my|a|it|his|her|our|their)(?![A-Za-z]))|"
+            r"my investments|my portfolio|401\(?k\)?|crypto"
+            r")(?![A-Za-z])|"
+            r"[借欠](?:了|给)?[^，,。.！!？?\s]{0,8}?钱(?!塘)|借钱|欠钱|还钱|没钱|缺钱|存钱|攒钱|赚钱|挣钱|花钱|省钱|钱不够|亏钱|赔钱|欠款|欠债|负债|债务|还债|"
+            r"贷款|房贷|车贷|网贷|借贷|信用卡|花呗|借呗|白条|存款|积蓄|房租|交租|月光|破产|透支|工资|薪水|收入|"
+            r"月薪|年薪|理财|股票|炒股",
+            re.I,
+        ),
+        near=re.compile(
+            r"(?<![A-Za-z])(?:interest|pay (?:it|him|her|them) back|paid (?:it|him|her|them) back|"
+            r"the bank|installments?)(?![A-Za-z])|利息|还款|分期|还清|银行",
+            re.I,
+        ),
+    ),
+    # The user's love life: partners, dates, breakups, divorce. Not "carbon dating" or "dating back
+    # to", "a date" (a day), "an affair" of state ("current affairs"), "fell for it", 面向对象.
+    TopicField(
+        label="love life",
+        names=_names(
+            """
+            love life
+            dating life
+            sex life
+            romance
+            dating
+            relationship
+            relationships
+            感情
+            感情生活
+            恋爱
+            爱情
+            婚姻
+            """
+        ),
+        words=re.compile(
+            r"(?<![A-Za-z])(?:boyfriends?|girlfriends?|bf|gf|(?:my|our|the) (?:husband|wife|hubby|spouse)|fianc[ée]e?|"
+            r"(?:my|our) partner|my ex(?![-A-Za-z])|ex-(?:boyfriend|girlfriend|husband|wife|partner)|"
+            r"(?<!carbon )dating(?! back| from)|(?:first|second|third|blind|dinner|coffee|movie) dates?|on a date|"
+            r"went on (?:a )?dates?|asked (?:me|him|her) out|dating apps?|tinder|"
+            r"broke up|break ?ups?|breaking up|split up|dumped (?:me|him|her)|divorced?|divorcing|"
+            r"cheat(?:ed|ing) on|(?:an|the|having an?) affair|crush on|my crush|"
+            r"fell for (?:him|her|them|someone)|falling for (?:him|her|them|someone)|situationship|"
+            r"hook(?:ed|ing)? up with|got engaged|proposed to|(?:our|my) anniversary|love life|sex life|"
+            r"(?:my|our|a new|long-distance|open|toxic|in a) relationship"
+            r")(?![A-Za-z])|"
+            r"男朋友|女朋友|男友|女友|(?:我的?|找|处|谈|有|没)(?:了|个|了个|到)?对象|老公|老婆|丈夫|妻子|爱人|未婚夫|未婚妻|前任|前男友|"
+            r"前女友|前夫|前妻|分手|离婚|约会|恋爱|暗恋|表白|相亲|出轨|劈腿|复合|求婚|暧昧|异地恋|感情问题|感情生活",
+            re.I,
+        ),
+        near=re.compile(
+            r"(?<![A-Za-z])(?:texted (?:me|him|her)|left me on read|ghost(?:ed|ing)|blocked me|we met|kissed)"
+            r"(?![A-Za-z])|回我消息|已读不回|拉黑|删了我|见面|冷战",
+            re.I,
+        ),
+        keys=(PARTNER_NAME,),
+    ),
+    # The user's family: parents, siblings, grandparents, children, in-laws, named as the user's own
+    # ("my mom", 我妈, 爸妈, 父母), and what happens between them (a family fight, 催婚). Not "home" or
+    # 家 (回家, 在家), "dad jokes", "the mother of all", 小姐姐 / 小哥哥 (strangers), 家庭作业, "我的妈呀".
+    TopicField(
+        label="family",
+        names=_names(
+            """
+            family
+            families
+            relatives
+            family life
+            home life
+            家里
+            家人
+            家庭
+            家里人
+            家事
+            亲戚
+            """
+        ),
+        words=re.compile(
+            r"(?<![A-Za-z])(?:(?:my|our) (?:(?:little|big|older|younger|twin|step|half-?) ?)?(?:mom|mum|mother|"
+            r"dad|father|parents|folks|sisters?|brothers?|siblings?|grandma|grandmother|grandpa|grandfather|"
+            r"grandparents|granny|nana|aunts?|auntie|uncles?|cousins?|nieces?|nephews?|in-laws|"
+            r"(?:mother|father|sister|brother)-in-law|stepmom|stepmother|stepdad|stepfather|stepsister|"
+            r"stepbrother|sons?|daughters?|kids|children|family)|"
+            r"family (?:drama|fights?|dinners?|reunions?|gatherings?|issues|problems|stuff|feuds?|group chat|"
+            r"members?)|relatives"
+            r")(?![A-Za-z])|"
+            r"我的?(?:妈(?!呀|啊|耶)|爸|爸妈|父母|姐(?!们)|妹|哥(?!们)|弟|奶奶|爷爷|外婆|外公|姥姥|姥爷|儿子|女儿|闺女|孩子|"
+            r"舅舅|舅妈|姑姑|姨妈|叔叔|婶婶|婆婆|公公|岳父|岳母|公婆)|爸妈|父母|爸爸|妈妈|老爸|老妈|(?<!小)姐姐|"
+            r"(?<!小)哥哥|(?<!小)弟弟|(?<!小)妹妹|(?<![老小])奶奶|(?<![老小])爷爷|外婆|外公|姥姥|姥爷|家里人|家人(?!们)|亲戚|"
+            r"家里(?:的事|出了|催|吵|不同意|逼)|家庭(?!作业|影院|医生)|催婚",
+            re.I,
+        ),
+        near=re.compile(
+            r"(?<![A-Za-z])(?:fight|fought|argued|argument|yelled|screamed at me)(?![A-Za-z])|"
+            r"吵架|吵了一架|骂我|冷战",
+            re.I,
+        ),
+        keys=(PEOPLE, LOSSES, DATES),
+        # "sister 小红", "grandma", "mom's birthday: May 12", "妹妹 小雨": not "best friend Anna", "闺蜜 …".
+        values=re.compile(
+            r"^(?:(?:little|big|older|younger|twin|step|half-?) ?)?(?:mom|mum|mother|dad|father|parents?|"
+            r"sisters?|brothers?|siblings?|sons?|daughters?|grand\w+|aunts?|uncles?|cousins?|nieces?|nephews?|"
+            r"step\w+|kids?|children)(?![A-Za-z])|^(?:姐|妹|哥|弟|妈|爸|儿子|女儿|闺女|孩子|爷爷|奶奶|外公|外婆|"
+            r"姥姥|姥爷|表|堂|老妈|老爸|舅|姑|姨|叔|婶)",
+            re.I,
+        ),
+    ),
 )
+
+# The last word of a topic that says only that it is a topic: "my health stuff", "money problems",
+# "family drama", 感情问题, 身体方面.
+_EN_TOPIC_TAILS = frozenset(
+    {"stuff", "things", "thing", "issues", "issue", "problems", "problem", "situation", "matters", "drama"}
+)
+_ZH_TOPIC_TAIL = re.compile(r"(?:问题|状况|情况|方面)$")
 
 
 def topic_field(topic: str) -> TopicField | None:
-    """The general topic `topic` names ("job", "my work", 工作), if any; also when a word or two
-    qualify it ("my new job", "current career", 新工作, 找新工作): the topic's head is its last word."""
+    """The general topic `topic` names ("job", "my work", 工作, "health", 身体), if any; also when a
+    word or two qualify it ("my new job", "current career", "mental health", 新工作, 找新工作): the
+    topic's head is its last word; and when a last word says only that it is a topic ("health
+    stuff", "money problems", 感情问题)."""
     low = " ".join(topic.strip().lower().split())
     found = next((f for f in TOPIC_FIELDS if low in f.names), None)
     if found is not None:
         return found
     words = low.split(" ")
+    if 1 < len(words) <= 4 and words[-1] in _EN_TOPIC_TAILS:
+        return topic_field(" ".join(words[:-1]))
     if 1 < len(words) <= 3 and words[-1] in {n for f in TOPIC_FIELDS for n in f.names}:
         return next(f for f in TOPIC_FIELDS if words[-1] in f.names)
     if _HAN_TOPIC.fullmatch(low):
+        if _ZH_TOPIC_TAIL.search(low) and len(low) > 2:
+            return topic_field(_ZH_TOPIC_TAIL.sub("", low))
         return next(
             (
                 f
@@ -1256,6 +1524,8 @@ def match_topic(store: Store, user_id: str, topic: str, *, exclude: Sequence[int
         via[f"words about {general.label}"] = f"{topic} is a general topic (commands.TOPIC_FIELDS)"
         for key in general.keys:
             for row in store.facts(user_id, key):
+                if general.values is not None and not general.values.search(str(row["value"])):
+                    continue  # a best friend in `people` is not family
                 for i in row["source_turn_ids"]:
                     stated.setdefault(int(i), f"states the profile fact {key}: {row['value']}")
     last_user: dict[str, int] = {}  # session -> its latest user turn that is about the topic
