@@ -67,7 +67,9 @@ _CJK = "\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff"
 # A CJK name is short and ends before a particle or punctuation ("叫我大王吧" -> 大王).
 _CJK_END = r"(?=$|[，,。.!！?？~～、；;\s]|吧|就好|就行|就可以|好了|好吗|吗|啊|呀|哦|嘛|了|哈|呢)"
 _CJK_NAME = rf"[{_CJK}·]{{1,6}}?{_CJK_END}"
-_LATIN_NAME = r"[A-Za-z][A-Za-z'\-]*(?:\s+[A-Za-z][A-Za-z'\-]*){0,3}"
+# Latin letters, accented ones too ("Ana María", "Zoë", "Łukasz").
+_LATIN = "A-Za-z\u00c0-\u00d6\u00d8-\u00f6\u00f8-\u017f"
+_LATIN_NAME = rf"[{_LATIN}][{_LATIN}'\-]*(?:\s+[{_LATIN}][{_LATIN}'\-]*){{0,3}}"
 _QUOTED = r"[\"“'‘「『](?P<q>[^\"”'’」』]{1,30})[\"”'’」』]"
 
 
@@ -238,14 +240,27 @@ RENAME_RULES: list[tuple[str, re.Pattern[str], bool]] = [
         ),
         True,
     ),
-    # "嗨，我是周明杰", "大家好，我是李伟": after a greeting, "我是" names the user when a person's full name
-    # follows (`zh_full_name`: "嗨，我是医生", "你好，我是杭州人" name no one).
+    # "嗨，我是周明杰", "大家好，我是李伟", "我是王海生", "本人张伟": after a greeting, or starting a
+    # sentence, "我是" / "本人" names the user when a person's full name follows and ends the clause
+    # (`zh_full_name`: "嗨，我是医生", "你好，我是杭州人", "我是新来的" name no one).
     (
         "zh_hi_im",
         re.compile(
-            rf"{_CLAUSE}(?:你好|嗨|哈喽|大家好|您好|hi|hello|hey)[呀啊！!，,。.～~\s]*(?:我是){_name('new')}"
+            rf"(?:(?:^|(?<=[。.!！?？\n]))\s*|{_CLAUSE}(?P<hi>你好|嗨|哈喽|大家好|您好|hi|hello|hey)[呀啊！!，,。.～~\s]*)"
+            rf"(?:我是|本人(?:是|叫)?){_name('new')}"
             r"(?=(?:吧|啊|呀|哦|嘛|哈|呢|啦)*(?:$|[，,。.!！~～;；\s]))",
             re.I,
+        ),
+        True,
+    ),
+    # "我姓王，叫海生", "我姓李，叫李明", "我姓欧阳，单名一个娜": the surname, then the given name (or the
+    # whole name) after 叫: the name is both.
+    (
+        "zh_surname_given",
+        re.compile(
+            rf"{_CLAUSE}(?:(?:你好|嗨|哈喽|大家好|您好)[呀啊！!，,。.～~\s]*)?我姓(?P<surname>[{_CJK}]{{1,2}}?)[，,、\s]*"
+            rf"(?:名字?叫|名字是|叫|单名一个|单名|名){_name('new')}"
+            r"(?=(?:吧|啊|呀|哦|嘛|哈|呢|啦)*(?:$|[，,。.!！~～;；\s]))"
         ),
         True,
     ),
@@ -713,8 +728,12 @@ def detect(message: str, *, named: bool = False) -> list[Command]:
                     continue  # "I'm Chinese, but everyone calls me Lily", "我是医生，大家都叫我…": no name given
                 if not m.group("but") and not (new and (nickname(new) or _short_for(new, given))):
                     continue  # "我叫李伟，大家都叫我加油" sets nothing against the name: no contrast, no nickname
-            elif rule == "zh_hi_im" and not (new and _introduced(new)):
+            elif rule == "zh_hi_im" and not (new and _introduced(new, greeted=bool(m.group("hi")))):
                 continue  # "嗨，我是医生", "你好，我是杭州人": no name
+            elif rule == "zh_surname_given":
+                new = _surname_given(m.group("surname"), new)
+                if new is None:
+                    continue
             found.append(Command(kind="rename", value=new, old=old, matched=m.group(0), rule=rule))
             break
         if any(c.kind == "rename" for c in found):
@@ -835,7 +854,7 @@ def named(profile: Profile, user_id: str, message: str) -> bool:
 
 
 # Statements of the user's name (the profile's `name`), as `detect` names them.
-NAME_RULES = ("zh_my_name_is", "en_my_name_is", "zh_hi_im", "en_name_correction")
+NAME_RULES = ("zh_my_name_is", "en_my_name_is", "zh_hi_im", "zh_surname_given", "en_name_correction")
 _NAME_BUT_CALLED = ("zh_name_but_called", "en_name_but_called")
 
 
@@ -844,7 +863,12 @@ def stated_name(text: str) -> str | None:
     most people call me Jo" in `text` gives (not in a question), or None. With "…, but everyone calls
     me Y" the rename is Y; this is the name itself (the profile's `name`)."""
     for rule, pattern, _ in RENAME_RULES:
-        if rule not in _NAME_BUT_CALLED and rule not in ("zh_my_name_is", "en_my_name_is", "zh_hi_im"):
+        if rule not in _NAME_BUT_CALLED and rule not in (
+            "zh_my_name_is",
+            "en_my_name_is",
+            "zh_hi_im",
+            "zh_surname_given",
+        ):
             continue
         for m in pattern.finditer(text):
             if _clause_is_question(text, m.start(), m.end()) or in_quote(text, m.start()):
@@ -852,8 +876,10 @@ def stated_name(text: str) -> str | None:
             name = _clean_name(_group(m, "new"))
             if rule in _NAME_BUT_CALLED:
                 name = _given(m, name)
-            elif rule == "zh_hi_im" and not (name and _introduced(name)):
+            elif rule == "zh_hi_im" and not (name and _introduced(name, greeted=bool(m.group("hi")))):
                 name = None
+            elif rule == "zh_surname_given":
+                name = _surname_given(m.group("surname"), name)
             if name:
                 return name
     return None
@@ -875,16 +901,46 @@ _ZH_SURNAMES = frozenset(
 _ZH_COMPOUND_SURNAMES = frozenset(
     "欧阳 司马 上官 诸葛 东方 皇甫 慕容 令狐 尉迟 长孙 公孙 夏侯 司徒 端木 独孤 南宫 西门 宇文".split()  # noqa: SIM905 - a word list reads better as text
 )
-# What ends a role, not a name: "我是高中生", "我是白领", "我是杭州人", "我是做饭的".
+# What ends a role, not a name: "我是高中生", "我是白领", "我是杭州人", "我是做饭的". A name may end in one
+# too ("王海生", "李建生", "陈一手"): see `_zh_role`.
 _ZH_ROLE_END = re.compile(
     r"(?:人|的|们|师|员|生|家|工|手|者|长|官|医|匠|士|警|商|板|总|领|族|控|迷|粉|哥|姐|妹|弟)$"
 )
+# Titles said after a surname ("王医生", "李老师", "吴先生", "张总"): how one addresses a person whose
+# name is not said, a closed class of Chinese terms of address.
+_ZH_TITLES = frozenset(
+    """医生 大夫 老师 教授 先生 女士 小姐 太太 夫人 律师 博士 师傅 经理 主任 总 工 老板 同学 护士 警官
+    科长 处长 局长 部长 校长 院长 所长 厂长 主管 总监 队长 班长 书记 导演 教练 记者""".split()  # noqa: SIM905 - a word list reads better as text
+)
 
 
-def zh_full_name(name: str, called: str | None = None) -> bool:
+def _jieba_word(word: str) -> bool:
+    """Whether `word` is in jieba's dictionary (its prefixes are stored with count 0)."""
+    from memsched.text.segment import _jieba
+
+    return bool(_jieba().dt.FREQ.get(word))
+
+
+def _zh_role(name: str, surname: int) -> bool:
+    """Whether `name` (a surname of `surname` characters and the rest) reads as a role, not a name:
+    a title after the surname ("王医生"); or a role ending (`_ZH_ROLE_END`) on a word or a place
+    ("高中生": 高中 is a word; "白领", "杭州人"). A name whose last character only happens to end
+    roles is none ("王海生": 王海 is no word, "李建生", "陈一手")."""
+    if name[surname:] in _ZH_TITLES:
+        return True
+    if _ZH_ROLE_END.search(name) is None:
+        return False
+    stem = name[:-1]
+    return len(name) == 2 or _jieba_word(stem) or is_place_zh(stem)
+
+
+def zh_full_name(name: str, called: str | None = None, *, bare: bool = False) -> bool:
     """Whether `name` reads as a person's full Chinese name: a common surname and one or two characters
-    more ("周明杰", "欧阳娜娜"), tagged a person's name, no role ("高中生", "白领") and no place. What
-    people call the user, when it is part of the name ("周明杰" / "明杰"), is evidence enough."""
+    more ("周明杰", "欧阳娜娜", "王海生"), no role ("高中生", "白领", "王医生", `_zh_role`) and no place,
+    and jieba reads it as a person's name: one word tagged one (nr), or the surname its first word
+    ("王海生" is 王/海生). What people call the user, when it is part of the name ("周明杰" / "明杰"),
+    is evidence enough. `bare`: said with no greeting ("我是明星"), it is no word CC-CEDICT knows
+    either (a name it knows is a proper noun: "张三")."""
     if not re.fullmatch(rf"[{_CJK}]{{2,4}}", name):
         return False
     compound = name[:2] in _ZH_COMPOUND_SURNAMES
@@ -892,22 +948,49 @@ def zh_full_name(name: str, called: str | None = None) -> bool:
         return False
     if called and called != name and called in name and not _ZH_ROLE_END.search(called):
         return True
-    if _ZH_ROLE_END.search(name) or is_place_zh(name):
+    if _zh_role(name, 2 if compound else 1) or is_place_zh(name):
         return False
+    if bare:
+        from memsched.text.gloss import lookup
+
+        if any(sense[:1].islower() for sense in lookup(name)):
+            return False  # "明星" (star), "许可" (allow): a word, though jieba may tag it a name
     if compound:
         return len(name) > 2
     from memsched.text.postag import lcut
 
-    words = [(w, f) for w, f in lcut(name)]
-    return len(words) == 1 and str(words[0][1]).startswith("nr")
+    first, tag = lcut(name)[0]
+    return str(tag).startswith("nr") and first[0] == name[0]
 
 
-def _introduced(name: str) -> bool:
-    """Whether a name said after a greeting and "我是" is one: a full Chinese name, or a capitalised
-    Latin one that is no nationality or state ("嗨，我是Tom")."""
+def _surname_given(surname: str, given: str | None) -> str | None:
+    """The name "我姓王，叫海生" gives: the surname and the given name, or the name after 叫 when it is
+    whole ("我姓李，叫李明"); None when what follows is no name ("我姓王，叫我小王就行" is a request)."""
+    if not given or not re.fullmatch(rf"[{_CJK}]{{1,3}}", given):
+        return None
+    name = given if given.startswith(surname) else surname + given
+    return name if len(name) <= 4 else None
+
+
+def zh_titled(name: str) -> bool:
+    """Whether `name` is a surname and a title ("王医生", "李老师", "欧阳老师"): how the user introduces
+    themself when they give no given name; the profile keeps it as said, as "Dr. Patel"."""
+    for n in (2, 1):
+        surname = name[:n]
+        if (surname in _ZH_COMPOUND_SURNAMES or (n == 1 and surname in _ZH_SURNAMES)) and name[
+            n:
+        ] in _ZH_TITLES:
+            return True
+    return False
+
+
+def _introduced(name: str, *, greeted: bool = True) -> bool:
+    """Whether a name said after "我是" / "本人" is one: a full Chinese name (`bare` when no greeting
+    came before) or a surname and a title, or a capitalised Latin one that is no nationality or state
+    ("嗨，我是Tom")."""
     if re.match(r"[A-Za-z]", name):
         return name[0].isupper() and name.split()[0].lower() not in EN_NOT_GREETING_NAMES
-    return zh_full_name(name)
+    return zh_full_name(name, bare=not greeted) or zh_titled(name)
 
 
 def _given(m: re.Match[str], called: str | None) -> str | None:

@@ -321,9 +321,10 @@ def _jieba_idf() -> dict[str, float]:
 @lru_cache(maxsize=1)
 def _jieba_tags() -> tuple[dict[str, str], dict[str, int]]:
     jieba = _jieba()
-    from jieba import posseg
+    from jieba import posseg  # its import loads the tag table
 
-    posseg.initialize()
+    # Not `posseg.initialize()`: it empties the table and fills it again, and every part-of-speech cut
+    # in that second read no word's tag ("王海生" was 王/x 海生/x, no name, on a server's first turns).
     # Tags from the dictionary alone: posseg's HMM tagger is too slow for 50 pages/s.
     return posseg.dt.word_tag_tab, jieba.dt.FREQ
 

@@ -25,6 +25,8 @@ from memsched.commands import (
     nickname,
     others_call,
     stated_name,
+    zh_full_name,
+    zh_titled,
 )
 from memsched.errors import LLMError
 from memsched.jobs.tasks import TaskContext, task
@@ -480,8 +482,9 @@ def extract(text: str) -> list[Observation]:
     for cmd in commands:
         if cmd.kind == "rename" and cmd.value and cmd.rule in NAME_RULES:
             found.append(Observation(NAME, cmd.value, rule=cmd.rule))
-        elif cmd.kind == "rename" and cmd.rule in ("zh_name_but_called", "en_name_but_called") and given:
-            # "我叫李伟，不过大家都叫我小李", "I'm Joanna Whitfield, though most people call me Jo": 李伟, Joanna Whitfield
+        elif cmd.kind == "rename" and given and given != cmd.value:
+            # "我叫李伟，不过大家都叫我小李", "I'm Joanna Whitfield, though most people call me Jo", "我叫李明，
+            # 你可以叫我小明": the name said (李伟, Joanna Whitfield, 李明) besides the one to call the user
             found.append(Observation(NAME, given, rule=cmd.rule))
     taken: list[tuple[int, int]] = []
     for rule, key, pattern, english in RULES:
@@ -542,7 +545,7 @@ def extract(text: str) -> list[Observation]:
             if rule == "en_pet_is" and _is_breed(value):
                 continue
             said = (m.group("v") or "").lower()
-            if rule in ("en_im_name", "en_names", "en_name_is_pet") and (
+            if rule in ("en_im_name", "en_hi_im", "en_here", "en_names", "en_name_is_pet") and (
                 said in EN_NOT_GREETING_NAMES or said in _EN_PRONOUNS or is_place_en(said)
             ):
                 continue
@@ -1230,7 +1233,8 @@ def _looks_like_occupation(value: str, m: re.Match[str] | None = None) -> bool:
     if "的" in value:
         return False
     if _ZH_OCCUPATION_END.search(value):
-        return True
+        # "我是王海生", "我是王医生": a person's name, or a surname and a title, only ends as a job does
+        return not (zh_full_name(value) or zh_titled(value))
     place = m.groupdict().get("place") if m is not None else None
     return value in _ZH_JOB_FUNCTIONS and bool(place and _ZH_WORKPLACE.search(place))
 

@@ -11,7 +11,7 @@ still recalled by search); a false one would be shown on every turn.
 
 | key | 中文 | English |
 |---|---|---|
-| name | 我叫X, 我的名字是X, 嗨，我是周明杰, 我是周明杰，朋友们一般叫我明杰 (a full name: `commands.zh_full_name`; via `commands.detect`) | my name is X, I'm Sarah(, by the way), name's Jack, I'm Joanna Whitfield, though most people call me Jo |
+| name | 我叫X, 我的名字是X, (嗨，)我是周明杰, 本人张伟, 我姓王，叫海生, 我是周明杰，朋友们一般叫我明杰 (a full name: `commands.zh_full_name`, "王海生" too; via `commands.detect`) | my name is X, I'm Sarah(, by the way / , 28 / and I'm …), name's Jack, (hi,) it's / this is Priya (here), I'm Dr. Patel, I'm Joanna Whitfield, though most people call me Jo |
 | preferred_name | 叫我X, 你可以叫我X, 别叫我X了(，…，还是叫我Y), 我更喜欢别人叫我X (a P1 command in `commands.py`); 大家都叫我X alone (a fact, while no name asked for is in force: `commands.others_call`) | call me X, my friends call me X, you can too, stop calling me X(, I prefer Y), I'd rather you call me X, I prefer X (a user with a known name); my friends call me X alone (a fact, as in Chinese) |
 | birthday | 我的生日是X, 我是X出生的 (三月三号 too; kept resolved: October 5) | my birthday is / 's on / is in X, I was born on X (1990-03-03, 3/3/1990 too) |
 | dates | 我妈妈的生日是五月十二号, 我们的结婚纪念日是六月三号 (`DATE_RULES`) | my mom's birthday is in May, our anniversary is June 3rd |
@@ -104,7 +104,15 @@ _EN_NAME = r"(?P<v>[A-Z][a-z'\-]+(?-i: [A-Z][a-z'\-]+)?)"
 _EN_CAP_NAME = (
     r"(?!(?:Monday|Tuesday|Wednesday|Thursday|Friday|Saturday|Sunday|January|February|March|April|May|"
     r"June|July|August|September|October|November|December)\b)"
-    r"(?-i:(?P<v>[A-Z][a-z'\-]+(?: [A-Z][a-z'\-]+)?))(?![A-Za-z'\-])"
+    r"(?-i:(?P<v>[A-Z\u00c0-\u00de][a-z\u00df-\u00ff'\-]+(?: [A-Z\u00c0-\u00de][a-z\u00df-\u00ff'\-]+)?))"
+    r"(?![A-Za-z\u00c0-\u00ff'\-])"
+)
+# The name a user introduces themself with: a capitalised name, after a title when one is said ("I'm
+# Dr. Patel" is Dr. Patel; a title alone, "I'm Dr.", is no name).
+_EN_TITLE = r"(?:Dr|Mr|Mrs|Ms|Mx|Prof|Professor|Miss)"
+_EN_INTRO_NAME = (
+    rf"(?-i:(?!{_EN_TITLE}\b\.?(?![\s.]*[A-Z])))(?!(?:it|this|that|here|there)\b)"
+    + _EN_CAP_NAME.replace("(?P<v>", rf"(?P<v>(?:{_EN_TITLE}\.?\s+)?", 1)
 )
 _ZH_HEAD = r"(?:^|(?<=[，,。.!！?？；;~～\s]))"
 # What follows "I'm a" / "starting as a" when it may be an occupation: lower-case words up to a clause
@@ -524,20 +532,40 @@ RULES: list[tuple[str, str, re.Pattern[str], bool]] = [
         ),
         False,
     ),
-    # "Hi! I'm Sarah, …": a capitalised name right after a greeting ("hi, I'm tired" is not one).
+    # "Hi! I'm Sarah, …", "Hey there, it's Priya": a capitalised name right after a greeting ("hi, I'm
+    # tired" is not one).
     (
         "en_hi_im",
         NAME,
-        re.compile(rf"^(?:hi|hello|hey|hiya)(?: there)?[,!.~\s]+(?:I'm|I am|this is) {_EN_CAP_NAME}", re.I),
+        re.compile(
+            rf"^(?:hi|hello|hey|hiya)(?: there)?[,!.~\s]+(?:I'm|I am|this is|it's|it is) {_EN_INTRO_NAME}",
+            re.I,
+        ),
         True,
     ),
-    # "I'm Sarah, by the way", "Name's Jack": a capitalised name that ends its clause, not a state,
-    # a nationality or a place ("I'm Fine.", "I'm Chinese", "I'm Paris-based" say no name).
+    # "I'm Sarah, by the way", "I'm Sam and I'm 30", "I'm Mike, a nurse from Ohio", "Name's Jack": a
+    # capitalised name that ends its clause or is followed by more about the user (an age, "a …",
+    # "from …"); not a state, a nationality or a place ("I'm Fine.", "I'm Chinese", "I'm Paris-based"
+    # say no name).
     (
         "en_im_name",
         NAME,
         re.compile(
-            rf"(?:^|(?<=[.!?]\s))(?:I'm|I am) {_EN_CAP_NAME}(?=\s*(?:,\s*(?:by the way|btw|nice to meet you)|[.!~]|$))",
+            rf"(?:^|(?<=[.!?]\s))(?:I'm|I am) {_EN_INTRO_NAME}(?=\s*(?:,\s*(?:by the way|btw|nice to meet you|"
+            r"\d|an? |from |originally |and )|\s+(?:and (?:I|I'm|I am)|from)\b|[.!~]|$))",
+            re.I,
+        ),
+        True,
+    ),
+    # "It's Priya here", "This is Tom speaking", "This is Tom." said alone: a capitalised name who is
+    # talking ("This is amazing", "It's Monday here", "This is Tom, my brother" name no user; a bare
+    # "X here" / "X speaking" is too often "Same here", "Frankly speaking").
+    (
+        "en_here",
+        NAME,
+        re.compile(
+            rf"^(?:(?:hi|hello|hey|hiya)(?: there)?[,!.~\s]+)?(?:it's|it is|this is) {_EN_INTRO_NAME}"
+            r"(?: (?:here|speaking)(?=\s*[.!,~;]|\s*$)|(?=[.!~]*\s*$))",
             re.I,
         ),
         True,

@@ -1,0 +1,267 @@
+"""The user's name, however they introduce themselves, in Chinese and English: the forms that name the
+user (and what they are then called), and the ones that only look like an introduction ("我是医生",
+"我是新来的", "I'm tired", "This is amazing"). Then, through the HTTP service, the name a first
+message gives is still in the model's system prompt many turns and days later."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+import httpx
+import pytest
+
+from memsched.commands import detect, zh_full_name
+from memsched.config import Config
+from memsched.profile import NAME, OCCUPATION, PREFERRED_NAME
+from memsched.profile_extract import extract
+from memsched.server.app import create_app
+from memsched.testing import FakeOpenAI, LiveServer
+
+
+def _names(text: str) -> tuple[set[str], set[str]]:
+    """(the names, the preferred names) a message gives: the facts `extract` reads and the renames
+    `detect` finds (applied as the preferred name before the reply). A name is never also read as
+    the user's occupation ("我是王海生" was occupation 王海生)."""
+    found = extract(text)
+    names_as_jobs = {ob.value for ob in found if ob.key == OCCUPATION} & {
+        ob.value for ob in found if ob.key == NAME
+    }
+    assert not names_as_jobs, found
+    names = {ob.value for ob in found if ob.key == NAME and ob.op == "set"}
+    preferred = {ob.value for ob in found if ob.key == PREFERRED_NAME and ob.op == "set"}
+    preferred |= {c.value for c in detect(text) if c.kind == "rename" and c.value}
+    return names, preferred
+
+
+# (what the user says, the name, what they are called or None)
+INTRODUCTIONS = [
+    # A name ending in a character that also ends occupations (学生, 医生, 画家, 歌手, 员工): the whole
+    # token is a surname and a given name, no word before the ending.
+    ("我是王海生，朋友们叫我海生", "王海生", "海生"),
+    ("我是王海生", "王海生", None),
+    ("我是王海生。今天第一次来", "王海生", None),
+    ("你好，我是王海生", "王海生", None),
+    ("我叫王海生", "王海生", None),
+    ("我是李建生，大家都叫我建生", "李建生", "建生"),
+    ("嗨，我是李建生", "李建生", None),
+    ("我是陈一手", "陈一手", None),
+    ("我是张思远", "张思远", None),
+    ("我是刘家明", "刘家明", None),
+    ("我是李华，很高兴认识你", "李华", None),
+    ("本人张伟", "张伟", None),
+    ("我的名字是陈静", "陈静", None),
+    ("我姓王，叫海生", "王海生", None),
+    ("我姓李，叫李明", "李明", None),
+    ("我姓王，名海生", "王海生", None),
+    ("我姓欧阳，单名一个娜", "欧阳娜", None),
+    ("我是欧阳娜娜", "欧阳娜娜", None),
+    ("我叫李明，你可以叫我小明", "李明", "小明"),
+    # A surname and a title: the user is named as they introduce themselves.
+    ("我是王医生", "王医生", None),
+    ("我是李老师，教数学的", "李老师", None),
+    ("I'm Sam", "Sam", None),
+    ("Hi, I'm Sam", "Sam", None),
+    ("I'm Samuel but everyone calls me Sam", "Samuel", "Sam"),
+    ("Name's Jo", "Jo", None),
+    ("It's Priya here", "Priya", None),
+    ("Hey there, it's Priya", "Priya", None),
+    ("This is Tom", "Tom", None),
+    ("This is Tom speaking", "Tom", None),
+    ("My name is Ana María", "Ana María", None),
+    ("I'm José", "José", None),
+    ("I'm Dr. Patel", "Dr. Patel", None),
+    ("I'm Sam and I'm 30", "Sam", None),
+    ("I'm Sam, 28, from Boston", "Sam", None),
+    ("I'm Mike, a nurse from Ohio", "Mike", None),
+]
+
+
+@pytest.mark.parametrize(("text", "name", "called"), INTRODUCTIONS)
+def test_an_introduction_names_the_user(text: str, name: str, called: str | None) -> None:
+    names, preferred = _names(text)
+    assert names == {name}
+    if called is not None:
+        assert called in preferred
+
+
+@pytest.mark.parametrize(
+    ("text", "called"),
+    [("you can call me T", "T"), ("叫我阿杰就行", "阿杰"), ("大家都叫我老张", "老张")],
+)
+def test_what_to_call_the_user_without_a_name(text: str, called: str) -> None:
+    names, preferred = _names(text)
+    assert names == set() and preferred == {called}
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        # occupations, roles, places: a role ending on a word ("高中" + 生), or no surname at all
+        "我是学生",
+        "我是医生",
+        "我是老师",
+        "我是高中生",
+        "我是留学生",
+        "我是毕业生",
+        "我是程序员",
+        "我是钢琴家",
+        "我是史学家",
+        "我是白领",
+        "我是文员",
+        "我是杭州人",
+        "我是江南人",
+        "我是一名医生",
+        # states, stances, questions, words with a surname's first character
+        "我是新来的",
+        "我是认真的",
+        "我是认真的，别闹",
+        "我是说你最近太忙了",
+        "我是不是太敏感了",
+        "我是王海生吗",
+        "他说我是王海生",
+        "我是王海生的妈妈",
+        "我是高手",
+        "我是单身",
+        "我是万能的",
+        "我是明星",
+        "我是程序猿",
+        "我姓王",
+        "I'm tired",
+        "I'm Brazilian",
+        "I'm new here",
+        "I'm Christian",
+        "I'm Christian and I pray every day",
+        "I'm single",
+        "I'm okay",
+        "I'm Sorry",
+        "I'm Dr.",
+        "This is amazing",
+        "This is Tom, my brother",
+        "It's Monday here",
+        "It's raining here",
+        "It's Christmas here",
+        "Same here!",
+        "Frankly speaking, no",
+        "It's Sam's birthday",
+        "i'm sam and you?",
+    ],
+)
+def test_what_only_looks_like_an_introduction_names_no_one(text: str) -> None:
+    assert _names(text) == (set(), set())
+
+
+@pytest.mark.parametrize(
+    ("text", "occupation"),
+    [("我是高中生", "高中生"), ("我是程序员", "程序员"), ("我是一名医生", "医生"), ("我是钢琴家", "钢琴家")],
+)
+def test_an_occupation_is_still_one(text: str, occupation: str) -> None:
+    assert [(ob.key, ob.value) for ob in extract(text)] == [(OCCUPATION, occupation)]
+
+
+@pytest.mark.parametrize(
+    ("name", "full"),
+    [
+        ("王海生", True),
+        ("李建生", True),
+        ("周明杰", True),
+        ("欧阳娜娜", True),
+        ("高中生", False),  # 高中 is a word: a high-school student
+        ("王医生", False),  # a title, not a full name
+        ("杭州人", False),
+        ("王家明", False),  # jieba reads 王家 (the Wang family) 明: no person's name
+    ],
+)
+def test_a_full_chinese_name_may_end_as_a_role_does(name: str, full: bool) -> None:
+    assert zh_full_name(name) is full
+
+
+def test_loading_the_keyword_tables_leaves_the_tag_table_in_place() -> None:
+    """The server loads the keyword tables in the background at start: that reloaded jieba's tag
+    table, and a part-of-speech cut meanwhile read no tag at all ("王海生" was no person's name)."""
+    from jieba import posseg
+
+    from memsched import keywords
+    from memsched.text.postag import lcut
+
+    lcut("王海生")
+    table = posseg.dt.word_tag_tab
+    keywords._jieba_tags.cache_clear()
+    keywords.warm_up()
+    assert posseg.dt.word_tag_tab is table and table.get("王") == "nr"
+
+
+# -- through the HTTP service ---------------------------------------------------------------------
+
+
+@pytest.fixture
+def server(tmp_path: Path, fake: FakeOpenAI) -> Iterator[str]:
+    cfg = Config.load(
+        home=tmp_path / "srv", embedders="hash", upstream_base_url=fake.base_url, upstream_model="fake-model"
+    )
+    with LiveServer(create_app(cfg)) as base:
+        yield base
+
+
+def _chat(base: str, user: str, text: str, at: datetime, session: str) -> None:
+    r = httpx.post(
+        f"{base}/v1/chat/completions",
+        json={
+            "model": "fake-model",
+            "user": user,
+            "metadata": {"session_id": session, "timestamp": at.isoformat()},
+            "messages": [{"role": "system", "content": "You are Xiaoyu."}, {"role": "user", "content": text}],
+        },
+        timeout=60,
+    )
+    assert r.status_code == 200, r.text
+
+
+_SMALL_TALK = {
+    "zh": ["今天好累啊", "晚饭吃了面条", "下雨了，不想出门", "最近在看一部剧", "周末想去爬山", "睡不着"],
+    "en": [
+        "long day today",
+        "had pasta for dinner",
+        "it's raining again",
+        "watching a new show",
+        "can't sleep",
+    ],
+}
+
+
+@pytest.mark.parametrize(
+    ("lang", "intro", "name", "called"),
+    [
+        ("zh", "我是王海生，朋友们叫我海生", "王海生", "海生"),
+        ("zh", "我姓王，叫海生。", "王海生", None),
+        ("en", "I'm Sam, 28, from Boston", "Sam", None),
+        ("en", "Hey there, it's Priya", "Priya", None),
+    ],
+)
+def test_http_the_introduced_name_is_shown_many_turns_later(
+    server: str, fake: FakeOpenAI, lang: str, intro: str, name: str, called: str | None
+) -> None:
+    """The name a first message gives reaches the system prompt every turn after, across sessions and
+    days (a name taken for an occupation, "王海生", or an introduction not read, was never there)."""
+    day0 = datetime(2025, 3, 1, 9, 0, tzinfo=UTC)
+    _chat(server, "u", intro, day0, "s0")
+    talk = _SMALL_TALK[lang]
+    for i in range(24):
+        _chat(
+            server, "u", talk[i % len(talk)], day0 + timedelta(days=1 + i // 3, hours=i % 3), f"s{1 + i // 3}"
+        )
+    _chat(
+        server,
+        "u",
+        "还记得我吗？" if lang == "zh" else "do you remember me?",
+        day0 + timedelta(days=100),
+        "s99",
+    )
+    system = fake.chat_requests[-1]["messages"][0]["content"]
+    assert re.search(rf"^- name: {re.escape(name)}(?:$| \()", system, re.M), system
+    if called is not None:
+        assert re.search(rf"^- preferred name \(call the user this\): {called}(?:$| \()", system, re.M), (
+            system
+        )
