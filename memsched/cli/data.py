@@ -1,8 +1,10 @@
-"""`memsched import`, `context` and `search`: getting conversations in and looking at them."""
+"""`memsched import`, `export`, `context` and `search`: conversations in and out, and looking at
+them."""
 
 from __future__ import annotations
 
 import json
+import sys
 from pathlib import Path
 
 import typer
@@ -16,6 +18,7 @@ from memsched.cli.common import (
     StoreOption,
     app,
     console,
+    err_console,
     existing_file,
     load_config,
     no_blank_id,
@@ -138,6 +141,61 @@ def import_(
         console.print(f"imported {n} new turns for user [bold]{uid}[/]{note}")
     if not added:
         console.print("nothing to import")
+
+
+@app.command("export")
+@reports_errors
+def export(
+    user: str = typer.Option(..., "--user", "-u", callback=no_blank_id, help="Whose turns."),
+    out: Path | None = typer.Option(
+        None, "--out", "-o", help="Write the JSONL here (default: standard output)."
+    ),
+    profile: Path | None = typer.Option(
+        None, "--profile", help="Also write the user's current profile facts here, as JSON."
+    ),
+    tenant: str | None = typer.Option(
+        None, "--tenant", help="The user's tenant, when the service uses API keys."
+    ),
+    home: Path | None = HomeOption,
+    db: str | None = StoreOption,
+) -> None:
+    """Write a user's turns as memsched JSONL, one line per turn in the order they were stored: the
+    format `memsched import` reads, so `export` then `import` into another home gives the same
+    sessions and turns. Reads only: a home without a database is left without one."""
+    from memsched.cli.privacy import _internal
+    from memsched.export import export_pages
+    from memsched.store import open_store
+
+    cfg = load_config(home=home, db=db)
+    uid = _internal(user, tenant)
+    if not cfg.database_url and not cfg.db_path.exists():
+        # Opening the store would create (and migrate) an empty database: an export writes nothing.
+        raise InputError(f"unknown user {user!r}: there is no database at {cfg.db_path}")
+    store = open_store(cfg)
+    try:
+        if not store.has_user(uid):
+            raise InputError(f"unknown user {user!r}: it has no stored turns to export")
+        n = 0
+        if out is None:
+            # UTF-8 bytes whatever the terminal's encoding: `> file` gives an importable file.
+            binary = sys.stdout.buffer
+            for chunk in export_pages(store, uid):
+                binary.write(chunk.encode("utf-8"))
+                n += chunk.count("\n")
+            binary.flush()
+        else:
+            with out.open("w", encoding="utf-8", newline="\n") as fh:
+                for chunk in export_pages(store, uid):
+                    fh.write(chunk)
+                    n += chunk.count("\n")
+        if profile is not None:
+            facts = Profile(store).facts(uid, current=True)
+            body = {"user": user, "facts": [f.as_dict() for f in facts]}
+            profile.write_text(json.dumps(body, ensure_ascii=False, indent=2) + "\n", encoding="utf-8")
+    finally:
+        store.close()
+    where = f" to {out}" if out is not None else ""
+    err_console.print(f"exported {n} turns of {user!r}{where}", highlight=False, markup=False)
 
 
 @app.command()

@@ -376,6 +376,13 @@ class PostgresStore(
                 return
             last = (rows[-1][8], rows[-1][0])
 
+    def turns_by_id(self, user_id: str, after_id: int, limit: int) -> list[Turn]:
+        rows = self._all(
+            f"SELECT {TURN_COLUMNS} FROM turns WHERE user_id = %s AND id > %s ORDER BY id LIMIT %s",
+            (user_id, after_id, limit),
+        )
+        return [row_to_turn(r) for r in rows]
+
     def turn_count(self, user_id: str) -> int:
         row = self._one("SELECT count(*) FROM turns WHERE user_id = %s", (user_id,))
         return int(row[0]) if row else 0

@@ -369,6 +369,13 @@ class SQLiteStore(
         for r in rows:
             yield row_to_turn(r)
 
+    def turns_by_id(self, user_id: str, after_id: int, limit: int) -> list[Turn]:
+        rows = self.db.execute(
+            f"SELECT {TURN_COLUMNS} FROM turns WHERE user_id = ? AND id > ? ORDER BY id LIMIT ?",
+            (user_id, after_id, limit),
+        ).fetchall()
+        return [row_to_turn(r) for r in rows]
+
     def turn_count(self, user_id: str) -> int:
         # Kept by triggers (migration 015): one primary-key read, not a count of the user's turns.
         row = self.db.execute("SELECT turns FROM users WHERE id = ?", (user_id,)).fetchone()

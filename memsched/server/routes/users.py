@@ -1,11 +1,14 @@
-"""A user's sessions and the turns of one session (paged, newest page first)."""
+"""A user's sessions, the turns of one session (paged, newest page first), and all their turns as
+memsched JSONL (the export)."""
 
 from __future__ import annotations
 
 import asyncio
 
 from fastapi import APIRouter, Depends, Query, Request
+from fastapi.responses import StreamingResponse
 
+from memsched.export import export_pages
 from memsched.model import Turn
 from memsched.server.errors import ERRORS
 from memsched.server.identity import user_id
@@ -71,3 +74,24 @@ async def session_turns(
     turns = await asyncio.to_thread(load)
     first = turns[0].seq if turns else None
     return TurnPage(turns=[turn_out(t) for t in turns], next_before=first if first else None)
+
+
+@router.get(
+    "/v1/users/{user}/export",
+    response_class=StreamingResponse,
+    responses={
+        **ERRORS,
+        200: {
+            "description": "One JSON object per line and turn, in the order stored: the format"
+            " `memsched import` reads (session_id, role, speaker, content, timestamp, external_id;"
+            " meta when the turn has any)",
+            "content": {"application/x-ndjson": {"schema": {"type": "string"}}},
+        },
+    },
+    summary="All of a user's turns as memsched JSONL (streamed)",
+)
+async def export(request: Request, user: str, svc: Service = Depends(get_service)) -> StreamingResponse:
+    uid = user_id(request, user)
+    await asyncio.to_thread(svc.memory.require_user, uid)  # unknown: the 404 of the other user routes
+    # A sync iterator: Starlette reads each page on a worker thread, so the loop is never blocked.
+    return StreamingResponse(export_pages(svc.memory.store, uid), media_type="application/x-ndjson")
