@@ -38,6 +38,7 @@ from memsched.profile import (
 from memsched.profile_rules import EN_NOT_GREETING_NAMES
 from memsched.text.places import is_place_en, is_place_zh
 from memsched.text.segment import ENGLISH_STOP_WORDS, has_cjk
+from memsched.text.segment import terms as segment_terms
 
 if TYPE_CHECKING:
     from memsched.jobs.queue import Job
@@ -504,6 +505,18 @@ FORGET_ALL_RULES: list[tuple[str, re.Pattern[str]]] = [
 # "把关于我前任的事都忘了", "forget everything about my ex": every turn that mentions a topic.
 _ZH_TOPIC_WHAT = r"(?:聊天记录|事|事情|一切|内容|记忆|话|东西|消息|记录|部分)"
 _ZH_TOPIC = r"(?P<topic>[^，,。！!？?、；;\s的]{1,20})"
+# The verb of "别记我工作的事了": 别 / 不要 / 不用 (再) 记 (着 / 住 / 下).
+_ZH_DONT_KEEP_VERB = r"(?:别|不要|不用|不必|甭)(?:再)?记(?:着|住|下)?"
+# What after 别记 makes it another verb (记错, 记恨, 记仇, 记在心上, 记得, 记笔记) or names no topic.
+_ZH_KEEP_NOT_OBJECT = r"[错恨仇得性忆录账笔号载在挂]"
+# The topic of a "don't keep it" command: no one else's ("他的事你别记了", "她工作的事别记了" name no
+# topic of the user's to search for) and not the user alone ("我的事" is no topic), no time or message word (刚才 / 上面 / 那件: the last message, `zh_last_forget`),
+# nothing said ("我说的事": what was said, not a topic).
+_ZH_KEEP_TOPIC = (
+    r"(?P<topic>(?![你您他她它]|我们?(?:自己)?(?:的|那)|我?[说讲提]|刚|上面|之前|以前|昨天|今天|前天|那|这)"
+    r"[^，,。！!？?、；;\s的]{1,20}?)(?:有关|相关)?"
+)
+_ZH_KEEP_WHAT = r"(?:的(?:事情?|那些(?:事情?)?)|那些(?:事情?)?)"
 FORGET_TOPIC_RULES: list[tuple[str, re.Pattern[str]]] = [
     (
         "zh_about_x_forget",
@@ -537,6 +550,26 @@ FORGET_TOPIC_RULES: list[tuple[str, re.Pattern[str]]] = [
             rf"{_CLAUSE}{_ZH_ASK}(?:忘掉|删掉|删除|清除|抹掉)(?:我(?:说|讲|提|聊)过的)?(?:所有|全部|一切)?"
             rf"(?:我的?)?(?P<topic>(?!我?[说讲]|[那这不])[^，,。！!？?、；;\s的]{{2,20}}?)(?:有关|相关)?的"
             rf"{_ZH_TOPIC_WHAT}(?!了)"
+        ),
+    ),
+    # "别记我工作的事了", "别再记着我前任的事了", "不要记我借钱的事", "不用记我家里那些事": 别记 / 不要记 /
+    # 不用记 (the session-29 rule for the last message, `_ZH_DONT_KEEP`) with a topic named as 的事 /
+    # 的事情 / 那些, at the start of a clause and ending it. 记 that asks for something else is no
+    # such verb: 记错, 记恨, 记仇, 记在心上 (consolation), 记笔记, 记得.
+    (
+        "zh_dont_keep_x",
+        re.compile(
+            rf"{_CLAUSE}{_ZH_ASK}(?:你)?(?:就|也|可以)?{_ZH_DONT_KEEP_VERB}(?:关于|有关)?(?:我们?的?)?"
+            rf"(?!{_ZH_KEEP_NOT_OBJECT}){_ZH_KEEP_TOPIC}{_ZH_KEEP_WHAT}(?:了|吧|啦)*(?=$|[。！!，,~～\s])"
+        ),
+    ),
+    # "我家里的事你别记了", "关于我感情的事别记了", "前任的事情就不用再记着了": the topic first, then the
+    # clause ends with 别记了 / 不要记 / 不用记 (`_ZH_DONT_KEEP`: "我工作的事你别记错了" asks nothing).
+    (
+        "zh_x_dont_keep",
+        re.compile(
+            rf"{_CLAUSE}(?:把|将)?(?:关于|有关)?(?:我们?的?)?{_ZH_KEEP_TOPIC}{_ZH_KEEP_WHAT}"
+            rf"(?:你|您|就|也|都|可以)*{_ZH_DONT_KEEP}"
         ),
     ),
     # "erase all memories of my ex", "delete every message about the wedding", "wipe your memory of
@@ -611,15 +644,45 @@ def topic_terms(topic: str) -> list[str]:
     return list(TOPIC_VARIANTS.get(topic.lower(), (topic,)))
 
 
-def topic_pattern(topic: str, also: Sequence[str] = ()) -> re.Pattern[str]:
-    """A regex for any of the topic's words and of `also` (Latin words whole, case-insensitive; CJK
-    as substrings)."""
+@dataclass(frozen=True, slots=True)
+class TopicPattern:
+    """What finds a topic's words in a message (`topic_pattern`): a regex for the words of two
+    characters or more, and the one-character Han words, found only as whole words of the message's
+    segmentation (`segment.terms`): 猫 is in "我的猫生病了", not in "熊猫"; 钱 not in "钱塘江". jieba
+    keeps the user's own kin as one word ("我弟", "我妹"): that is the word 弟, 妹 too."""
+
+    regex: re.Pattern[str] | None
+    chars: frozenset[str] = frozenset()
+
+    def search(self, text: str) -> bool:
+        if self.regex is not None and self.regex.search(text):
+            return True
+        if not self.chars or not any(c in text for c in self.chars):
+            return False
+        return any(w in self.chars or w.removeprefix("我") in self.chars for w in segment_terms(text))
+
+
+def topic_pattern(topic: str, also: Sequence[str] = ()) -> TopicPattern:
+    """What finds any of the topic's words and of `also`: Latin words whole, case-insensitive; CJK
+    words of two characters or more as substrings, one Han character only as a whole word. A general
+    topic named by one character (钱: `topic_field`) is not searched for itself: its field's words
+    say what it means ("不要钱" is free, not the user's money)."""
     parts = []
-    for term in sorted(dict.fromkeys([*topic_terms(topic), *also]), key=len, reverse=True):
+    chars: set[str] = set()
+    words = dict.fromkeys([*topic_terms(topic), *also])
+    if _ONE_HAN.fullmatch(topic.strip()) and topic_field(topic) is not None:
+        words.pop(topic.strip(), None)
+    for term in sorted(words, key=len, reverse=True):
+        if _ONE_HAN.fullmatch(term):
+            chars.add(term)
+            continue
         esc = re.escape(term)
         # A Latin word whole, and not the first part of a hyphenated one ("ex" is not "ex-boss").
         parts.append(esc if re.search(rf"[{_CJK}]", term) else rf"(?<![A-Za-z]){esc}(?![A-Za-z]|-[A-Za-z])")
-    return re.compile("|".join(parts), re.I)
+    return TopicPattern(re.compile("|".join(parts), re.I) if parts else None, frozenset(chars))
+
+
+_ONE_HAN = re.compile(rf"[{_CJK}]")
 
 
 def _detect_forget(text: str) -> Command | None:
@@ -1472,6 +1535,7 @@ TOPIC_FIELDS: tuple[TopicField, ...] = (
             relatives
             family life
             home life
+            家
             家里
             家人
             家庭
@@ -1513,11 +1577,11 @@ TOPIC_FIELDS: tuple[TopicField, ...] = (
 )
 
 # The last word of a topic that says only that it is a topic: "my health stuff", "money problems",
-# "family drama", 感情问题, 身体方面.
+# "family drama", 感情问题, 身体方面, 工作上 ("我工作上的事").
 _EN_TOPIC_TAILS = frozenset(
     {"stuff", "things", "thing", "issues", "issue", "problems", "problem", "situation", "matters", "drama"}
 )
-_ZH_TOPIC_TAIL = re.compile(r"(?:问题|状况|情况|方面)$")
+_ZH_TOPIC_TAIL = re.compile(r"(?:问题|状况|情况|方面|上)$")
 
 
 def topic_field(topic: str) -> TopicField | None:

@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 
 from memsched import Config, Memory
-from memsched.commands import TOPIC_FIELDS, topic_field
+from memsched.commands import TOPIC_FIELDS, detect, topic_field, topic_pattern
 from memsched.embed.hashing import HashEmbedder
 from memsched.llm.client import OpenAIChatClient
 from memsched.profile import ALLERGIES, DIET, PEOPLE, Profile
@@ -216,6 +216,11 @@ def test_the_facts_of_a_topic_go_with_it_and_only_those(setup: Setup) -> None:
         ("家里", "family"),
         ("家人", "family"),
         ("家庭问题", "family"),
+        ("家", "family"),
+        ("工作上", "work"),
+        ("感情上", "love life"),
+        ("晚上", None),
+        ("身上", None),
         ("job", "work"),
         ("work stuff", "work"),
         # Not a general topic: searched for by its own words.
@@ -271,3 +276,126 @@ def test_a_name_names_one_topic() -> None:
 def test_field_words_are_the_topic_not_an_incidental_word(label: str, text: str, about: bool) -> None:
     field = next(f for f in TOPIC_FIELDS if f.label == label)
     assert bool(field.words.search(text)) is about
+
+
+# "别记我工作的事了" / "我家里的事你别记了": 别记 / 不要记 / 不用记 with a topic, before or after it, is a
+# topic forget; before, it was no command at all and nothing was deleted while the user believed it
+# was. A one-character topic (钱, 家, 猫) is a whole word, not a substring: "把关于钱的事都忘了" took
+# "钱塘江的潮水很壮观" and "不要钱", "把我家的事都忘了" took "回家路上好堵".
+WORK_ZH = (
+    ["我下周要去一家新公司面试", "老板今天又让我加班到十点"],
+    ["周末想去爬山", "这本小说写得真好", "做了一个很奇怪的梦"],
+)
+EX_ZH = (
+    ["我前男友昨天又给我发消息了", "前任送的东西我都扔了"],
+    ["我男朋友今天给我做了饭", "前面的路口左转就到了"],
+)
+CAT_ZH = (
+    ["我的猫昨天生病了", "猫又把杯子打翻了"],
+    ["熊猫宝宝太可爱了", "这只猫头鹰好可爱"],
+)
+DONT_KEEP = [
+    ("别记我工作的事了", WORK_ZH),
+    ("别记我身体的事了", CASES["health_zh"][:2]),
+    ("别再记着我前任的事了", EX_ZH),
+    ("不要记我借钱的事", CASES["money_zh"][:2]),
+    ("我家里的事你别记了", CASES["family_zh"][:2]),
+    ("关于我感情的事别记了", CASES["love_zh"][:2]),
+    ("不用记我工作上的事了", WORK_ZH),
+    # One character: a general topic's field words (钱: not 钱塘江, not 不要钱; 家: not 回家, 家庭作业),
+    # any other one a whole word of the segmentation (猫: not 熊猫, 猫头鹰).
+    ("把关于钱的事都忘了", CASES["money_zh"][:2]),
+    ("别记钱的事了", CASES["money_zh"][:2]),
+    ("把我家的事都忘了", CASES["family_zh"][:2]),
+    ("把关于猫的事都忘了", CAT_ZH),
+]
+
+
+@pytest.mark.parametrize(("command", "turns"), DONT_KEEP, ids=[c for c, _ in DONT_KEEP])
+def test_dont_keep_a_topic_forgets_it(setup: Setup, command: str, turns: tuple[list[str], list[str]]) -> None:
+    gone, kept = turns
+    s = setup
+    for text in gone:
+        s.say(text, session="s1")
+    for text in kept:
+        s.say(text, session="s2")
+    assert all(g.encode() in s.db_bytes() for g in gone)
+
+    s.say(command, session="s1")
+    left = s.contents()
+    assert not [t for t in left if any(g in t for g in gone)], left
+    assert all(k in left for k in kept), left
+    assert command not in left  # a topic forget is not recorded itself
+    raw = s.db_bytes()
+    assert not [g for g in gone if g.encode() in raw]
+    assert all(k.encode() in raw for k in kept)
+
+
+@pytest.mark.parametrize(
+    ("text", "topic"),
+    [
+        ("别记我工作的事了", "工作"),
+        ("别记我身体的事了", "身体"),
+        ("别再记着我前任的事了", "前任"),
+        ("不要记我借钱的事", "借钱"),
+        ("我家里的事你别记了", "家里"),
+        ("关于我感情的事别记了", "感情"),
+        ("请不要再记着我前任的事情了", "前任"),
+        ("你就别记住我工作那些事了", "工作"),
+        ("不用记我家里那些事", "家里"),
+        ("前任的事情就不用再记着了", "前任"),
+        ("我们家的事你别记了吧", "家"),
+        ("演唱会的事不用记了", "演唱会"),
+    ],
+)
+def test_dont_keep_a_topic_is_a_topic_forget(text: str, topic: str) -> None:
+    assert [(c.kind, c.value) for c in detect(text)] == [("forget_topic", topic)]
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "别记错了",
+        "我工作的事你别记错了",
+        "别记错我生日的事",
+        "别记恨我",
+        "工作的事别记恨我",
+        "你别记仇",
+        "别忘了记得吃药",
+        "记得别迟到",
+        # "Don't take it to heart": consolation, nothing to delete.
+        "别记在心上",
+        "工作的事别记在心上",
+        "刚才那件事别记在心上",
+        "不用记笔记",
+        "我工作的事你别记了吗",  # a question
+        "他的事你别记了",  # someone else's: no topic of the user's
+        "她工作的事不用记了",
+        "我的事你别记了",  # the user, not a topic (and no "delete everything")
+        "那些事别记了",
+    ],
+)
+def test_remember_phrases_that_ask_no_forget(text: str) -> None:
+    assert detect(text) == []
+
+
+@pytest.mark.parametrize(
+    ("text", "kind"),
+    [
+        ("刚才说的那件事别记了", "forget_last"),
+        ("别记刚才的事了", "forget_last"),
+        ("别记住我刚才说的", "forget_last"),
+    ],
+)
+def test_dont_keep_the_last_message_stays_forget_last(text: str, kind: str) -> None:
+    assert [c.kind for c in detect(text)] == [kind]
+
+
+def test_a_one_character_topic_is_a_whole_word() -> None:
+    cat = topic_pattern("猫")
+    assert cat.search("我的猫昨天生病了") and not cat.search("熊猫宝宝太可爱了")
+    money = topic_pattern("钱")  # the money field's words, not the character: see match_topic
+    assert not money.search("钱塘江的潮水很壮观") and not money.search("这个活动免费，不要钱")
+    assert topic_pattern("弟").search("我弟又开走了我的车")  # jieba's one word 我弟
+    assert not topic_pattern("弟").search("徒弟出师了")
+    assert topic_pattern("前任").search("我前男友昨天打电话了")
