@@ -56,6 +56,21 @@ _RANK = (
 )
 
 
+_EVERY_MATCH = (
+    "SELECT t.id, bm25(turns_fts, 0.0, 1.0) AS s FROM turns_fts JOIN turns t ON t.id = turns_fts.rowid"
+    " WHERE turns_fts MATCH ? AND turns_fts.rowid > ? AND t.user_id = ? ORDER BY s LIMIT ?"
+)
+
+
+def _every_match(
+    db: sqlite3.Connection, user_id: str, match: str, limit: int, after_id: int = 0
+) -> list[tuple[int, float]]:
+    """The best `limit` of every row matching `match` (after rowid `after_id`), scored by FTS5 at once."""
+    rows = db.execute(_EVERY_MATCH, (match, after_id, user_id, limit)).fetchall()
+    # FTS5's bm25() is "lower is better"; flip it so every layer's score grows with relevance.
+    return [(int(r[0]), -float(r[1])) for r in rows]
+
+
 def search_turns(
     db: sqlite3.Connection, user_id: str, query: str, limit: int, after_id: int = 0
 ) -> list[tuple[int, float]]:
@@ -68,13 +83,9 @@ def search_turns(
         return []
     cap = BM25_CANDIDATES_PER_TERM
     user = f'u : "{user_tag(user_id)}"'
+    everything = f"{user} AND body : ({' OR '.join(phrases)})"
     if after_id > 0:
-        rows = db.execute(
-            "SELECT t.id, bm25(turns_fts, 0.0, 1.0) AS s FROM turns_fts JOIN turns t ON t.id = turns_fts.rowid"
-            " WHERE turns_fts MATCH ? AND turns_fts.rowid > ? AND t.user_id = ? ORDER BY s, t.id DESC LIMIT ?",
-            (f"{user} AND body : ({' OR '.join(phrases)})", after_id, user_id, limit),
-        ).fetchall()
-        return [(int(r[0]), -float(r[1])) for r in rows]
+        return _every_match(db, user_id, everything, limit, after_id)
     # Where each term's newest `cap` matches begin (None: it has no more than `cap`): rowids only,
     # newest first, which FTS5 reads without scoring. A term with no more than `cap` matches in the
     # whole table has no more for this user: that is asked first, of the term's doclist alone (the
@@ -86,15 +97,8 @@ def search_turns(
         if len(rows) == 2:
             rows = db.execute(_NTH_NEWEST, (f"{user} AND body : {p}", cap - 1)).fetchall()
         starts.append(int(rows[0][0]) if len(rows) == 2 else None)
-    everything = f"{user} AND body : ({' OR '.join(phrases)})"
     if all(r is None for r in starts):
-        rows = db.execute(
-            "SELECT t.id, bm25(turns_fts, 0.0, 1.0) AS s FROM turns_fts JOIN turns t ON t.id = turns_fts.rowid"
-            " WHERE turns_fts MATCH ? AND t.user_id = ? ORDER BY s LIMIT ?",
-            (everything, user_id, limit),
-        ).fetchall()
-        # FTS5's bm25() is "lower is better"; flip it so every layer's score grows with relevance.
-        return [(int(r[0]), -float(r[1])) for r in rows]
+        return _every_match(db, user_id, everything, limit)
     # The window: back to where the commonest term has `cap` matches. Inside it every match of any
     # term is ranked; before it, only turns with a term that has at most `cap` matches in all.
     window = max(r for r in starts if r is not None)
