@@ -174,6 +174,15 @@ _EN_PREFER = (
     r"you\s+call\s+me|be\s+called))?|I\s+go\s+by"
 )
 
+# A discourse marker that turns to something new, before the user says who they are ("对了，我是王海生",
+# "哦对了，我叫李明", "忘了说，我是张伟", "顺便说一下，我是李华", "先自我介绍一下，我是周明杰"). What follows
+# is read as if it began the sentence (a bare "我是X": `zh_full_name(bare=True)`), not as after a greeting.
+_ZH_ASIDE_LEAD = (
+    r"(?:(?:哦|噢|喔|啊|嗯|哎|诶)[，,\s]*)?(?:对了|对啦|对了对了|顺便说(?:一下|一句)?|顺便提一下|顺带一提|"
+    r"忘了(?:说|讲|告诉你|跟你说)(?:了)?|(?:忘了|先|我先)?(?:做个|做一下)?(?:自我介绍|介绍一下(?:我自己|自己)?)(?:一下)?|"
+    r"话说|说起来|另外|还有|其实)"
+)
+
 RENAME_RULES: list[tuple[str, re.Pattern[str], bool]] = [
     # (rule name, pattern, is_statement). Statements ("我叫李伟") are skipped in questions.
     (
@@ -241,13 +250,16 @@ RENAME_RULES: list[tuple[str, re.Pattern[str], bool]] = [
         ),
         True,
     ),
-    # "嗨，我是周明杰", "大家好，我是李伟", "我是王海生", "本人张伟": after a greeting, or starting a
-    # sentence, "我是" / "本人" names the user when a person's full name follows and ends the clause
-    # (`zh_full_name`: "嗨，我是医生", "你好，我是杭州人", "我是新来的" name no one).
+    # "嗨，我是周明杰", "大家好，我是李伟", "我是王海生", "本人张伟", "对了，我是王海生": after a greeting,
+    # starting a sentence, or after a discourse marker that turns to something new (`_ZH_ASIDE_LEAD`: 对了,
+    # 忘了说, 顺便说一下, 自我介绍一下), "我是" / "本人" names the user when a person's full name follows
+    # and ends the clause (`zh_full_name`: "嗨，我是医生", "你好，我是杭州人", "对了，我是学生", "我是新来
+    # 的" name no one).
     (
         "zh_hi_im",
         re.compile(
-            rf"(?:(?:^|(?<=[。.!！?？\n]))\s*|{_CLAUSE}(?P<hi>你好|嗨|哈喽|大家好|您好|hi|hello|hey)[呀啊！!，,。.～~\s]*)"
+            rf"(?:(?:^|(?<=[。.!！?？\n]))\s*|{_CLAUSE}(?P<hi>你好|嗨|哈喽|大家好|您好|hi|hello|hey)[呀啊！!，,。.～~\s]*|"
+            rf"{_CLAUSE}{_ZH_ASIDE_LEAD}[，,。.!！～~\s]*)"
             rf"(?:我是|本人(?:是|叫)?){_name('new')}"
             r"(?=(?:吧|啊|呀|哦|嘛|哈|呢|啦)*(?:$|[，,。.!！~～;；\s]))",
             re.I,
@@ -509,11 +521,25 @@ _ZH_TOPIC = r"(?P<topic>[^，,。！!？?、；;\s的]{1,20})"
 _ZH_DONT_KEEP_VERB = r"(?:别|不要|不用|不必|甭)(?:再)?记(?:着|住|下)?"
 # What after 别记 makes it another verb (记错, 记恨, 记仇, 记在心上, 记得, 记笔记) or names no topic.
 _ZH_KEEP_NOT_OBJECT = r"[错恨仇得性忆录账笔号载在挂]"
+# Whose the topic is, said before it: the user's (我, 我的) or their household's or group's (我们家, 咱家,
+# 咱们公司, 俺家): "把我们家的事都忘了" is the family, "把我们公司的事忘掉" the job, never a topic "们家".
+_ZH_MINE = r"(?:我们|咱们|俺们|我|咱|俺)"
+# What may open the clause before a topic named first: a discourse marker (算了, 其实, 好吧, 说真的, 以后)
+# or the user's own stance (我觉得, 我想了想, 我决定): "我觉得工作的事你就别记了", "算了工作的事别记了",
+# "其实我们家的事不用记". Never someone else's ("他觉得…": no lead, and 他 starts no topic).
+_ZH_LEAD_WORDS = (
+    r"(?:算了|好吧|好了|嗯|唉|哎|其实|说真的|老实说|说实话|对了|还有|另外|不过|所以|总之|反正|要不然?|还是|"
+    r"以后|今后|往后|从现在起|从今以后)"
+)
+_ZH_STANCE_VERB = r"(?:觉得|感觉|认为|想了想|想了一下|考虑了一下|决定了?|希望)"
+_ZH_LEAD = rf"(?:(?:{_ZH_LEAD_WORDS}|我(?:还是|其实|真的|现在)?{_ZH_STANCE_VERB})[，,\s]*)*"
 # The topic of a "don't keep it" command: no one else's ("他的事你别记了", "她工作的事别记了" name no
-# topic of the user's to search for) and not the user alone ("我的事" is no topic), no time or message word (刚才 / 上面 / 那件: the last message, `zh_last_forget`),
-# nothing said ("我说的事": what was said, not a topic).
+# topic of the user's to search for) and not the user alone ("我的事" is no topic), no time or message
+# word (刚才 / 上面 / 那件: the last message, `zh_last_forget`), nothing said ("我说的事": what was said,
+# not a topic), and no opening word (`_ZH_LEAD`: "我觉得工作" is no topic).
 _ZH_KEEP_TOPIC = (
-    r"(?P<topic>(?![你您他她它]|我们?(?:自己)?(?:的|那)|我?[说讲提]|刚|上面|之前|以前|昨天|今天|前天|那|这)"
+    rf"(?P<topic>(?![你您他她它们]|{_ZH_MINE}(?:自己)?(?:的|那)|我?[说讲提]|我?{_ZH_STANCE_VERB}|{_ZH_LEAD_WORDS}|"
+    r"刚|上面|之前|以前|昨天|今天|前天|那|这)"
     r"[^，,。！!？?、；;\s的]{1,20}?)(?:有关|相关)?"
 )
 _ZH_KEEP_WHAT = r"(?:的(?:事情?|那些(?:事情?)?)|那些(?:事情?)?)"
@@ -537,7 +563,8 @@ FORGET_TOPIC_RULES: list[tuple[str, re.Pattern[str]]] = [
     (
         "zh_ba_x_forget",
         re.compile(
-            rf"(?<![我他她它们])(?:把|将)(?:我(?:说|讲|提|聊)过的(?:(?:关于|有关)(?:我的?)?)?|我(?:和|跟|的)?)?(?P<topic>(?!我?[说讲])[^，,。！!？?、；;\s的]{{2,20}}?)(?:有关|相关)?的"
+            rf"(?<![我他她它们])(?:把|将)(?:我(?:说|讲|提|聊)过的(?:(?:关于|有关)(?:{_ZH_MINE}的?)?)?|{_ZH_MINE}(?:和|跟|的)?)?"
+            rf"(?P<topic>(?![你您他她它们]|我?[说讲])[^，,。！!？?、；;\s的]{{1,20}}?)(?:有关|相关)?的"
             rf"{_ZH_TOPIC_WHAT}(?:都|全部|全都|统统|全)?(?:给我)?{_ZH_ALL_VERB}"
         ),
     ),
@@ -547,8 +574,8 @@ FORGET_TOPIC_RULES: list[tuple[str, re.Pattern[str]]] = [
     (
         "zh_forget_x_thing",
         re.compile(
-            rf"{_CLAUSE}{_ZH_ASK}(?:忘掉|删掉|删除|清除|抹掉)(?:我(?:说|讲|提|聊)过的)?(?:所有|全部|一切)?"
-            rf"(?:我的?)?(?P<topic>(?!我?[说讲]|[那这不])[^，,。！!？?、；;\s的]{{2,20}}?)(?:有关|相关)?的"
+            rf"{_CLAUSE}{_ZH_LEAD}{_ZH_ASK}(?:忘掉|删掉|删除|清除|抹掉)(?:我(?:说|讲|提|聊)过的)?(?:所有|全部|一切)?"
+            rf"(?:{_ZH_MINE}的?)?(?P<topic>(?!我?[说讲]|[那这不你您他她它们])[^，,。！!？?、；;\s的]{{1,20}}?)(?:有关|相关)?的"
             rf"{_ZH_TOPIC_WHAT}(?!了)"
         ),
     ),
@@ -559,7 +586,7 @@ FORGET_TOPIC_RULES: list[tuple[str, re.Pattern[str]]] = [
     (
         "zh_dont_keep_x",
         re.compile(
-            rf"{_CLAUSE}{_ZH_ASK}(?:你)?(?:就|也|可以)?{_ZH_DONT_KEEP_VERB}(?:关于|有关)?(?:我们?的?)?"
+            rf"{_CLAUSE}{_ZH_LEAD}{_ZH_ASK}(?:你)?(?:就|也|可以)?{_ZH_DONT_KEEP_VERB}(?:关于|有关)?(?:{_ZH_MINE}的?)?"
             rf"(?!{_ZH_KEEP_NOT_OBJECT}){_ZH_KEEP_TOPIC}{_ZH_KEEP_WHAT}(?:了|吧|啦)*(?=$|[。！!，,~～\s])"
         ),
     ),
@@ -568,8 +595,8 @@ FORGET_TOPIC_RULES: list[tuple[str, re.Pattern[str]]] = [
     (
         "zh_x_dont_keep",
         re.compile(
-            rf"{_CLAUSE}(?:把|将)?(?:关于|有关)?(?:我们?的?)?{_ZH_KEEP_TOPIC}{_ZH_KEEP_WHAT}"
-            rf"(?:你|您|就|也|都|可以)*{_ZH_DONT_KEEP}"
+            rf"{_CLAUSE}{_ZH_LEAD}(?:把|将)?(?:关于|有关)?(?:{_ZH_MINE}的?)?{_ZH_KEEP_TOPIC}{_ZH_KEEP_WHAT}"
+            rf"(?:你|您|就|也|都|还是|以后|可以)*{_ZH_DONT_KEEP}"
         ),
     ),
     # "erase all memories of my ex", "delete every message about the wedding", "wipe your memory of
@@ -600,9 +627,10 @@ FORGET_TOPIC_RULES: list[tuple[str, re.Pattern[str]]] = [
 ]
 
 # Words that name a time or a message rather than a topic: "把刚才的事忘了" asks to forget the last
-# message (a `forget_last` rule), "把昨天的事都忘了" names no topic to search for.
+# message (a `forget_last` rule), "把昨天的事都忘了" names no topic to search for; nor do "我们俩" / "我们
+# 之间" (the two people, not a topic).
 _NOT_TOPICS = frozenset(
-    "it that this them 那 这 那些 这些 刚才 刚刚 之前 以前 上次 上一条 那句 这句 昨天 今天 前天 那天 我说 你说".split()  # noqa: SIM905 - a word list reads better as text
+    "it that this them 那 这 那些 这些 刚才 刚刚 之前 以前 上次 上一条 那句 这句 昨天 今天 前天 那天 我说 你说 俩 两个 之间".split()  # noqa: SIM905 - a word list reads better as text
 )
 
 # A topic also matches its common variants, in both languages (data, not fitted to any dataset:
@@ -629,13 +657,13 @@ _VARIANT_GROUPS: tuple[tuple[str, ...], ...] = (
 TOPIC_VARIANTS: dict[str, tuple[str, ...]] = {w.lower(): g for g in _VARIANT_GROUPS for w in g}
 _EX = "ex"  # the topic of a former partner (`_VARIANT_GROUPS`)
 
-_ME = {"我", "我自己", "me", "myself"}
+_ME = {"我", "我自己", "自己", "me", "myself"}
 
 
 def _clean_topic(raw: str) -> str:
     topic = raw.strip().strip("\"“”'‘’「」").strip()
     topic = re.sub(r"^(?:my|our|the|your)\s+", "", topic, flags=re.I)
-    topic = re.sub(r"^(?:我的|我们的|我)(?=.)", "", topic)
+    topic = re.sub(rf"^{_ZH_MINE}的?(?=.)", "", topic)
     return topic.strip()
 
 
@@ -977,6 +1005,10 @@ _ZH_TITLES = frozenset(
 )
 
 
+# The end of a place named after a family (王家村, 李家庄, 刘家湾): no person's name.
+_ZH_FAMILY_PLACE_END = frozenset("村庄口湾镇屯寨堡坡沟坝营铺集巷桥岭峪洼塘港窑")
+
+
 def _jieba_word(word: str) -> bool:
     """Whether `word` is in jieba's dictionary (its prefixes are stored with count 0)."""
     from memsched.text.segment import _jieba
@@ -1022,8 +1054,26 @@ def zh_full_name(name: str, called: str | None = None, *, bare: bool = False) ->
         return len(name) > 2
     from memsched.text.postag import lcut
 
-    first, tag = lcut(name)[0]
-    return str(tag).startswith("nr") and first[0] == name[0]
+    if len(name) == 3 and name[1] == "家" and name[2] in _ZH_FAMILY_PLACE_END:
+        return False  # 王家村, 李家庄: a village named after a family
+    words = [(w, str(t)) for w, t in lcut(name)]
+    first, tag = words[0]
+    return (tag.startswith("nr") and first[0] == name[0]) or _given_name_read_as_words(name, words)
+
+
+def _given_name_read_as_words(name: str, words: Sequence[tuple[str, str]]) -> bool:
+    """Whether a three-character `name` that jieba tags no person's name is still a surname and a
+    given name of two characters, cut as words: the surname read as a word of its own (张 a measure
+    word, 黄 yellow, 何 "what") before a given name read as a noun or a name ("张俊杰", "黄志军",
+    "何建华"); or the surname joined to 家, the given name's first character, as "the X family" (王家 of
+    "王家明", 周家 of "周家伟"). Not a verb, an adverb or a number after the surname ("钱不够", "马不停",
+    "钱多多"), and no other word the surname starts ("程序猿", "周一到", "马上到")."""
+    if len(name) != 3 or len(words) != 2:
+        return False
+    (first, _), (_, tag) = words
+    if first == name[0]:
+        return tag.startswith("n")
+    return first == name[0] + "家"
 
 
 def _surname_given(surname: str, given: str | None) -> str | None:
@@ -1328,7 +1378,7 @@ TOPIC_FIELDS: tuple[TopicField, ...] = (
     TopicField(
         label="work",
         names=frozenset(
-            "job jobs work career careers occupation profession employment 工作 职业 事业 上班 找工作".split()  # noqa: SIM905 - a word list reads better as text
+            "job jobs work career careers occupation profession employment 工作 职业 事业 上班 找工作 公司 单位".split()  # noqa: SIM905 - a word list reads better as text
         ),
         words=re.compile(
             r"(?<![A-Za-z])(?:jobs?|careers?|employers?|employment|employed|unemployed|co-?workers?|colleagues?|"

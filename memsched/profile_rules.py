@@ -11,7 +11,7 @@ still recalled by search); a false one would be shown on every turn.
 
 | key | 中文 | English |
 |---|---|---|
-| name | 我叫X, 我的名字是X, (嗨，)我是周明杰, 本人张伟, 我姓王，叫海生, 我是周明杰，朋友们一般叫我明杰 (a full name: `commands.zh_full_name`, "王海生" too; via `commands.detect`) | my name is X, I'm Sarah(, by the way / , 28 / and I'm …), name's Jack, (hi,) it's / this is Priya (here), I'm Dr. Patel, I'm Joanna Whitfield, though most people call me Jo |
+| name | 我叫X, 我的名字是X, (嗨，/对了，)我是周明杰, 本人张伟, 我姓王，叫海生, 我是周明杰，朋友们一般叫我明杰 (a full name: `commands.zh_full_name`, "王海生" too; via `commands.detect`) | my name is X, (by the way,) I'm Sarah(, by the way / , 28 / and I'm …), name's Jack, (hi,) it's / this is Priya (here), I'm Dr. Patel, I'm Joanna Whitfield, though most people call me Jo |
 | preferred_name | 叫我X, 你可以叫我X, 别叫我X了(，…，还是叫我Y), 我更喜欢别人叫我X (a P1 command in `commands.py`); 大家都叫我X alone (a fact, while no name asked for is in force: `commands.others_call`) | call me X, my friends call me X, you can too, stop calling me X(, I prefer Y), I'd rather you call me X, I prefer X (a user with a known name); my friends call me X alone (a fact, as in Chinese) |
 | birthday | 我的生日是X, 我是X出生的 (三月三号 too; kept resolved: October 5) | my birthday is / 's on / is in X, I was born on X (1990-03-03, 3/3/1990 too) |
 | dates | 我妈妈的生日是五月十二号, 我们的结婚纪念日是六月三号 (`DATE_RULES`) | my mom's birthday is in May, our anniversary is June 3rd |
@@ -145,6 +145,12 @@ _EN_NOT_VALUES = frozenset(
     """you it that this them him her these those what which me us so much one ones doing being here there
     the a an my some to
     yourself yours mine his hers ours theirs everything anything something nothing talking chatting""".split()  # noqa: SIM905 - a word list reads better as text
+)
+# A discourse marker that turns to something new before "I'm Sam": "by the way, I'm Priya", "oh and
+# I'm Sam", "oh, before I forget, I'm Dana", "anyway, I'm Tom".
+_EN_ASIDE_LEAD = (
+    r"(?:(?:oh|ah|and|so|well|also|anyway|anyways|btw|by the way|incidentally|actually|ok|okay|oh yeah|"
+    r"oh right|right|before I forget|I forgot to (?:say|mention)|forgot to (?:say|mention))[,!.\s]+)*"
 )
 # Capitalised words that follow "Hi, I'm" without being a name.
 EN_NOT_GREETING_NAMES = frozenset(
@@ -543,16 +549,19 @@ RULES: list[tuple[str, str, re.Pattern[str], bool]] = [
         ),
         True,
     ),
-    # "I'm Sarah, by the way", "I'm Sam and I'm 30", "I'm Mike, a nurse from Ohio", "Name's Jack": a
-    # capitalised name that ends its clause or is followed by more about the user (an age, "a …",
-    # "from …"); not a state, a nationality or a place ("I'm Fine.", "I'm Chinese", "I'm Paris-based"
-    # say no name).
+    # "I'm Sarah, by the way", "I'm Sam and I'm 30", "I'm Mike, a nurse from Ohio", "Name's Jack", "by the
+    # way, I'm Priya", "Oh and I'm Sam by the way": a capitalised name that ends its clause or is
+    # followed by more about the user (an age, "a …", "from …", "by the way"), at the start of a
+    # sentence or after a discourse marker (`_EN_ASIDE_LEAD`); not a state, a nationality or a place
+    # ("I'm Fine.", "I'm Chinese", "I'm Paris-based" say no name), nor a word after "I'm" that is not
+    # capitalised ("I'm by the way tired").
     (
         "en_im_name",
         NAME,
         re.compile(
-            rf"(?:^|(?<=[.!?]\s))(?:I'm|I am) {_EN_INTRO_NAME}(?=\s*(?:,\s*(?:by the way|btw|nice to meet you|"
-            r"\d|an? |from |originally |and )|\s+(?:and (?:I|I'm|I am)|from)\b|[.!~]|$))",
+            rf"(?:^|(?<=[.!?]\s)){_EN_ASIDE_LEAD}(?:I'm|I am) {_EN_INTRO_NAME}(?=\s*(?:,\s*(?:by the way|btw|"
+            r"nice to meet you|\d|an? |from |originally |and )|\s+(?:and (?:I|I'm|I am)|from|by the way|btw)\b|"
+            r"[.!~]|$))",
             re.I,
         ),
         True,

@@ -308,6 +308,13 @@ DONT_KEEP = [
     ("别记钱的事了", CASES["money_zh"][:2]),
     ("把我家的事都忘了", CASES["family_zh"][:2]),
     ("把关于猫的事都忘了", CAT_ZH),
+    # Words that open the clause before the topic, and whose the topic is (我们公司, 咱家): the topic
+    # read was "觉得前任", "们公司", or no command at all, and nothing was deleted.
+    ("我觉得前任的事你就别记了", EX_ZH),
+    ("其实前任的事情还是别记着了", EX_ZH),
+    ("算了，工作的事还是别记了", WORK_ZH),
+    ("把我们公司的事都忘掉吧", WORK_ZH),
+    ("把咱家的事忘了", CASES["family_zh"][:2]),
 ]
 
 
@@ -352,6 +359,47 @@ def test_dont_keep_a_topic_is_a_topic_forget(text: str, topic: str) -> None:
     assert [(c.kind, c.value) for c in detect(text)] == [("forget_topic", topic)]
 
 
+# Whose the topic is, said before it: the user's household or group (我们家, 咱(们)家, 俺家, 我们公司) is
+# the family or the job, not a topic "们家" cut from 我们; and what may open the clause before a topic
+# named first: a discourse marker (算了, 其实, 好吧, 说真的, 以后) or the user's stance (我觉得, 我想了想,
+# 我决定了), not part of the topic ("觉得工作").
+@pytest.mark.parametrize(
+    ("text", "topic"),
+    [
+        ("把我们家的事都忘了", "家"),
+        ("把咱家的事忘了", "家"),
+        ("把咱们家的事都删了吧", "家"),
+        ("把俺家的事忘了吧", "家"),
+        ("把我们公司的事都忘掉吧", "公司"),
+        ("把咱们单位的事都删了", "单位"),
+        ("把我和我前任的事都删了", "前任"),
+        ("忘掉我们家的事吧", "家"),
+        ("关于我们家的事都忘了吧", "家"),
+        ("别记我们公司的事了", "公司"),
+        ("咱家的事你别记了", "家"),
+        ("我觉得工作的事你就别记了", "工作"),
+        ("工作的事你就别记了", "工作"),
+        ("算了，工作的事别记了", "工作"),
+        ("算了工作的事别记了", "工作"),
+        ("其实工作的事别记了", "工作"),
+        ("我想了想，工作的事还是别记了", "工作"),
+        ("好吧，前任的事就别记着了", "前任"),
+        ("说真的，我家里的事你不用记", "家里"),
+        ("以后工作的事就别记了", "工作"),
+        ("我觉得你别记我工作的事了", "工作"),
+        ("算了忘掉工作的事吧", "工作"),
+        ("我决定了，把前任的事都忘了", "前任"),
+        ("我觉得还是把我们家的事都忘了吧", "家"),
+    ],
+)
+def test_whose_topic_and_the_words_before_it(text: str, topic: str) -> None:
+    assert [(c.kind, c.value) for c in detect(text)] == [("forget_topic", topic)]
+
+
+def test_a_household_or_workplace_is_its_general_topic() -> None:
+    assert [topic_field(t).label for t in ("家", "公司", "单位")] == ["family", "work", "work"]  # type: ignore[union-attr]
+
+
 @pytest.mark.parametrize(
     "text",
     [
@@ -373,6 +421,27 @@ def test_dont_keep_a_topic_is_a_topic_forget(text: str, topic: str) -> None:
         "她工作的事不用记了",
         "我的事你别记了",  # the user, not a topic (and no "delete everything")
         "那些事别记了",
+        # someone else did the forgetting, or it is someone else's, or the two people's
+        "我把我们家的事都忘了",
+        "他把我们家的事都忘了",
+        "我们把公司的事都忘了",
+        "把他的事都忘了",
+        "把她工作的事忘了",
+        "忘掉她工作的事吧",
+        "把我们俩的事都忘了",
+        "把咱俩的事忘了吧",
+        # an opening word or stance before what asks nothing or names no topic of the user's
+        "我觉得他工作的事你别记了",
+        "她觉得工作的事你别记了",
+        "其实他的事你别记了",
+        "我觉得工作的事你别记错了",
+        "算了，工作的事别记在心上",
+        "其实我的事你别记了",
+        "我觉得那些事别记了",
+        "我觉得工作的事挺烦的",
+        "其实工作的事你还记得吗",
+        "别忘了我们家的事",
+        "不要忘掉我们公司的事",
     ],
 )
 def test_remember_phrases_that_ask_no_forget(text: str) -> None:

@@ -76,6 +76,27 @@ INTRODUCTIONS = [
     ("I'm Sam and I'm 30", "Sam", None),
     ("I'm Sam, 28, from Boston", "Sam", None),
     ("I'm Mike, a nurse from Ohio", "Mike", None),
+    # After a discourse marker that turns to something new, in the middle of the message too: the
+    # marker opens the clause as a sentence's start does.
+    ("对了，我是王海生", "王海生", None),
+    ("哦对了，我叫李明", "李明", None),
+    ("忘了说，我是张伟", "张伟", None),
+    ("今天好累。对了，我是周明杰", "周明杰", None),
+    ("顺便说一下，我是李华", "李华", None),
+    ("先自我介绍一下，我是陈静", "陈静", None),
+    ("嗯对了，我是王海生，朋友们叫我海生", "王海生", "海生"),
+    ("忘了说，我是王医生", "王医生", None),
+    ("by the way, I'm Priya", "Priya", None),
+    ("Oh and I'm Sam by the way", "Sam", None),
+    ("oh, before I forget, I'm Dana", "Dana", None),
+    ("Anyway, I'm Tom, nice to meet you", "Tom", None),
+    ("I'm Sam btw", "Sam", None),
+    # Full names jieba cuts as words: the surname read as another word (张, 刘, 何), or joined to 家 as
+    # "the Wang family".
+    ("我是王家明", "王家明", None),
+    ("对了，我是周家伟", "周家伟", None),
+    ("我是张俊杰", "张俊杰", None),
+    ("我是刘建平", "刘建平", None),
 ]
 
 
@@ -147,6 +168,24 @@ def test_what_to_call_the_user_without_a_name(text: str, called: str) -> None:
         "Frankly speaking, no",
         "It's Sam's birthday",
         "i'm sam and you?",
+        # a discourse marker before 我是 / "I'm" and no name after it
+        "对了，我是学生",
+        "对了，我是说明天",
+        "对了，我是明天到",
+        "忘了说，我是新来的",
+        "顺便说一下，我是认真的",
+        "其实我是明星",
+        "对了，我是王海生吗",
+        "对了，他是王海生",
+        "我是王家的人",
+        "我是王家人",
+        "对了，我是王家村的",
+        "我是钱不够",
+        "I'm by the way tired",
+        "By the way, I'm Tired.",
+        "Anyway, I'm Done.",
+        "So I'm Catholic.",
+        "oh and i'm sam by the way",
     ],
 )
 def test_what_only_looks_like_an_introduction_names_no_one(text: str) -> None:
@@ -171,7 +210,23 @@ def test_an_occupation_is_still_one(text: str, occupation: str) -> None:
         ("高中生", False),  # 高中 is a word: a high-school student
         ("王医生", False),  # a title, not a full name
         ("杭州人", False),
-        ("王家明", False),  # jieba reads 王家 (the Wang family) 明: no person's name
+        # jieba reads 王家 (the Wang family) 明, 张 (a measure word) 俊杰: still a surname and a given name
+        ("王家明", True),
+        ("周家伟", True),
+        ("张俊杰", True),
+        ("刘建平", True),
+        # a surname's character before a verb, an adverb or a number, or starting another word; a
+        # village named after a family; the family's people
+        ("钱不够", False),
+        ("马不停", False),
+        ("钱多多", False),
+        ("程序猿", False),
+        ("周一到", False),
+        ("马上到", False),
+        ("王家村", False),
+        ("李家庄", False),
+        ("王家人", False),
+        ("王家", False),
     ],
 )
 def test_a_full_chinese_name_may_end_as_a_role_does(name: str, full: bool) -> None:
@@ -238,6 +293,11 @@ _SMALL_TALK = {
         ("zh", "我姓王，叫海生。", "王海生", None),
         ("en", "I'm Sam, 28, from Boston", "Sam", None),
         ("en", "Hey there, it's Priya", "Priya", None),
+        # A name after a discourse marker, and one jieba cuts as words (王家 "the Wang family" 明): no
+        # name was stored, and the user was a stranger 100 days later.
+        ("zh", "对了，我是王海生", "王海生", None),
+        ("zh", "我是王家明", "王家明", None),
+        ("en", "Oh and I'm Sam by the way", "Sam", None),
     ],
 )
 def test_http_the_introduced_name_is_shown_many_turns_later(
