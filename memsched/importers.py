@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import codecs
 import json
+import math
 from collections import Counter
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -89,8 +90,9 @@ def parse_timestamp(value: Any, where: str, zone: str | None = None) -> datetime
 
 
 def read_jsonl(path: Path, user_id: str, batch: int = 500) -> Iterator[list[Turn]]:
-    """Turns from `{"session_id","role","content","timestamp"}` lines (optional: speaker, external_id;
-    a line without `timestamp` is dated now)."""
+    """Turns from `{"session_id","role","content","timestamp"}` lines (optional: speaker, external_id,
+    meta - a JSON object kept with the turn, as an export writes it; a line without `timestamp` is
+    dated now)."""
     for lines in read_jsonl_lines(path, user_id, batch):
         yield [turn for turn, _ in lines]
 
@@ -114,7 +116,7 @@ def read_jsonl_lines(path: Path, user_id: str, batch: int = 500) -> Iterator[lis
                 except json.JSONDecodeError as exc:
                     raise ImportFileError(f"not valid JSON ({exc.msg})", line=lineno) from None
                 try:
-                    pending.append((_jsonl_turn(obj, user_id), isinstance(obj, dict) and "timestamp" in obj))
+                    pending.append((jsonl_turn(obj, user_id), isinstance(obj, dict) and "timestamp" in obj))
                 except InputError as exc:
                     raise ImportFileError(str(exc), line=lineno) from None
             except ImportFileError:
@@ -159,7 +161,31 @@ class Reimport:
         return out
 
 
-def _jsonl_turn(obj: Any, user_id: str) -> Turn:
+def check_meta(value: Any, where: str = "meta") -> dict[str, Any]:
+    """A `meta` object as read from a file, refused (naming the problem) when no store can hold it."""
+    if not isinstance(value, dict):
+        raise InputError(f"{where} must be a JSON object")
+
+    def walk(x: Any) -> None:
+        if isinstance(x, str):
+            problem = unstorable(x)
+            if problem is not None:
+                raise InputError(f"{where}: a string {problem}")
+        elif isinstance(x, dict):
+            for k, v in x.items():
+                walk(k)
+                walk(v)
+        elif isinstance(x, list):
+            for v in x:
+                walk(v)
+        elif isinstance(x, float) and not math.isfinite(x):
+            raise InputError(f"{where}: {x} is not a number JSON can hold")
+
+    walk(value)
+    return value
+
+
+def jsonl_turn(obj: Any, user_id: str) -> Turn:
     if not isinstance(obj, dict):
         raise InputError("expected a JSON object")
     missing = [k for k in ("session_id", "role", "content") if k not in obj]
@@ -183,6 +209,11 @@ def _jsonl_turn(obj: Any, user_id: str) -> Turn:
         if problem is not None:
             raise InputError(f"{key}: {problem}")
     created = parse_timestamp(obj.get("timestamp"), "timestamp") if "timestamp" in obj else None
+    meta = obj.get("meta")
+    if meta is not None:
+        # What an export wrote with the turn (its date notes, image descriptions, ...): kept, so the
+        # turn is not dated afresh (`stamp` leaves a turn with date notes alone).
+        meta = dict(check_meta(meta))
     turn = Turn(
         user_id=str(obj.get("user_id") or user_id),
         session_id=str(session),
@@ -190,6 +221,7 @@ def _jsonl_turn(obj: Any, user_id: str) -> Turn:
         content=content,
         speaker=obj.get("speaker"),
         external_id=obj.get("external_id"),
+        meta=meta or {},
     )
     if created is not None:
         turn.created_at = created

@@ -1,10 +1,13 @@
-"""`memsched export` and GET /v1/users/{user}/export: a user's turns out as the JSONL `memsched import`
-reads, so export then import gives the same sessions and turns; unknown users are errors; forgotten
-turns are not exported; an export creates no database."""
+"""`memsched export` and GET /v1/users/{user}/export: everything held about a user as ndjson (export
+format version 2: a header, the turns as the JSONL `memsched import` reads, profile facts with their
+history, summaries, bookmarks, session state, mood, routine, traces), so export then import gives the
+same sessions, turns (with meta) and profile; import refuses a user that has data; unknown users are
+errors; forgotten turns are not exported; an export creates no database."""
 
 from __future__ import annotations
 
 import json
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -15,7 +18,8 @@ from typer.testing import CliRunner
 from memsched.cli import app
 from memsched.config import Config
 from memsched.export import export_pages
-from memsched.model import Turn
+from memsched.model import Bookmark, Turn
+from memsched.profile import Profile
 from memsched.server.app import create_app
 from memsched.store import Store, open_store
 from memsched.testing import LiveServer
@@ -86,6 +90,14 @@ def _seed(tmp_path: Path, user: str = "alice") -> Path:
     return f
 
 
+def _records(text: str) -> list[dict[str, Any]]:
+    return [json.loads(x) for x in text.splitlines()]
+
+
+def _turn_lines(text: str) -> list[dict[str, Any]]:
+    return [x for x in _records(text) if x["type"] == "turn"]
+
+
 def _stored(store: Store, user: str) -> list[tuple[Any, ...]]:
     """What a round trip must keep of each turn, in id order."""
     turns: list[Turn] = []
@@ -101,12 +113,16 @@ def test_export_then_import_into_an_empty_home_round_trips(tmp_path: Path) -> No
     out = tmp_path / "alice.jsonl"
     result = invoke("export", "--user", "alice", "--out", str(out))
     assert result.exit_code == 0, result.output
-    assert "exported 6 turns of 'alice'" in result.output
-    lines = [json.loads(x) for x in out.read_text(encoding="utf-8").splitlines()]
-    assert len(lines) == len(LINES)  # one line per turn, nothing after them
-    assert [x["content"] for x in lines] == [x["content"] for x in LINES]  # stored order, not time
-    assert lines[0]["speaker"] == "林晓" and lines[0]["external_id"] == "msg-1"
-    assert "user_id" not in lines[0]  # the importer names the user
+    assert "exported 6 turns" in result.output and "of 'alice'" in result.output
+    lines = _records(out.read_text(encoding="utf-8"))
+    header, turns = lines[0], _turn_lines(out.read_text(encoding="utf-8"))
+    assert header["type"] == "header" and header["format"] == "memsched-export" and header["version"] == 2
+    assert header["user"] == "alice"
+    assert len(turns) == len(LINES) and lines[1 : 1 + len(LINES)] == turns  # turns first, in a row
+    assert [x["content"] for x in turns] == [x["content"] for x in LINES]  # stored order, not time
+    assert [x["ref"] for x in turns] == list(range(1, len(LINES) + 1))
+    assert turns[0]["speaker"] == "林晓" and turns[0]["external_id"] == "msg-1"
+    assert "user_id" not in turns[0]  # the importer names the user
 
     # Into another home (on PostgreSQL the same database, so under another name).
     _import(out, "alice2", "--home", str(tmp_path / "other"))
@@ -123,9 +139,46 @@ def test_export_then_import_into_an_empty_home_round_trips(tmp_path: Path) -> No
         other.close()
         store.close()
 
-    # Exported again, the copy gives the same file.
+    # Exported again, the copy gives the same records (the header says when, and whose).
     result = invoke("export", "--user", "alice2", "--home", str(tmp_path / "other"))
-    assert result.exit_code == 0 and result.stdout == out.read_text(encoding="utf-8")
+    assert result.exit_code == 0
+    assert _records(result.stdout)[1:] == lines[1:]
+
+
+def test_turns_only_is_version_1_and_its_meta_is_imported(tmp_path: Path) -> None:
+    """A JSONL line's `meta` (date notes, image descriptions) is kept by import, not replaced by dating
+    the turn afresh; `--turns-only` writes the turn lines any memsched import reads, meta included."""
+    meta = {"dates": ["上周三 = 2024-02-21"], "images": ["a grey cat asleep on a keyboard"]}
+    f = tmp_path / "m.jsonl"
+    lines = [
+        {
+            "session_id": "s",
+            "role": "user",
+            "content": "上周三我拍了张照片",
+            "timestamp": "2024-03-01T10:00:00Z",
+        },
+        {"session_id": "s", "role": "assistant", "content": "好可爱！", "timestamp": "2024-03-01T10:00:01Z"},
+    ]
+    lines[0]["meta"] = meta
+    f.write_text("".join(json.dumps(x, ensure_ascii=False) + "\n" for x in lines), encoding="utf-8")
+    _import(f, "m")
+    store = open_store(Config.load())
+    try:
+        assert [t.meta for t in store.turns_by_id("m", 0, 10)] == [meta, {}]
+    finally:
+        store.close()
+    result = invoke("export", "--user", "m", "--turns-only")
+    assert result.exit_code == 0, result.output
+    rows = _records(result.stdout)
+    assert [r["content"] for r in rows] == ["上周三我拍了张照片", "好可爱！"]
+    assert all("type" not in r and "ref" not in r for r in rows) and rows[0]["meta"] == meta
+    f.write_text(result.stdout, encoding="utf-8")
+    _import(f, "m2")
+    store = open_store(Config.load())
+    try:
+        assert [t.meta for t in store.turns_by_id("m2", 0, 10)] == [meta, {}]
+    finally:
+        store.close()
 
 
 def test_export_to_stdout_and_profile_file(tmp_path: Path) -> None:
@@ -138,8 +191,12 @@ def test_export_to_stdout_and_profile_file(tmp_path: Path) -> None:
     prof = tmp_path / "profile.json"
     result = invoke("export", "--user", "mz", "--profile", str(prof))
     assert result.exit_code == 0, result.output
-    rows = [json.loads(x) for x in result.stdout.splitlines()]
+    rows = _turn_lines(result.stdout)
     assert [r["content"] for r in rows] == ["My name is Marzipanova"]
+    exported = [x for x in _records(result.stdout) if x["type"] == "fact"]
+    assert {"key": "name", "value": "Marzipanova"} in [
+        {"key": x["key"], "value": x["value"]} for x in exported
+    ]
     facts = json.loads(prof.read_text(encoding="utf-8"))
     assert facts["user"] == "mz"
     assert all(fact["current"] for fact in facts["facts"])
@@ -172,7 +229,7 @@ def test_a_forgotten_turn_is_not_exported(tmp_path: Path) -> None:
     assert invoke("forget", "--user", "alice", "--turn", str(cat)).exit_code == 0
     result = invoke("export", "--user", "alice")
     assert result.exit_code == 0, result.output
-    contents = [json.loads(x)["content"] for x in result.stdout.splitlines()]
+    contents = [x["content"] for x in _turn_lines(result.stdout)]
     assert len(contents) == len(LINES) - 1 and not any("Sesame" in c for c in contents)
 
 
@@ -184,7 +241,9 @@ def test_http_export_equals_the_cli_export(tmp_path: Path) -> None:
         r = httpx.get(f"{base}/v1/users/alice/export", timeout=30)
         assert r.status_code == 200, r.text
         assert r.headers["content-type"].startswith("application/x-ndjson")
-        assert r.content.decode("utf-8") == cli.stdout
+        assert _records(r.content.decode("utf-8"))[1:] == _records(cli.stdout)[1:]  # but exported_at
+        only = httpx.get(f"{base}/v1/users/alice/export", params={"turns_only": "true"}, timeout=30)
+        assert [x["content"] for x in _records(only.text)] == [x["content"] for x in LINES]
         gone = httpx.get(f"{base}/v1/users/ghost/export")
         assert gone.status_code == 404 and gone.json()["error"]["type"] == "not_found_error"
         spec = httpx.get(f"{base}/openapi.json").json()
@@ -202,7 +261,8 @@ def test_http_export_is_behind_the_api_keys(tmp_path: Path) -> None:
         r = httpx.get(url, headers={"Authorization": f"Bearer {acme}"}, timeout=30)
         assert r.status_code == 200
     cli = invoke("export", "--user", "bob", "--tenant", "acme")
-    assert cli.exit_code == 0 and r.text == cli.stdout and len(r.text.splitlines()) == len(LINES)
+    assert cli.exit_code == 0 and _records(r.text)[1:] == _records(cli.stdout)[1:]
+    assert len(_turn_lines(r.text)) == len(LINES)
 
 
 def test_export_pages_through_a_history_in_id_order(store: Store) -> None:
@@ -211,8 +271,246 @@ def test_export_pages_through_a_history_in_id_order(store: Store) -> None:
     ]
     store.add_turns(turns)
     store.add_turns([Turn(user_id="v", session_id="s0", role="user", content="someone else")])
-    chunks = list(export_pages(store, "u", page=3))
+    chunks = list(export_pages(store, "u", page=3, turns_only=True))
     assert [c.count("\n") for c in chunks] == [3, 3, 1]
     rows = [json.loads(x) for c in chunks for x in c.splitlines()]
     assert [r["content"] for r in rows] == [f"turn {i} 第{i}句" for i in range(7)]
-    assert list(export_pages(store, "nobody")) == []
+    full = list(export_pages(store, "u", page=3))
+    assert [c.count("\n") for c in full] == [1, 3, 3, 1]  # the header, then the same pages
+    assert [r["content"] for c in full[1:] for r in _records(c)] == [f"turn {i} 第{i}句" for i in range(7)]
+    assert list(export_pages(store, "nobody", turns_only=True)) == []
+
+
+T0 = datetime(2024, 3, 1, 10, 0, tzinfo=UTC)
+
+
+def _seed_everything(user: str, name: str = "林晓") -> None:
+    """A user with a superseded fact, a summary, a bookmark, session state, mood, routine and a trace."""
+    store = open_store(Config.load())
+    try:
+        turns = store.add_turns(
+            [
+                Turn(user_id=user, session_id="s1", role="user", content=f"我叫{name}", created_at=T0),
+                Turn(user_id=user, session_id="s1", role="assistant", content="你好！", created_at=T0),
+                Turn(
+                    user_id=user,
+                    session_id="s1",
+                    role="user",
+                    content="以后叫我大王",
+                    created_at=T0 + timedelta(days=1),
+                    meta={"images": ["a crown made of paper"]},
+                ),
+                Turn(
+                    user_id=user, session_id="s2", role="user", content="I moved to Shanghai", created_at=T0
+                ),
+            ]
+        )
+        ids = [t.id or 0 for t in turns]
+        profile = Profile(store)
+        profile.set(user, "name", name, at=T0, source_turn_ids=[ids[0]], meta={"rule": "zh_name"})
+        profile.set(user, "name", "大王", at=T0 + timedelta(days=1), source_turn_ids=[ids[2]])
+        profile.set(user, "timezone", "Asia/Shanghai", at=T0, source_turn_ids=[ids[3]])
+        store.add_bookmarks(
+            user,
+            [
+                Bookmark(
+                    user_id=user,
+                    session_id="s1",
+                    keywords=["大王"],
+                    summary="The user wants to be called 大王.",
+                    page_ids=[turns[2].page_id or 0],
+                    turn_ids=[ids[2]],
+                    first_at=T0,
+                    last_at=T0,
+                )
+            ],
+        )
+        with store.transaction() as tx:
+            store.summary_add(
+                tx,
+                {
+                    "user_id": user,
+                    "session_id": "s1",
+                    "first_seq": 0,
+                    "last_seq": 1,
+                    "kind": "span",
+                    "method": "rule",
+                    "content": "They greeted each other.",
+                    "tokens": 5,
+                    "source_tokens": 12,
+                    "source_turn_ids": ids[:2],
+                    "created_at": T0.timestamp(),
+                },
+            )
+            store.session_state_update(tx, user, "s1", {"topic": "names"}, now=T0.timestamp())
+            store.mood_put(
+                tx,
+                user,
+                {
+                    "label": "proud",
+                    "intensity": 0.5,
+                    "cause_turn_ids": [ids[2]],
+                    "updated_at": T0.timestamp(),
+                },
+            )
+            store.routine_put(
+                tx,
+                user,
+                {
+                    "sleep_minute": 1380,
+                    "wake_minute": 420,
+                    "confidence": 0.8,
+                    "timezone": "Asia/Shanghai",
+                    "days": 9,
+                    "source_turn_ids": ids,
+                    "updated_at": T0.timestamp(),
+                },
+            )
+            store.trace_put(
+                tx, f"tr-{user}", user, "s1", created_at=T0.timestamp(), turn_ids=[ids[0]], data={"n": name}
+            )
+    finally:
+        store.close()
+
+
+def _profile_of(store: Store, user: str) -> list[tuple[Any, ...]]:
+    """A user's facts as a round trip must keep them: ids as the values and turn texts they name."""
+    text = {t.id: t.content for t in store.turns_by_id(user, 0, 100)}
+    facts = store.export_facts(user)
+    value = {f["id"]: f["value"] for f in facts}
+    return [
+        (
+            f["key"],
+            f["value"],
+            f["valid_from"],
+            f["superseded_at"],
+            value.get(f["superseded_by"]),
+            sorted(text[i] for i in f["source_turn_ids"]),
+            f["meta"],
+            round(f["created_at"], 5),
+        )
+        for f in facts
+    ]
+
+
+def test_everything_is_exported_and_the_profile_history_survives_import(tmp_path: Path) -> None:
+    _seed_everything("alice")
+    out = tmp_path / "alice.ndjson"
+    result = invoke("export", "--user", "alice", "--out", str(out))
+    assert result.exit_code == 0, result.output
+    said = " ".join(result.output.split())  # the console wraps lines
+    assert "4 turns, 3 profile facts, 1 summaries, 1 bookmarks, 1 session states, 1 traces" in said
+    records = _records(out.read_text(encoding="utf-8"))
+    by_type: dict[str, list[dict[str, Any]]] = {}
+    for r in records:
+        by_type.setdefault(r["type"], []).append(r)
+    assert set(by_type) == {
+        "header", "turn", "fact", "summary", "bookmark", "session_state", "mood", "routine", "trace"
+    }  # fmt: skip
+    names = [f for f in by_type["fact"] if f["key"] == "name"]
+    old, new = names
+    assert (old["value"], old["superseded_by"], old["superseded_at"]) == (
+        "林晓",
+        new["ref"],
+        new["valid_from"],
+    )
+    assert new["superseded_at"] is None and new["source_turns"] == [3] and old["meta"] == {"rule": "zh_name"}
+    assert by_type["turn"][2]["meta"] == {"images": ["a crown made of paper"]}
+    assert by_type["bookmark"][0]["turns"] == [3] and by_type["summary"][0]["source_turns"] == [1, 2]
+    assert by_type["routine"][0]["timezone"] == "Asia/Shanghai" and by_type["trace"][0]["data"] == {
+        "n": "林晓"
+    }
+
+    # Into an empty home (on PostgreSQL the same database, so under another name).
+    other_home = tmp_path / "other"
+    result = invoke("import", str(out), "--user", "alice2", "--home", str(other_home), "--no-index")
+    assert result.exit_code == 0, result.output
+    said = " ".join(result.output.split())
+    assert "4 turns, 3 profile facts" in said
+    assert "not restored" in said and "1 bookmark," in said and "1 summary," in said
+    cfg = Config.load()
+    other = open_store(cfg.database_url or other_home / "memsched.db")
+    store = open_store(cfg)
+    try:
+        assert _stored(other, "alice2") == _stored(store, "alice")
+        assert [t.meta for t in other.turns_by_id("alice2", 0, 10)] == [
+            t.meta for t in store.turns_by_id("alice", 0, 10)
+        ]
+        assert _profile_of(other, "alice2") == _profile_of(store, "alice")
+        # The superseded name is history, not in force: the current name is the new one.
+        assert [f.value for f in Profile(other).facts("alice2", "name", current=True)] == ["大王"]
+        assert [f.value for f in Profile(other).facts("alice2", "name")] == ["林晓", "大王"]
+        mood, routine = other.mood_get("alice2"), other.routine_get("alice2")
+        assert mood is not None and mood["label"] == "proud"
+        assert [t.content for t in other.get_turns("alice2", mood["cause_turn_ids"])] == ["以后叫我大王"]
+        assert routine is not None and routine["timezone"] == "Asia/Shanghai" and routine["days"] == 9
+        assert len(routine["source_turn_ids"]) == 4
+        # Derived data is made again by memsched, not written back.
+        assert other.bookmark_count("alice2") == 0 and other.export_summaries("alice2") == []
+    finally:
+        other.close()
+        store.close()
+
+
+def test_import_of_an_export_refuses_a_user_with_data(tmp_path: Path) -> None:
+    _seed_everything("alice")
+    out = tmp_path / "alice.ndjson"
+    assert invoke("export", "--user", "alice", "--out", str(out)).exit_code == 0
+    result = invoke("import", str(out), "--user", "alice", "--no-index")
+    said = " ".join(result.output.split())
+    assert result.exit_code == 1
+    assert "user 'alice' already has data in this home (4 turns)" in said
+    assert "forget --user alice --all" in said
+    store = open_store(Config.load())
+    try:
+        assert store.turn_count("alice") == 4 and len(store.export_facts("alice")) == 3
+    finally:
+        store.close()
+
+
+def test_a_bad_export_line_imports_nothing(tmp_path: Path) -> None:
+    _seed_everything("alice")
+    out = tmp_path / "alice.ndjson"
+    assert invoke("export", "--user", "alice", "--out", str(out)).exit_code == 0
+    lines = out.read_text(encoding="utf-8").splitlines()
+    n = next(i for i, x in enumerate(lines) if json.loads(x)["type"] == "fact")
+    broken = {**json.loads(lines[n]), "superseded_by": "the new one"}
+    bad = tmp_path / "bad.ndjson"
+    bad.write_text("\n".join([*lines[:n], json.dumps(broken), *lines[n + 1 :]]) + "\n", encoding="utf-8")
+    result = invoke("import", str(bad), "--user", "carol", "--no-index")
+    said = " ".join(result.output.split())
+    assert result.exit_code == 1
+    assert f"line {n + 1}: superseded_by must be a fact ref" in said and "nothing was imported" in said
+
+    newer = tmp_path / "newer.ndjson"
+    header = {**json.loads(lines[0]), "version": 3}
+    newer.write_text("\n".join([json.dumps(header), *lines[1:]]) + "\n", encoding="utf-8")
+    result = invoke("import", str(newer), "--user", "carol", "--no-index")
+    assert result.exit_code == 1 and "export format version 3" in " ".join(result.output.split())
+    store = open_store(Config.load())
+    try:
+        assert not store.has_user("carol")
+    finally:
+        store.close()
+
+
+def test_http_export_of_a_tenant_carries_its_profile_history_only(tmp_path: Path) -> None:
+    acme, globex = "acme-key-0123456789abcdef", "globex-key-0123456789abcdef"
+    _seed_everything("acme/bob", name="Bob")
+    _seed_everything("globex/bob", name="Robert")
+    cfg = Config.load(embedders="hash", api_keys=f"acme:{acme},globex:{globex}")
+    with LiveServer(create_app(cfg, warm_up=False)) as base:
+        url = f"{base}/v1/users/bob/export"
+        assert httpx.get(url).status_code == 401
+        r = httpx.get(url, headers={"Authorization": f"Bearer {acme}"}, timeout=30)
+        assert r.status_code == 200
+    records = _records(r.text)
+    assert records[0]["user"] == "bob"  # the name the caller knows, not the tenant's prefix
+    names = [
+        (f["value"], f["superseded_at"] is None)
+        for f in records
+        if f["type"] == "fact" and f["key"] == "name"
+    ]
+    assert names == [("Bob", False), ("大王", True)]
+    assert "Robert" not in r.text
+    assert [t["data"] for t in records if t["type"] == "trace"] == [{"n": "Bob"}]

@@ -24,6 +24,7 @@ from memsched.cli.common import (
     no_blank_id,
     reports_errors,
 )
+from memsched.config import Config
 from memsched.errors import ImportFileError, InputError
 from memsched.importers import Reimport, detect_format, read_jsonl_lines, read_locomo
 from memsched.memory import Memory
@@ -56,7 +57,7 @@ def import_(
         callback=no_blank_id,
         help="User id (JSONL: required; LoCoMo: prefix for each sample's user id).",
     ),
-    fmt: str = typer.Option("auto", "--format", help="auto, jsonl or locomo."),
+    fmt: str = typer.Option("auto", "--format", help="auto, jsonl, locomo or export."),
     no_index: bool = typer.Option(False, "--no-index", help="Store only; embed later (on first use)."),
     timezone: str | None = typer.Option(
         None,
@@ -67,13 +68,25 @@ def import_(
     db: str | None = StoreOption,
     embedders: str | None = EmbeddersOption,
 ) -> None:
-    """Import a conversation. Re-importing the same file adds nothing twice."""
+    """Import a conversation, or a user's whole export (`memsched export`). Re-importing the same
+    JSONL file adds nothing twice; an export is restored only into a user with no data."""
+    from memsched.export import export_header
+
     existing_file(file)
+    if fmt in ("auto", "export") and export_header(file) is not None:
+        fmt = "export"
+    elif fmt == "export":
+        raise InputError(f"{file}: not a memsched export (its first line is no export header)")
     fmt = detect_format(file) if fmt == "auto" else fmt
-    if fmt not in ("jsonl", "locomo"):
-        raise InputError(f"--format must be auto, jsonl or locomo, got {fmt!r}")
+    if fmt not in ("jsonl", "locomo", "export"):
+        raise InputError(f"--format must be auto, jsonl, locomo or export, got {fmt!r}")
     check_timezone(timezone, "--timezone")
     cfg = load_config(home=home, db=db, embedders=embedders)
+    if fmt == "export":
+        if not user:
+            raise InputError("--user is required to import an export")
+        _restore(file, user, cfg, index=not no_index)
+        return
     with Memory(cfg) as mem, _progress() as progress:
         added: dict[str, int] = {}
         read: dict[str, int] = {}
@@ -143,12 +156,48 @@ def import_(
         console.print("nothing to import")
 
 
+def _restore(file: Path, user: str, cfg: Config, *, index: bool) -> None:
+    """`memsched import` of a whole export: turns with meta, profile facts with history, mood and
+    routine into a user with no data; what memsched makes again is named, not written."""
+    from memsched.export import restore
+
+    with Memory(cfg) as mem:
+        done = restore(mem.store, file, user)
+        if index and done.written["turn"]:
+            with _progress() as progress:
+                task = progress.add_task(f"embedding {user}", total=done.written["turn"] * len(mem.embedders))
+                mem.index(user, progress=lambda n: progress.advance(task, n))
+    w = done.written
+    console.print(
+        f"imported the export of {user!r}: {w['turn']} turns, {w['fact']} profile facts"
+        f" (their history included){', the mood' if w['mood'] else ''}{', the routine' if w['routine'] else ''}",
+        highlight=False,
+        markup=False,
+    )
+    skipped = done.skipped
+    if skipped:
+        named = ", ".join(
+            f"{n} {kind.replace('_', ' ')}{'s' if n != 1 else ''}" for kind, n in sorted(skipped.items())
+        )
+        console.print(
+            f"not restored, made again by memsched: {named} (bookmarks: `memsched bookmarks --user {user}"
+            " --generate`; summaries when a session's context next needs one)",
+            highlight=False,
+            markup=False,
+        )
+
+
 @app.command("export")
 @reports_errors
 def export(
-    user: str = typer.Option(..., "--user", "-u", callback=no_blank_id, help="Whose turns."),
+    user: str = typer.Option(..., "--user", "-u", callback=no_blank_id, help="Whose data."),
     out: Path | None = typer.Option(
-        None, "--out", "-o", help="Write the JSONL here (default: standard output)."
+        None, "--out", "-o", help="Write the export here (default: standard output)."
+    ),
+    turns_only: bool = typer.Option(
+        False,
+        "--turns-only",
+        help="Only the turns, as export format version 1 (the JSONL any memsched import reads).",
     ),
     profile: Path | None = typer.Option(
         None, "--profile", help="Also write the user's current profile facts here, as JSON."
@@ -159,9 +208,13 @@ def export(
     home: Path | None = HomeOption,
     db: str | None = StoreOption,
 ) -> None:
-    """Write a user's turns as memsched JSONL, one line per turn in the order they were stored: the
-    format `memsched import` reads, so `export` then `import` into another home gives the same
-    sessions and turns. Reads only: a home without a database is left without one."""
+    """Write everything memsched holds about a user, as ndjson (export format version 2, one record
+    per line with a `type`): a header, the turns in the order stored, every profile fact with its
+    history, session summaries, bookmarks, session state, mood, routine and traces. `memsched import`
+    of the file into a user with no data restores the turns and the profile. Reads only: a home
+    without a database is left without one."""
+    from collections import Counter
+
     from memsched.cli.privacy import _internal
     from memsched.export import export_pages
     from memsched.store import open_store
@@ -172,22 +225,21 @@ def export(
         # Opening the store would create (and migrate) an empty database: an export writes nothing.
         raise InputError(f"unknown user {user!r}: there is no database at {cfg.db_path}")
     store = open_store(cfg)
+    counts: Counter[str] = Counter()
     try:
         if not store.has_user(uid):
             raise InputError(f"unknown user {user!r}: it has no stored turns to export")
-        n = 0
+        pages = export_pages(store, uid, user=user, turns_only=turns_only, counts=counts)
         if out is None:
             # UTF-8 bytes whatever the terminal's encoding: `> file` gives an importable file.
             binary = sys.stdout.buffer
-            for chunk in export_pages(store, uid):
+            for chunk in pages:
                 binary.write(chunk.encode("utf-8"))
-                n += chunk.count("\n")
             binary.flush()
         else:
             with out.open("w", encoding="utf-8", newline="\n") as fh:
-                for chunk in export_pages(store, uid):
+                for chunk in pages:
                     fh.write(chunk)
-                    n += chunk.count("\n")
         if profile is not None:
             facts = Profile(store).facts(uid, current=True)
             body = {"user": user, "facts": [f.as_dict() for f in facts]}
@@ -195,7 +247,19 @@ def export(
     finally:
         store.close()
     where = f" to {out}" if out is not None else ""
-    err_console.print(f"exported {n} turns of {user!r}{where}", highlight=False, markup=False)
+    parts = [f"{counts['turn']} turns"]
+    for kind, name in (
+        ("fact", "profile facts"),
+        ("summary", "summaries"),
+        ("bookmark", "bookmarks"),
+        ("session_state", "session states"),
+        ("trace", "traces"),
+    ):
+        if counts[kind]:
+            parts.append(f"{counts[kind]} {name}")
+    parts += [f"the {kind}" for kind in ("mood", "routine") if counts[kind]]
+    said = f"exported {', '.join(parts)} of {user!r}{where}"
+    err_console.print(said, highlight=False, markup=False)
 
 
 @app.command()

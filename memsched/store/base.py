@@ -564,6 +564,31 @@ class TermVectorStore(Protocol):
         ...
 
 
+class ExportStore(Protocol):
+    """What an export reads of a user besides turns (`memsched.export`, data portability): every row of
+    the per-user tables, in a stable order. Times are epoch seconds, lineage is store turn ids."""
+
+    def export_facts(self, user_id: str) -> list[dict[str, Any]]:
+        """Every profile fact of the user, superseded ones included, in id order: id, key, value,
+        valid_from, superseded_at, superseded_by, source_turn_ids, meta, created_at."""
+        ...
+
+    def export_summaries(self, user_id: str) -> list[dict[str, Any]]:
+        """Every session summary of the user, in id order (the rows of `session_summaries`, no ids)."""
+        ...
+
+    def export_session_states(self, user_id: str) -> list[dict[str, Any]]:
+        """Each session's scheduler state: session_id, data, updated_at; by session id."""
+        ...
+
+    def export_traces(
+        self, user_id: str, after: tuple[float, str] | None, limit: int
+    ) -> list[dict[str, Any]]:
+        """At most `limit` of the user's traces after (created_at, id) `after`, oldest first: id,
+        session_id, created_at, turn_ids, data (page on with the last row's created_at and id)."""
+        ...
+
+
 @runtime_checkable
 class Store(
     TransactionStore,
@@ -580,6 +605,7 @@ class Store(
     ProfileStore,
     CompanionStore,
     TermVectorStore,
+    ExportStore,
     Protocol,
 ):
     """Everything memsched asks of storage. Feature protocols join its bases."""

@@ -41,6 +41,7 @@ from memsched.store.postgres_base import (
 )
 from memsched.store.postgres_bookmarks import PgBookmarksMixin
 from memsched.store.postgres_companion import PgCompanionMixin
+from memsched.store.postgres_export import PgExportMixin
 from memsched.store.postgres_forget import PgForgetMixin
 from memsched.store.postgres_jobs import PgJobsMixin
 from memsched.store.postgres_keys import PgKeysMixin
@@ -76,6 +77,7 @@ class PostgresStore(
     PgCompanionMixin,
     PgVocabMixin,
     PgVectorSearchMixin,
+    PgExportMixin,
 ):
     """A `Store` on PostgreSQL (>= 13) with the pgvector extension. Thread-safe (a pool of connections)."""
 

@@ -23,6 +23,7 @@ from memsched.store.sqlite_base import TURN_COLUMNS, SQLiteTx, dt, row_to_turn, 
 from memsched.store.sqlite_bookmarks import BookmarksMixin
 from memsched.store.sqlite_checkpoint import register as register_checkpoints
 from memsched.store.sqlite_companion import CompanionMixin
+from memsched.store.sqlite_export import ExportMixin
 from memsched.store.sqlite_forget import ForgetMixin
 from memsched.store.sqlite_fts import search_turns, user_tag
 from memsched.store.sqlite_jobs import JobsMixin
@@ -62,6 +63,7 @@ class SQLiteStore(
     CompanionMixin,
     VocabMixin,
     VectorPackMixin,
+    ExportMixin,
 ):
     """A `Store` on one SQLite file. Safe to share between threads (a connection per thread)."""
 

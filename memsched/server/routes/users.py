@@ -1,5 +1,5 @@
-"""A user's sessions, the turns of one session (paged, newest page first), and all their turns as
-memsched JSONL (the export)."""
+"""A user's sessions, the turns of one session (paged, newest page first), and everything held
+about them as one ndjson export."""
 
 from __future__ import annotations
 
@@ -82,16 +82,27 @@ async def session_turns(
     responses={
         **ERRORS,
         200: {
-            "description": "One JSON object per line and turn, in the order stored: the format"
-            " `memsched import` reads (session_id, role, speaker, content, timestamp, external_id;"
-            " meta when the turn has any)",
+            "description": "Everything memsched holds about the user, one JSON object per line with a"
+            " `type` (export format version 2, docs/design.md): a `header`, the `turn`s in the order"
+            " stored (the fields `memsched import` reads: session_id, role, speaker, content, timestamp,"
+            " external_id, meta), every profile `fact` with its history, then `summary`, `bookmark`,"
+            " `session_state`, `mood`, `routine` and `trace` records. `memsched import` of it into a"
+            " user with no data restores the turns and the profile. With `turns_only`, version 1: the"
+            " turn lines alone.",
             "content": {"application/x-ndjson": {"schema": {"type": "string"}}},
         },
     },
-    summary="All of a user's turns as memsched JSONL (streamed)",
+    summary="Everything held about a user, as ndjson (streamed)",
 )
-async def export(request: Request, user: str, svc: Service = Depends(get_service)) -> StreamingResponse:
+async def export(
+    request: Request,
+    user: str,
+    turns_only: bool = Query(default=False, description="Only the turns (export format version 1)"),
+    svc: Service = Depends(get_service),
+) -> StreamingResponse:
     uid = user_id(request, user)
     await asyncio.to_thread(svc.memory.require_user, uid)  # unknown: the 404 of the other user routes
     # A sync iterator: Starlette reads each page on a worker thread, so the loop is never blocked.
-    return StreamingResponse(export_pages(svc.memory.store, uid), media_type="application/x-ndjson")
+    # The header names the user as the caller did (without the tenant the key gave).
+    pages = export_pages(svc.memory.store, uid, user=user, turns_only=turns_only)
+    return StreamingResponse(pages, media_type="application/x-ndjson")
