@@ -77,6 +77,7 @@ class Plan:
     sections: list[str] = field(default_factory=list)
     shares: dict[str, float] = field(default_factory=dict)
     recall_hint: str = ""
+    min_similarity: float = 0.0
     jobs: list[Job] = field(default_factory=list)
 
     def trace(self, before: Before) -> dict[str, Any]:
@@ -203,6 +204,7 @@ class Companion:
             sections=sections,
             shares=dict(strategy.shares),
             recall_hint=strategy.recall_hint,
+            min_similarity=strategy.min_similarity,
         )
 
     def mood_section(self, user_id: str, mood: Mood, timezone: str | None = None) -> str:

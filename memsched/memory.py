@@ -20,6 +20,7 @@ from memsched.model import Candidate, Hit, Role, Turn, as_utc, utcnow
 from memsched.profile import Profile
 from memsched.retrieve import FusionWeights, Retriever
 from memsched.store import Store, open_store
+from memsched.text.segment import cjk_ratio
 from memsched.text.timeexpr import stamp
 from memsched.text.tokens import TokenCounter, get_counter
 from memsched.tools import DEFAULT_INDEX_SHARE, attach_index
@@ -96,6 +97,8 @@ class Memory:
                 {name: embed_base.create(name, self.config) for name in self.config.embedder_names}
             )
         self.embedders = embedders
+        # The layers whose similarity says whether a turn is about the message (`found_by_message`).
+        self._sentence_layers = frozenset(n for n, e in embedders.items() if getattr(e, "sentence", False))
         self.retriever = Retriever(
             self.store,
             embedders,
@@ -369,6 +372,7 @@ class Memory:
         query_vectors: Mapping[str, Any] | None = None,
         shares: Mapping[str, float] | None = None,
         recall_hint: str = "",
+        min_similarity: float = 0.0,
         exclude_turn_ids: Iterable[int] = (),
         lexical_only_turn_ids: Iterable[int] = (),
         retrieval: Future[Retrieval | Paging] | None = None,
@@ -383,6 +387,8 @@ class Memory:
         `query_vectors` reuses embeddings of `message` the caller already computed. `shares` (a
         strategy's budget shares per memory source) caps each source; `recall_hint` is searched with
         BM25 besides the message and its hits are interleaved after the best few candidates;
+        `min_similarity` (a strategy's, for everyday chat) recalls only what the message itself found
+        (`found_by_message`); 0 recalls whatever ranks;
         `exclude_turn_ids` are never recalled; `lexical_only_turn_ids` only when a keyword layer
         (BM25) found them — e.g. a finished topic that its summary stands for, which comes back when
         the message names it but not by mere embedding similarity. `retrieval` is the result of
@@ -444,6 +450,11 @@ class Memory:
         if top:  # a statement a later one replaced ("I live in Paris") brings the later one first
             top = newer_first(top, Profile(self.store).newer_sources(user_id), exclude)
         ranked_turns = self.ranked_turns(user_id, top)
+        if min_similarity > 0:
+            kept = found_by_message(
+                message, top, ranked_turns, min_similarity, self._sentence_layers & set(found.layers)
+            )
+            ranked_turns = [t for t in ranked_turns if t.id in kept]
         timings["load"] = _ms(t0)
 
         t0 = time.perf_counter()
@@ -544,6 +555,47 @@ class Memory:
                 break
         hinted_ids = {c.turn_id for c in hinted}
         return [*top[:head], *hinted, *(c for c in top[head:] if c.turn_id not in hinted_ids)]
+
+
+# Layers that found a turn by what the message says, not by resemblance: its words (BM25), a time it
+# names ("last weekend": the `when` layer, and the turns said on a day it asks about).
+_WORD_LAYERS = frozenset({"bm25", "when", "said_then"})
+
+
+def found_by_message(
+    message: str,
+    top: Sequence[Candidate],
+    turns: Sequence[Turn],
+    floor: float,
+    sentence_layers: Iterable[str],
+) -> set[int]:
+    """The ids of `turns` (the loaded `top`) an everyday message found (a strategy's
+    `min_similarity`: when nothing said before is about "any ideas for lunch?", no memory is better
+    than the nearest of unrelated ones). All of them when a word layer found any turn
+    (`_WORD_LAYERS`: the message names something said before: ranked as any message is), or when
+    no sentence encoder searched for the message (`sentence_layers`: the layers that ran of the
+    embedders marked `sentence`, i.e. MiniLM, which does not read Chinese). Else the turns in the
+    message's language at least `floor` similar to it in a sentence encoder's space, every turn in
+    the other language (a translation's cosine is low: it says nothing about relevance across
+    languages), and the turns next to a kept one. Left out then: same-language turns that only
+    resemble the message as word vectors do (WordLlama: "lunch" and a chess opening share common
+    words' directions), or that only sub-queries, page priors or the soft-term layer lifted. The
+    gloss layer (Chinese turns as bags of English dictionary senses) is not a sentence space: its
+    cosines of related lines run as low as 0.2."""
+    ids = {t.id for t in turns if t.id is not None}
+    layers = tuple(sentence_layers)
+    if not layers or any(not _WORD_LAYERS.isdisjoint(c.scores) for c in top):
+        return ids
+    chinese = cjk_ratio(message) >= 0.5
+    other = {t.id for t in turns if (cjk_ratio(t.content) >= 0.5) != chinese}
+    kept = {
+        c.turn_id for c in top if c.turn_id in other or any(c.scores.get(n, 0.0) >= floor for n in layers)
+    }
+    for c in top:
+        seed = c.reason.removeprefix("neighbour of ")
+        if seed != c.reason and seed.isdigit() and int(seed) in kept:
+            kept.add(c.turn_id)
+    return kept & ids
 
 
 def newer_first(

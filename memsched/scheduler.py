@@ -1521,6 +1521,7 @@ class Scheduler:
         if t.plan is not None:
             kwargs["shares"] = t.plan.shares
             kwargs["recall_hint"] = t.plan.recall_hint
+            kwargs["min_similarity"] = t.plan.min_similarity
         return self.memory.context(t.user_id, t.message, **kwargs)
 
     def _log(self, trace: dict[str, Any], t: _TurnState) -> None:

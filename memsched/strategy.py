@@ -65,6 +65,7 @@ class _Strategy(BaseModel):
     when: _When = Field(default_factory=_When)
     style: str = ""
     recall_hint: str = ""
+    min_similarity: float = Field(default=0.0, ge=0.0, lt=1.0)
     shares: dict[str, float]
 
     @field_validator("shares")
@@ -95,6 +96,7 @@ class Strategy:
     style: str = ""
     recall_hint: str = ""
     when: Mapping[str, Any] = field(default_factory=dict)
+    min_similarity: float = 0.0  # `Memory.context(min_similarity=)`: 0 recalls whatever ranks
 
     def share(self, source: str) -> float:
         return float(self.shares.get(source, 0.0))
@@ -147,6 +149,7 @@ class StrategyTable:
                     style=s.style.strip(),
                     recall_hint=s.recall_hint.strip(),
                     when=s.when.model_dump(exclude_defaults=True),
+                    min_similarity=s.min_similarity,
                 )
                 for s in table.strategy
             ],

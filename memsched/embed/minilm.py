@@ -44,6 +44,7 @@ class MiniLMEmbedder:
     batch_size = 64
     micro_batch = True  # concurrent callers share model calls (embed.batch.MicroBatcher)
     english_only = True  # Chinese words get English stand-ins where words are embedded (`vocab.word_text`)
+    sentence = True  # a sentence encoder: its cosine says whether two texts are about the same thing
 
     def __init__(
         self,

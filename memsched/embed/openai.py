@@ -48,6 +48,7 @@ class OpenAIEmbedder:
         self.retries = retries
         self.backoff = backoff
         self.micro_batch = True  # one request for the texts of concurrent turns (embed.batch)
+        self.sentence = True  # an embedding model's cosine says whether two texts share a subject
         self._api_key = api_key or None
         self._dim: int | None = None
         self._http = httpx.Client()

@@ -29,6 +29,7 @@ class CachedEmbedder:
         self.dim = inner.dim
         self.batch_size = inner.batch_size
         self.han_only = bool(getattr(inner, "han_only", False))  # embed.gloss: Chinese turns only
+        self.sentence = bool(getattr(inner, "sentence", False))
         digest = hashlib.blake2b(inner.model_id.encode("utf-8"), digest_size=8).hexdigest()
         self.path = Path(directory) / f"vectors-{digest}.npz"
         self._vectors: dict[str, np.ndarray] = {}

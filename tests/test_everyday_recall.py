@@ -1,0 +1,175 @@
+"""Everyday chat recalls only what the message is about.
+
+Before, "any ideas for lunch? I've got half an hour and an empty fridge" on a companion history with
+a long chess deep-dive in it brought chess lines into the context: no word of the message is in any
+turn, so the dense layers alone ranked the history, and their nearest lines ("I also tried the
+London System for a month", MiniLM cosine 0.24) stood out enough from the rest to pass the noise cut.
+Now the everyday strategy (`casual`, `min_similarity = 0.3` in strategies.toml) recalls, when no word
+layer found anything, only the turns a sentence encoder finds about the message, turns in the other
+language, and their neighbours (`memory.found_by_message`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+import pytest
+
+from memsched.config import Config
+from memsched.errors import ConfigError
+from memsched.memory import Memory, found_by_message
+from memsched.model import Candidate, Turn
+from memsched.scheduler import Scheduler
+from memsched.strategy import StrategyTable
+
+CHESS = [
+    "I've been deep in chess openings all week.",
+    "The Sicilian Najdorf is so sharp, one wrong move and you're lost.",
+    "I also tried the London System for a month, it's boring but it works at my level.",
+    "The Caro-Kann has a solid pawn structure and fewer traps.",
+    "Kasparov and Fischer both loved the Najdorf.",
+    "The Queen's Gambit Declined teaches the minority attack nicely.",
+    "The Catalan bishop on g2 stares down the long diagonal.",
+    "In the King's Indian both sides race on opposite wings, pure chaos.",
+    "The Berlin endgame with queens off early is called the Berlin Wall.",
+    "Rook endgames matter more than openings, my friend keeps saying.",
+]
+EVERYDAY = [
+    "I teach chemistry at a high school in Denver.",
+    "I usually grab a sandwich from the deli near school.",
+    "My cat Biscuit knocked a plant off the shelf again.",
+    "Went bouldering after work, my forearms are dead.",
+    "Thinking about repainting the kitchen this autumn.",
+]
+# Other days' lines, so that the history outgrows the deep search (200 turns) and no noise cut
+# applies: a long companion history, as the everyday strategy meets it.
+CHORES = [
+    "graded lab reports",
+    "fixed the bike's chain",
+    "called the landlord about the heating",
+    "sorted the recycling",
+    "watched a documentary about volcanoes",
+    "cleaned the bathroom",
+    "planned next week's quiz",
+    "went for a run by the river",
+    "paid the electricity bill",
+    "replied to parents' emails",
+]
+FILLER = [
+    f"Today I {c}, {w}."
+    for w in (
+        "nothing special",
+        "finally",
+        "it took forever",
+        "as usual",
+        "before dark",
+        "with music on",
+        "in one go",
+        "barely awake",
+        "while it rained",
+        "at last",
+    )
+    for c in CHORES
+]
+LUNCH = "any ideas for lunch? I've got half an hour and an empty fridge"
+DELI = EVERYDAY[1]
+T0 = datetime(2026, 9, 1, 18, tzinfo=UTC)
+
+
+def _history() -> list[Turn]:
+    blocks = [[EVERYDAY[0], EVERYDAY[1]], CHESS, EVERYDAY[2:], FILLER]
+    turns: list[Turn] = []
+    for day, block in enumerate(blocks):
+        for i, line in enumerate(block):
+            at = T0 + timedelta(days=day, minutes=2 * i)
+            turns.append(Turn("jo", f"d{day}", "user", line, created_at=at))
+            turns.append(
+                Turn("jo", f"d{day}", "assistant", "I hear you.", created_at=at + timedelta(seconds=30))
+            )
+    return turns
+
+
+@pytest.fixture(scope="module")
+def companion(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Memory]:
+    mem = Memory(home=tmp_path_factory.mktemp("everyday") / "m", embedders="minilm")
+    mem.add_many(_history())
+    yield mem
+    mem.close()
+
+
+def _recalled(mem: Memory, message: str, **kwargs: object) -> str:
+    now = T0 + timedelta(days=10)
+    ctx = mem.context("jo", message, session_id="today", now=now, budget=2000, **kwargs)  # type: ignore[arg-type]
+    return "\n".join(str(m["content"]) for m in ctx.messages[:-1])
+
+
+def test_a_lunch_question_draws_in_no_chess_line(companion: Memory) -> None:
+    text = _recalled(companion, LUNCH, min_similarity=0.3)
+    assert not [line for line in CHESS if line in text]
+    assert DELI in text  # what the message is about is still recalled (cosine 0.49)
+
+
+def test_without_the_floor_the_nearest_chess_lines_came_in(companion: Memory) -> None:
+    text = _recalled(companion, LUNCH)  # a recall question's path: whatever ranks
+    assert [line for line in CHESS if line in text]
+    assert DELI in text
+
+
+def test_a_message_that_names_something_is_ranked_as_before(companion: Memory) -> None:
+    """A word layer found a turn ("Najdorf"): the floor does not apply, the whole ranking stands."""
+    message = "the Najdorf still scares me"
+    assert _recalled(companion, message, min_similarity=0.3) == _recalled(companion, message)
+
+
+def _turn(tid: int, text: str) -> Turn:
+    t = Turn("u", "s", "user", text, created_at=T0)
+    t.id = tid
+    return t
+
+
+def test_found_by_message_keeps_what_a_sentence_encoder_finds_the_other_language_and_neighbours() -> None:
+    top = [
+        Candidate(1, {"minilm": 0.45}, reason="fused"),
+        Candidate(2, {"minilm": 0.24, "page": 0.3, "terms": 0.9}, reason="fused"),
+        Candidate(3, {"wordllama": 0.7}, reason="fused"),
+        Candidate(4, {}, reason="neighbour of 1"),
+        Candidate(5, {}, reason="neighbour of 2"),
+        Candidate(6, {"sub1": 0.4}, reason="sub-query 1"),
+        Candidate(7, {"wordllama": 0.2}, reason="fused"),
+    ]
+    turns = [_turn(i, "an English line") for i in range(1, 7)] + [_turn(7, "我在杭州当牙医。")]
+    kept = found_by_message("any ideas for lunch?", top, turns, 0.3, {"minilm"})
+    assert kept == {1, 4, 7}
+    # A word layer's hit: everything stays, as it does when no sentence encoder searched (Chinese).
+    worded = [*top, Candidate(8, {"bm25": 3.1}, reason="fused")]
+    assert found_by_message("lunch", worded, [*turns, _turn(8, "lunch")], 0.3, {"minilm"}) == set(range(1, 9))
+    assert found_by_message("午饭吃什么", top, turns, 0.3, set()) == set(range(1, 8))
+    # For a Chinese message the English turns are the other language.
+    assert found_by_message("午饭吃什么", top, turns, 0.3, {"minilm"}) == {1, 2, 3, 4, 5, 6}
+
+
+def test_the_everyday_strategy_sets_the_floor_and_a_bad_one_is_a_clear_error() -> None:
+    table = StrategyTable.load()
+    casual = next(s for s in table.strategies if s.name == "casual")
+    assert casual.min_similarity == 0.3
+    assert next(s for s in table.strategies if s.name == "recall").min_similarity == 0.0
+    bad = '[[strategy]]\nname = "x"\nmin_similarity = 1.5\nshares = { recent = 1.0 }\n'
+    with pytest.raises(ConfigError, match="min_similarity"):
+        StrategyTable.parse(bad, "mine.toml")
+
+
+def test_a_casual_turn_through_the_scheduler_recalls_no_chess_line(tmp_path: Path) -> None:
+    memory = Memory(Config.load(home=tmp_path), embedders="minilm")
+    sched = Scheduler(memory, start_workers=False)
+    try:
+        memory.add_many(_history())
+        result = sched.prepare("jo", "today", LUNCH, now=T0 + timedelta(days=10, hours=-6), timezone="UTC")
+        assert result.route["mode"] == "casual"
+        text = "\n".join(str(m["content"]) for m in result.messages[:-1])
+        assert not [line for line in CHESS if line in text]
+        assert DELI in text
+    finally:
+        sched.close()
+        memory.close()
