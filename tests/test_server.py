@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -109,10 +110,26 @@ def test_a_context_without_record_carries_the_profile_and_the_clock(server: str)
     assert after == before
 
 
-def _said(base: str, user: str, text: str) -> None:
+def _said(base: str, user: str, text: str) -> list[int]:
+    """Records a user turn; returns the ids of the jobs it queued (a command in it acts in a P1 job)."""
     body = {"user": user, "session_id": "s", "role": "user", "content": text}
     r = httpx.post(f"{base}/v1/turns", json=body)
     assert r.status_code == 201, r.text
+    return list(r.json()["jobs"])
+
+
+def _jobs(base: str, user: str) -> dict[int, str]:
+    return {j["id"]: j["status"] for j in httpx.get(f"{base}/v1/jobs", params={"user": user}).json()}
+
+
+def _ran(base: str, user: str, job_ids: list[int]) -> None:
+    """Waits until the background jobs `job_ids` are done: a command recorded through /v1/turns acts
+    in a P1 job that the session's next turn waits for, but a read of the profile does not."""
+    for _ in range(2400):  # a bounded wait for a state, not a timing assertion
+        if all(_jobs(base, user).get(i) == "done" for i in job_ids):
+            return
+        time.sleep(0.025)
+    raise AssertionError(f"jobs {job_ids} did not run: {_jobs(base, user)}")
 
 
 def _context(base: str, user: str, message: str, **extra: Any) -> httpx.Response:
@@ -137,10 +154,16 @@ def test_a_context_keeps_the_budget_asked_for_with_or_without_record(server: str
 def test_a_recorded_context_over_its_budget_changes_nothing(server: str) -> None:
     """A budget too small for even the message is a 400 before the message's commands act: a "call me
     Bob" in it renames nobody, and nothing is recorded."""
-    _said(server, "al", "My name is Alice")
+    # "My name is Alice" is itself a rename, applied by a background job: the profile is read once
+    # it ran. Before, a loaded machine ran it after that read, and the test saw a change that was not
+    # the refused message's.
+    _ran(server, "al", _said(server, "al", "My name is Alice"))
     before = httpx.get(f"{server}/v1/users/al/profile").json()
+    assert {(f["key"], f["value"]) for f in before["facts"]} >= {("preferred_name", "Alice")}, before
+    jobs = _jobs(server, "al")
     r = _context(server, "al", "Call me Bob from now on", budget=30, record=True)
     assert r.status_code == 400 and "budget" in r.json()["error"]["message"], r.text
+    assert _jobs(server, "al") == jobs  # nothing was queued for the refused message
     assert httpx.get(f"{server}/v1/users/al/profile").json() == before
     turns = httpx.get(f"{server}/v1/users/al/sessions/s/turns").json()["turns"]
     assert [t["content"] for t in turns] == ["My name is Alice"]
