@@ -36,6 +36,7 @@ from memsched.profile import (
     Profile,
 )
 from memsched.profile_rules import EN_NOT_GREETING_NAMES
+from memsched.text.en_names import intro_name
 from memsched.text.places import is_place_en, is_place_zh
 from memsched.text.segment import ENGLISH_STOP_WORDS, has_cjk
 from memsched.text.segment import terms as segment_terms
@@ -148,9 +149,35 @@ def _whole_name(raw: str | None, name: str) -> bool:
     return " ".join(words) == name or not re.match(r"[A-Za-z]", name)
 
 
+# The sentence-final particles a CJK name may stand before (`_CJK_END`).
+_ZH_PARTICLES = "吧啊呀哦嘛了哈呢啦"
+
+
 def _group(m: re.Match[str], group: str) -> str | None:
     d = m.groupdict()
-    return d.get(f"{group}_q") or d.get(group)
+    quoted = d.get(f"{group}_q")
+    if quoted:
+        return quoted
+    value = d.get(group)
+    if value and re.match(rf"[{_CJK}]", value):
+        return _through_word(m.string, m.start(group), value)
+    return value
+
+
+def _through_word(text: str, start: int, name: str) -> str:
+    """`name` (at `start` in `text`), or the word it begins when that word, one CC-CEDICT knows, runs on
+    over what `_CJK_END` took for a particle: "我是马大哈(哈)" is 马大哈 (a scatterbrain), not 马大 and a
+    哈; "叫我哈哈" is 哈哈. "以后叫我可乐吧" is 可乐 and a 吧 (可乐吧 is no word)."""
+    end = start + len(name)
+    run = re.match(f"[{_ZH_PARTICLES}]{{1,3}}", text[end:])
+    if run is None:
+        return name
+    from memsched.text.gloss import lookup
+
+    for k in range(len(run.group()), 0, -1):
+        if len(name) + k <= 6 and lookup(name + run.group()[:k]):
+            return name + run.group()[:k]
+    return name
 
 
 # -- the rules, as data --------------------------------------------------------------------------------
@@ -1102,8 +1129,14 @@ def _introduced(name: str, *, greeted: bool = True) -> bool:
     came before) or a surname and a title, or a capitalised Latin one that is no nationality or state
     ("嗨，我是Tom")."""
     if re.match(r"[A-Za-z]", name):
-        return name[0].isupper() and name.split()[0].lower() not in EN_NOT_GREETING_NAMES
-    return zh_full_name(name, bare=not greeted) or zh_titled(name)
+        return (
+            name[0].isupper()
+            and name.split()[0].lower() not in EN_NOT_GREETING_NAMES
+            and intro_name(name, clear=greeted)
+        )
+    # A name that runs into a particle's character is a word ("马大哈": 哈 is no particle there): read
+    # as said without a greeting, a word CC-CEDICT knows is no name.
+    return zh_full_name(name, bare=not greeted or name[-1] in _ZH_PARTICLES) or zh_titled(name)
 
 
 def _given(m: re.Match[str], called: str | None) -> str | None:
@@ -1121,7 +1154,7 @@ def _given(m: re.Match[str], called: str | None) -> str | None:
         first = raw.split()[0].lower()
         if first in EN_NOT_GREETING_NAMES or first in ENGLISH_STOP_WORDS or is_place_en(raw):
             return None
-        return raw
+        return raw if intro_name(raw, clear=True) else None  # "I'm Portuguese, but…
     return _clean_name(raw)
 
 

@@ -83,6 +83,7 @@ from memsched.profile_rules import (
     clean_value,
 )
 from memsched.store import Tx
+from memsched.text.en_names import intro_name
 from memsched.text.places import is_place_en, is_place_zh
 from memsched.text.segment import ENGLISH_STOP_WORDS
 from memsched.text.timeexpr import spans
@@ -452,6 +453,25 @@ def _is_question(text: str, end: int) -> bool:
     return ends_as_question(text, end)
 
 
+# What makes "I'm X" an introduction beyond doubt, whatever word X is: a greeting before it ("Hi, I'm
+# Hope!"), and after it "nice to meet you", an age, or what the user does ("I'm Grace, nice to meet
+# you", "I'm Will, 28", "I'm Sky and I'm 30", "I'm Faith, a nurse from Ohio").
+_EN_GREETING_BEFORE = re.compile(r"^(?:hi|hello|hey|hiya)(?: there)?[,!.~\s]", re.I)
+_EN_INTRO_AFTER = re.compile(
+    r"\s*(?:[,!.~]\s*)?(?:it's\s+|it\s+is\s+|so\s+)?(?:nice|pleased|good|great|lovely|glad)\s+to\s+meet\s+you"
+    r"|\s*,\s*(?:\d|an?\s+[a-z])|\s+and\s+(?:I'm|I\s+am)\s+\d",
+    re.I,
+)
+
+
+def _clearly_introduced(text: str, m: re.Match[str]) -> bool:
+    """Whether the sentence of an "I'm X" match introduces the user beyond doubt (`_EN_GREETING_BEFORE`,
+    `_EN_INTRO_AFTER`): then a word that is also a common one ("Grace", "Hope") is the name."""
+    return _EN_GREETING_BEFORE.match(text, m.start()) is not None or (
+        _EN_INTRO_AFTER.match(text, m.end("v")) is not None
+    )
+
+
 def extract(text: str) -> list[Observation]:
     """The profile facts a user message states, by rule; [] for most messages.
 
@@ -549,6 +569,10 @@ def extract(text: str) -> list[Observation]:
                 said in EN_NOT_GREETING_NAMES or said in _EN_PRONOUNS or is_place_en(said)
             ):
                 continue
+            if rule in ("en_im_name", "en_hi_im", "en_here") and not intro_name(
+                m.group("v"), clear=_clearly_introduced(text, m)
+            ):
+                continue  # "I'm Portuguese.", "I'm Lost.": what the user is, not who
             if key == LOCATION and not english and re.match(r"[一两几][个张只件箱台把条套]", m.group("v")):
                 continue  # "我搬来一个柜子" moved a thing, not the user
             one_value = (key == PETS and "kind" in pattern.groupindex) or (

@@ -560,7 +560,7 @@ RULES: list[tuple[str, str, re.Pattern[str], bool]] = [
         NAME,
         re.compile(
             rf"(?:^|(?<=[.!?]\s)){_EN_ASIDE_LEAD}(?:I'm|I am) {_EN_INTRO_NAME}(?=\s*(?:,\s*(?:by the way|btw|"
-            r"nice to meet you|\d|an? |from |originally |and )|\s+(?:and (?:I|I'm|I am)|from|by the way|btw)\b|"
+            r"(?:nice|pleased|glad|good|great) to meet you|\d|an? |from |originally |and )|\s+(?:and (?:I|I'm|I am)|from|by the way|btw)\b|"
             r"[.!~]|$))",
             re.I,
         ),

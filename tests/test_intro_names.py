@@ -248,6 +248,117 @@ def test_loading_the_keyword_tables_leaves_the_tag_table_in_place() -> None:
     assert posseg.dt.word_tag_tab is table and table.get("王") == "nr"
 
 
+# A word after "I'm" / "我是" that is a word before it is a name: a nationality, a state, a nickname
+# for what the user is ("I'm Portuguese.", "I'm Lost.", 我是马大哈 were stored as the name, 马大 with
+# 哈 read as a particle), while a name that is also a word ("Grace", "Hope", "Will") is the name when
+# the sentence clearly introduces the user (a greeting, "nice to meet you", an age, what they do).
+WORDS_AS_NAMES = [
+    ("I'm Grace, nice to meet you", "Grace"),
+    ("Hi, I'm Hope!", "Hope"),
+    ("Hello, I'm Faith", "Faith"),
+    ("Hey, I'm Grace!", "Grace"),
+    ("Hey, I'm Will, nice to meet you", "Will"),
+    ("I'm Will, 28", "Will"),
+    ("I'm Sky, 24, from Leeds", "Sky"),
+    ("I'm Sky, a student from Leeds", "Sky"),
+    ("I'm Faith, a nurse from Ohio", "Faith"),
+    ("I'm Joy and I'm 25", "Joy"),
+    ("I'm Hope, pleased to meet you", "Hope"),
+    ("Hi there, I'm Summer", "Summer"),
+    ("Hey there, it's Hope", "Hope"),
+    ("Hello! I'm Rose", "Rose"),
+    # a word CC-CEDICT also gives as a person's name, said alone
+    ("I'm Rose.", "Rose"),
+    ("I'm Mark.", "Mark"),
+    ("I'm Frank, nice to meet you", "Frank"),
+    # a given name and a surname
+    ("I'm Grace Kelly", "Grace Kelly"),
+    # names that are no English word, however they are said
+    ("I'm Dylan.", "Dylan"),
+    ("Btw I'm Priya.", "Priya"),
+    ("I'm Ryan btw", "Ryan"),
+    ("I'm Jordan", "Jordan"),
+    # Chinese: a surname and a given name, a particle after it still a particle
+    ("我是马丽", "马丽"),
+    ("我是马大卫", "马大卫"),
+    ("嗨，我是马丽", "马丽"),
+    ("大家好，我是马丽", "马丽"),
+    ("我是马丽呀", "马丽"),
+    ("我是马大卫呀", "马大卫"),
+    ("对了，我是马大卫", "马大卫"),
+    ("我是李明哈", "李明"),
+    ("我是王海生呀", "王海生"),
+]
+
+
+@pytest.mark.parametrize(("text", "name"), WORDS_AS_NAMES)
+def test_a_name_that_is_also_a_word_names_the_user_when_introduced(text: str, name: str) -> None:
+    assert _names(text)[0] == {name}
+
+
+WHAT_THE_USER_IS = [
+    # nationalities, peoples, languages: never a name, whatever surrounds them
+    "I'm Portuguese.",
+    "Btw I'm Portuguese.",
+    "I'm Portuguese, nice to meet you",
+    "Hi, I'm Portuguese",
+    "I'm Kenyan.",
+    "Hi, I'm Israeli",
+    "I'm Pakistani.",
+    "I'm Nepali.",
+    "I'm Swiss.",
+    "I'm Finnish.",
+    "I'm Dutch.",
+    "I'm Burmese.",
+    # states: a participle or an adjective by its ending never is; another common word not said
+    # alone
+    "I'm Lost.",
+    "I'm Hungry.",
+    "I'm Exhausted.",
+    "Hi, I'm Exhausted",
+    "I'm Starving!",
+    "I'm Sick.",
+    "I'm Stuck.",
+    "I'm Ready.",
+    "I'm Free.",
+    "I'm Busy.",
+    "Anyway, I'm Lonely.",
+    "So I'm Pregnant.",
+    "I'm Retired.",
+    "嗨，我是Portuguese",
+    # Chinese: a word for what the user is, even one a surname starts (马大哈, 马后炮, 高富帅)
+    "我是马大哈",
+    "我是马大哈呀",
+    "我是马大哈哈",
+    "嗨，我是马大哈！",
+    "对了，我是马大哈",
+    "我是吃货",
+    "其实我是吃货",
+    "我是夜猫子",
+    "我是马后炮",
+    "我是高富帅",
+    "我是路痴",
+    "我是万人迷",
+]
+
+
+@pytest.mark.parametrize("text", WHAT_THE_USER_IS)
+def test_what_the_user_is_is_no_name(text: str) -> None:
+    assert _names(text)[0] == set()
+
+
+def test_a_nationality_before_what_others_call_the_user_is_no_name() -> None:
+    """ "I'm Portuguese, but everyone calls me Jo": Jo is what the user is called, Portuguese no name."""
+    assert _names("I'm Portuguese, but everyone calls me Jo") == (set(), {"Jo"})
+
+
+@pytest.mark.parametrize(
+    ("text", "called"), [("叫我哈哈", "哈哈"), ("以后叫我可乐吧", "可乐"), ("叫我小李吧", "小李")]
+)
+def test_a_particle_is_one_unless_a_word_runs_through_it(text: str, called: str) -> None:
+    assert _names(text)[1] == {called}
+
+
 # -- through the HTTP service ---------------------------------------------------------------------
 
 
@@ -284,6 +395,16 @@ _SMALL_TALK = {
         "can't sleep",
     ],
 }
+
+
+@pytest.mark.parametrize("intro", ["I'm Portuguese.", "我是马大哈", "Btw I'm Lost."])
+def test_http_what_the_user_is_is_never_their_name(server: str, fake: FakeOpenAI, intro: str) -> None:
+    """ "I'm Portuguese." was stored as the name, and the model was told to call the user Portuguese."""
+    day0 = datetime(2025, 3, 1, 9, 0, tzinfo=UTC)
+    _chat(server, "u", intro, day0, "s0")
+    _chat(server, "u", "do you remember me?", day0 + timedelta(days=1), "s1")
+    system = fake.chat_requests[-1]["messages"][0]["content"]
+    assert not re.search(r"^- (?:name|preferred name)\b", system, re.M), system
 
 
 @pytest.mark.parametrize(

@@ -76,7 +76,7 @@ class Service:
         with the GIL held, which every turn in flight waited for (BENCHMARKS.md "Proxy
         throughput", session 18)."""
         from memsched import keywords
-        from memsched.text import common, gloss, places, timeexpr
+        from memsched.text import common, en_names, gloss, places, timeexpr
 
         self.memory.counter.count("warm up")
         timeexpr.warm_up()
@@ -86,6 +86,8 @@ class Service:
         loaders = [threading.Thread(target=keywords.warm_up, name="memsched-warm-up", daemon=True)]
         # The known-place gazetteer of the profile rules ("我是成都人", "I'm in Lisbon now").
         loaders.append(threading.Thread(target=places.warm_up, name="memsched-warm-up-places", daemon=True))
+        # What an English word after "I'm" may be besides a name ("I'm Portuguese", "I'm Lost").
+        loaders.append(threading.Thread(target=en_names.warm_up, name="memsched-warm-up-names", daemon=True))
         # The general word frequencies that keep a question's common words out of its lexical layers.
         loaders.append(threading.Thread(target=common.warm_up, name="memsched-warm-up-common", daemon=True))
         if "gloss" in self.memory.embedders:
