@@ -387,8 +387,8 @@ class Memory:
         `query_vectors` reuses embeddings of `message` the caller already computed. `shares` (a
         strategy's budget shares per memory source) caps each source; `recall_hint` is searched with
         BM25 besides the message and its hits are interleaved after the best few candidates;
-        `min_similarity` (a strategy's, for everyday chat) recalls only what the message itself found
-        (`found_by_message`); 0 recalls whatever ranks;
+        `min_similarity` (a strategy's; no shipped one sets it) recalls only what the message itself
+        found (`found_by_message`); 0 recalls whatever ranks;
         `exclude_turn_ids` are never recalled; `lexical_only_turn_ids` only when a keyword layer
         (BM25) found them — e.g. a finished topic that its summary stands for, which comes back when
         the message names it but not by mere embedding similarity. `retrieval` is the result of
@@ -569,9 +569,10 @@ def found_by_message(
     floor: float,
     sentence_layers: Iterable[str],
 ) -> set[int]:
-    """The ids of `turns` (the loaded `top`) an everyday message found (a strategy's
-    `min_similarity`: when nothing said before is about "any ideas for lunch?", no memory is better
-    than the nearest of unrelated ones). All of them when a word layer found any turn
+    """The ids of `turns` (the loaded `top`) the message itself found, for a strategy's
+    `min_similarity` (none of the shipped ones sets it: associations a companion needs, "should I get
+    a pet?" and the user's cat, sit at MiniLM cosines as low as unrelated lines; BENCHMARKS.md
+    "Everyday chat: a similarity floor, measured"). All of them when a word layer found any turn
     (`_WORD_LAYERS`: the message names something said before: ranked as any message is), or when
     no sentence encoder searched for the message (`sentence_layers`: the layers that ran of the
     embedders marked `sentence`, i.e. MiniLM, which does not read Chinese). Else the turns in the
