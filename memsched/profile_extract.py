@@ -459,16 +459,25 @@ def _is_question(text: str, end: int) -> bool:
 _EN_GREETING_BEFORE = re.compile(r"^(?:hi|hello|hey|hiya)(?: there)?[,!.~\s]", re.I)
 _EN_INTRO_AFTER = re.compile(
     r"\s*(?:[,!.~]\s*)?(?:it's\s+|it\s+is\s+|so\s+)?(?:nice|pleased|good|great|lovely|glad)\s+to\s+meet\s+you"
-    r"|\s*,\s*(?:\d|an?\s+[a-z])|\s+and\s+(?:I'm|I\s+am)\s+\d",
+    r"|\s*,\s*(?:\d|an?\s+[a-z])|\s+and\s+(?:I'm|I\s+am)\s+\d"
+    r"|\s+from\s+(?-i:[A-Z])",  # "I'm Sky from Leeds", not "I'm Tired from work"
     re.I,
 )
 
 
+# Where a name said after a greeting ends: its clause does ("Hi, I'm Hope!", "Hey, I'm Grace"), where a
+# state goes on ("Hi, I'm Happy today", "Hey, I'm Hungry lol").
+_EN_CLAUSE_END = re.compile(r"\s*(?:[,.!?~…;:)]|$)")
+
+
 def _clearly_introduced(text: str, m: re.Match[str]) -> bool:
-    """Whether the sentence of an "I'm X" match introduces the user beyond doubt (`_EN_GREETING_BEFORE`,
-    `_EN_INTRO_AFTER`): then a word that is also a common one ("Grace", "Hope") is the name."""
-    return _EN_GREETING_BEFORE.match(text, m.start()) is not None or (
-        _EN_INTRO_AFTER.match(text, m.end("v")) is not None
+    """Whether the sentence of an "I'm X" match introduces the user beyond doubt: an introduction after
+    the word (`_EN_INTRO_AFTER`), or a greeting before it (`_EN_GREETING_BEFORE`) with the word ending
+    its clause (`_EN_CLAUSE_END`); then a word that is also a common one ("Grace", "Hope") is the name."""
+    if _EN_INTRO_AFTER.match(text, m.end("v")) is not None:
+        return True
+    return _EN_GREETING_BEFORE.match(text, m.start()) is not None and (
+        _EN_CLAUSE_END.match(text, m.end("v")) is not None
     )
 
 
