@@ -33,7 +33,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from memsched.errors import ImportFileError, InputError
-from memsched.importers import check_meta, jsonl_turn
+from memsched.importers import check_meta, json_lines, jsonl_turn
 from memsched.model import Turn, unstorable
 
 if TYPE_CHECKING:
@@ -291,23 +291,10 @@ def _ints(obj: dict[str, Any], key: str) -> list[int]:
 
 
 def _read(path: Path) -> Iterator[tuple[int, dict[str, Any]]]:
-    with path.open("rb") as fh:
-        for lineno, raw in enumerate(fh, start=1):
-            try:
-                line = raw.decode("utf-8-sig" if lineno == 1 else "utf-8")
-            except UnicodeDecodeError:
-                raise ImportFileError("not valid UTF-8 text", line=lineno) from None
-            if not line.strip():
-                continue
-            try:
-                obj = json.loads(line)
-            except json.JSONDecodeError as exc:
-                raise ImportFileError(f"not valid JSON ({exc.msg})", line=lineno) from None
-            except RecursionError:
-                raise ImportFileError("JSON nested too deeply", line=lineno) from None
-            if not isinstance(obj, dict):
-                raise ImportFileError("expected a JSON object", line=lineno)
-            yield lineno, obj
+    for lineno, obj in json_lines(path):
+        if not isinstance(obj, dict):
+            raise ImportFileError("expected a JSON object", line=lineno)
+        yield lineno, obj
 
 
 def _turn(obj: dict[str, Any], user_id: str) -> Turn:

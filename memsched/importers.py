@@ -97,35 +97,49 @@ def read_jsonl(path: Path, user_id: str, batch: int = 500) -> Iterator[list[Turn
         yield [turn for turn, _ in lines]
 
 
-def read_jsonl_lines(path: Path, user_id: str, batch: int = 500) -> Iterator[list[tuple[Turn, bool]]]:
-    """As `read_jsonl`, each turn with whether its line gave a `timestamp`."""
-    pending: list[tuple[Turn, bool]] = []
+def json_lines(path: Path) -> Iterator[tuple[int, Any]]:
+    """(line number, decoded JSON value) of each non-blank line of a JSONL file; text that is not
+    UTF-8 (a UTF-16 file: `utf16_error`) or not JSON is an `ImportFileError` naming its line."""
     with path.open("rb") as fh:
         for lineno, raw in enumerate(fh, start=1):
             if lineno == 1 and raw.startswith(UTF16_BOMS):
                 raise utf16_error(path)
             try:
-                try:
-                    line = raw.decode("utf-8-sig" if lineno == 1 else "utf-8")
-                except UnicodeDecodeError:
-                    raise ImportFileError("not valid UTF-8 text", line=lineno) from None
-                if not line.strip():
-                    continue
-                try:
-                    obj = json.loads(line)
-                except json.JSONDecodeError as exc:
-                    raise ImportFileError(f"not valid JSON ({exc.msg})", line=lineno) from None
-                try:
-                    pending.append((jsonl_turn(obj, user_id), isinstance(obj, dict) and "timestamp" in obj))
-                except InputError as exc:
-                    raise ImportFileError(str(exc), line=lineno) from None
-            except ImportFileError:
-                if pending:  # hand over the good lines before it, so they are kept
-                    yield pending
-                raise
-            if len(pending) >= batch:
+                line = raw.decode("utf-8-sig" if lineno == 1 else "utf-8")
+            except UnicodeDecodeError:
+                raise ImportFileError("not valid UTF-8 text", line=lineno) from None
+            if not line.strip():
+                continue
+            try:
+                obj = json.loads(line)
+            except json.JSONDecodeError as exc:
+                raise ImportFileError(f"not valid JSON ({exc.msg})", line=lineno) from None
+            except RecursionError:
+                raise ImportFileError("JSON nested too deeply", line=lineno) from None
+            yield lineno, obj
+
+
+def read_jsonl_lines(path: Path, user_id: str, batch: int = 500) -> Iterator[list[tuple[Turn, bool]]]:
+    """As `read_jsonl`, each turn with whether its line gave a `timestamp`."""
+    pending: list[tuple[Turn, bool]] = []
+    lines = json_lines(path)
+    while True:
+        try:
+            item = next(lines, None)
+            if item is None:
+                break
+            lineno, obj = item
+            try:
+                pending.append((jsonl_turn(obj, user_id), isinstance(obj, dict) and "timestamp" in obj))
+            except InputError as exc:
+                raise ImportFileError(str(exc), line=lineno) from None
+        except ImportFileError:
+            if pending:  # hand over the good lines before it, so they are kept
                 yield pending
-                pending = []
+            raise
+        if len(pending) >= batch:
+            yield pending
+            pending = []
     if pending:
         yield pending
 
