@@ -15,27 +15,31 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from conftest import raw_sql
 
 from memsched import Config, Memory
 from memsched.bookmarks import generate_bookmarks
 from memsched.embed.hashing import HashEmbedder
 from memsched.forget import forget
 from memsched.llm.client import OpenAIChatClient
+from memsched.model import content_hash
 from memsched.profile import PREFERRED_NAME
 from memsched.scheduler import Scheduler
 from memsched.summarize import create_summary
 from memsched.testing import FakeOpenAI
 from memsched.text.segment import terms
 
-# Canary words no other text in these tests uses (the scan looks for each of them).
+# Canary words no other text in these tests uses (the scan looks for each of them). The numbers are
+# ten digits long: a five-digit one also turned up, by chance, inside a kept text's hex content hash
+# (CI, "73914" twice: the embeddings row and its index), failing a forget that had left nothing.
 CANARY = {
     "zh": (
-        "我前任在翡翠鹦鹉雕像下面藏了门禁卡，密码是 QK-58261，以后叫我琥珀龙",
-        ("翡翠", "鹦鹉", "雕像", "琥珀龙", "58261"),
+        "我前任在翡翠鹦鹉雕像下面藏了门禁卡，密码是 QK-5826190417，以后叫我琥珀龙",
+        ("翡翠", "鹦鹉", "雕像", "琥珀龙", "5826190417"),
     ),
     "en": (
-        "my ex hid the keycard under the zephyrquill statue, code glimmerfjord 73914; call me Marzipanova",
-        ("zephyrquill", "glimmerfjord", "73914", "Marzipanova"),
+        "my ex hid the keycard under the zephyrquill statue, code glimmerfjord 7391482605; call me Marzipanova",
+        ("zephyrquill", "glimmerfjord", "7391482605", "Marzipanova"),
     ),
 }
 FILLER = [
@@ -122,6 +126,8 @@ def plant(s: Setup, lang: str, session: str = "s1") -> tuple[list[int], list[str
     }
     assert len(forms) >= 3, forms
     needles = [text, *words, *sorted(forms)]
+    embedded = {r[0] for r in raw_sql(memory.store, "SELECT content_hash FROM embeddings")}
+    assert content_hash(f"user: {text}") in embedded
     raw = db_bytes(s.path)
     assert all(n.encode() in raw for n in needles), [n for n in needles if n.encode() not in raw]
     return ids, needles
@@ -250,6 +256,10 @@ def test_no_bytes_left(setup: Setup, surface: str, lang: str) -> None:
     SURFACES[surface](s, lang, ids)
     assert left(s, needles) == []
     store = s.memory.store
+    # No vector of the forgotten message is left under its content hash either (a vector is not its
+    # text's bytes, but it is what the text said).
+    kept = {r[0] for r in raw_sql(store, "SELECT content_hash FROM embeddings")}
+    assert content_hash(f"user: {CANARY[lang][0]}") not in kept
     assert store.get_turns("u", ids) == []
     assert all(CANARY[lang][1][0] not in str(b.text) for b in store.bookmarks("u"))
     assert all(CANARY[lang][1][1] not in str(x["content"]) for x in store.session_summaries("u", "s1"))

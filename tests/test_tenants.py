@@ -27,7 +27,7 @@ from memsched.testing import FakeOpenAI, LiveServer
 
 ACME = "acme-key-0123456789abcdef"
 GLOBEX = "globex-key-0123456789abcdef"
-CANARY = "zephyrquill 73914 glimmerfjord"
+CANARY = "zephyrquill 7391482605 glimmerfjord"
 
 
 def _auth(key: str) -> dict[str, str]:
@@ -256,5 +256,5 @@ def test_info_logs_carry_no_message_text(
         httpx.delete(f"{base}/v1/users/bob", headers=_auth(ACME))
     logged = "\n".join(r.getMessage() for r in caplog.records if r.levelno >= logging.INFO)
     assert logged  # something was logged
-    for word in ("zephyrquill", "glimmerfjord", "73914", ACME):
+    for word in ("zephyrquill", "glimmerfjord", "7391482605", ACME):
         assert word not in logged
