@@ -275,7 +275,7 @@ _FORMS: tuple[tuple[str, str], ...] = (
     ),
     (
         "en_season",
-        r"(?<!the )(?<!my )(?<!a )\b(?P<en_season_dir>last|this past|this coming|this|next) "
+        r"\b(?=last|this|next)(?<!the )(?<!my )(?<!a )(?P<en_season_dir>last|this past|this coming|this|next) "
         r"(?P<en_season_s>spring|summer|fall|autumn|winter)\b",
     ),
     (
@@ -301,13 +301,13 @@ _FORMS: tuple[tuple[str, str], ...] = (
     ),
     (
         "en_slash",
-        r"(?:(?<=\bon )|(?<=\bby )|(?<=\buntil )|(?<=\btill )|(?<=\bbefore )|(?<=\bafter )|(?<=\bsince ))"
+        r"(?=\d{1,2}/)(?:(?<=\bon )|(?<=\bby )|(?<=\buntil )|(?<=\btill )|(?<=\bbefore )|(?<=\bafter )|(?<=\bsince ))"
         r"(?P<en_slash_a>\d{1,2})/(?P<en_slash_b>\d{1,2})(?:/(?P<en_slash_y>\d{4}|\d{2}))?(?![/\d])",
     ),
     ("en_bare_wkend", r"(?<!every )\bthe weekend\b"),
     (
         "en_bare_wday",
-        rf"{_EN_BARE_WD_BEFORE}\b(?P<en_bare_wday_day>{_WD_EN})\b(?! after next)(?!\s*(?:-|–|to|through|thru)\s*(?:{_WD_EN}))",
+        rf"\b(?=(?:{_WD_EN})\b){_EN_BARE_WD_BEFORE}(?P<en_bare_wday_day>{_WD_EN})\b(?! after next)(?!\s*(?:-|–|to|through|thru)\s*(?:{_WD_EN}))",
     ),
     ("en_ago", rf"\b{_EN_NUM} (?:day|week|month|year)s? ago\b"),
     (
@@ -341,8 +341,51 @@ _BARE_OR_ABSOLUTE = frozenset(
         "en_bare_wday",
     }
 )
-_FORM_NAMES = tuple(name for name, _ in _FORMS)
-_PATTERN = re.compile("|".join(f"(?P<{name}>{rx})" for name, rx in _FORMS), re.IGNORECASE)
+# The forms are scanned one by one, as one alternation of them would match: at each place the
+# leftmost match wins, and of two forms matching at the same place the one listed first. One
+# alternation scanned twice as slowly (the regex engine's first-character and prefix shortcuts work on
+# a form alone, not on the alternation), and each form now runs only on a text in its script: a
+# Chinese form needs a Han character, an English one a Latin letter.
+_FORM_RX = tuple((name, re.compile(f"(?P<{name}>{rx})", re.IGNORECASE)) for name, rx in _FORMS)
+_HAN = re.compile(r"[\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]")
+_LATIN = re.compile(r"[A-Za-z]")
+# The four non-ASCII letters IGNORECASE matches to i, k and s, read as those letters (one character for
+# one, so every offset holds): "laſt weekend" matched, and its lookup by the lowered word failed.
+_FOLD = str.maketrans({"\u0130": "i", "\u0131": "i", "\u017f": "s", "\u212a": "k"})
+
+
+def _found(text: str) -> tuple[tuple[str, re.Match[str]], ...]:
+    """(form, match) of every time expression in `text`, in text order, not overlapping. Cached for
+    texts of a chat message's size: a turn's message is read by the pager, the profile rules and its
+    recording (a Match is immutable)."""
+    text = text.translate(_FOLD)
+    return _found_cached(text) if len(text) <= 2000 else _scan(text)
+
+
+@lru_cache(maxsize=256)
+def _found_cached(text: str) -> tuple[tuple[str, re.Match[str]], ...]:
+    return _scan(text)
+
+
+def _scan(text: str) -> tuple[tuple[str, re.Match[str]], ...]:
+    han, latin = _HAN.search(text) is not None, _LATIN.search(text) is not None
+    forms = [(n, rx) for n, rx in _FORM_RX if (han if n.startswith("cn_") else latin)]
+    nexts = [rx.search(text) for _, rx in forms]
+    out: list[tuple[str, re.Match[str]]] = []
+    pos = 0
+    while True:
+        best: re.Match[str] | None = None
+        form = ""
+        for k, (name, rx) in enumerate(forms):
+            m = nexts[k]
+            if m is not None and m.start() < pos:
+                m = nexts[k] = rx.search(text, pos)
+            if m is not None and (best is None or m.start() < best.start()):
+                best, form = m, name
+        if best is None:
+            return tuple(out)
+        out.append((form, best))
+        pos = best.end() if best.end() > best.start() else best.end() + 1  # no form matches empty text
 
 
 def _cn_int(text: str) -> int | None:
@@ -837,8 +880,7 @@ def resolve(text: str, now: datetime, timezone: str | None = None) -> list[TimeR
     """
     base = local_now(now, timezone).date()
     refs: list[TimeRef] = []
-    for m in _PATTERN.finditer(text):
-        kind = next(name for name in _FORM_NAMES if m.group(name) is not None)
+    for kind, m in _found(text):
         resolved = _resolve_one(kind, m, base)
         if resolved is None:
             continue
@@ -850,11 +892,7 @@ def resolve(text: str, now: datetime, timezone: str | None = None) -> list[TimeR
 def spans(text: str) -> list[tuple[int, int]]:
     """Where `text` names a relative time ("上周三", "三天前", "last night"), found by the same forms as
     `resolve`, whether or not the expression resolves to a date."""
-    return [
-        m.span()
-        for m in _PATTERN.finditer(text)
-        if next(name for name in _FORM_NAMES if m.group(name) is not None) not in _BARE_OR_ABSOLUTE
-    ]
+    return [m.span() for kind, m in _found(text) if kind not in _BARE_OR_ABSOLUTE]
 
 
 def days_of(ref: TimeRef) -> tuple[date, date]:
