@@ -16,6 +16,7 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
+from functools import lru_cache
 from typing import TYPE_CHECKING, Any, Literal
 
 from memsched.errors import InputError
@@ -38,6 +39,7 @@ from memsched.profile import (
 from memsched.profile_rules import EN_NOT_GREETING_NAMES
 from memsched.text.en_names import intro_name
 from memsched.text.places import is_place_en, is_place_zh
+from memsched.text.scripts import ByScript, present
 from memsched.text.segment import ENGLISH_STOP_WORDS, has_cjk
 from memsched.text.segment import terms as segment_terms
 
@@ -739,13 +741,20 @@ def topic_pattern(topic: str, also: Sequence[str] = ()) -> TopicPattern:
 
 _ONE_HAN = re.compile(rf"[{_CJK}]")
 
+# The rule lists as the rules that can match a text of each script (`scripts.needs`).
+_FORGET_ALL_RULES = ByScript(FORGET_ALL_RULES, lambda r: r[1])
+_FORGET_TOPIC_RULES = ByScript(FORGET_TOPIC_RULES, lambda r: r[1])
+_FORGET_RULES = ByScript(FORGET_RULES, lambda r: r[1])
+_RENAME_RULES = ByScript(RENAME_RULES, lambda r: r[1])
+
 
 def _detect_forget(text: str) -> Command | None:
-    for rule, pattern in FORGET_ALL_RULES:
+    scripts = present(text)
+    for rule, pattern in _FORGET_ALL_RULES.at(scripts):
         m = pattern.search(text)
         if m:
             return Command(kind="forget_all", matched=m.group(0), rule=rule)
-    for rule, pattern in FORGET_TOPIC_RULES:
+    for rule, pattern in _FORGET_TOPIC_RULES.at(scripts):
         m = pattern.search(text)
         if m:
             topic = _clean_topic(m.group("topic"))
@@ -753,7 +762,7 @@ def _detect_forget(text: str) -> Command | None:
                 return Command(kind="forget_all", matched=m.group(0), rule=rule)
             if topic and topic.lower() not in _NOT_TOPICS:
                 return Command(kind="forget_topic", value=topic, matched=m.group(0), rule=rule)
-    for rule, pattern in FORGET_RULES:
+    for rule, pattern in _FORGET_RULES.at(scripts):
         m = pattern.search(text)
         if m:
             return Command(kind="forget_last", matched=m.group(0), rule=rule)
@@ -819,13 +828,21 @@ def detect(message: str, *, named: bool = False) -> list[Command]:
     text = message.strip()
     if not text or len(text) > 500:  # commands are short; a pasted essay that quotes one is not one
         return []
+    return list(_detect(text, named))
+
+
+# A turn reads its message's commands before the reply and again when it records the message
+# (`profile_extract.extract`): the second time is a lookup. `_detect` is a pure function of its
+# arguments (patterns and word lists fixed at import) and returns frozen `Command`s in a tuple.
+@lru_cache(maxsize=64)
+def _detect(text: str, named: bool) -> tuple[Command, ...]:
     found: list[Command] = []
     forget = _detect_forget(text)
     if forget is not None:
         found.append(forget)
         if forget.kind == "forget_all":
-            return found  # nothing of the user is kept, a new name included
-    for rule, pattern, statement in RENAME_RULES:
+            return tuple(found)  # nothing of the user is kept, a new name included
+    for rule, pattern, statement in _RENAME_RULES.at(text):
         if rule == "en_prefer_bare" and not (named and _prefer_a_name(text)):
             continue
         for m in pattern.finditer(text):
@@ -856,7 +873,7 @@ def detect(message: str, *, named: bool = False) -> list[Command]:
             break
         if any(c.kind == "rename" for c in found):
             break
-    return found
+    return tuple(found)
 
 
 # Capitalised words after "I prefer" that are no one's name: days, months, languages and drinks
@@ -980,7 +997,7 @@ def stated_name(text: str) -> str | None:
     """The name a statement "我叫X" / "my name is X" / "嗨，我是周明杰" / "I'm Joanna Whitfield, though
     most people call me Jo" in `text` gives (not in a question), or None. With "…, but everyone calls
     me Y" the rename is Y; this is the name itself (the profile's `name`)."""
-    for rule, pattern, _ in RENAME_RULES:
+    for rule, pattern, _ in _RENAME_RULES.at(text):
         if rule not in _NAME_BUT_CALLED and rule not in (
             "zh_my_name_is",
             "en_my_name_is",

@@ -85,6 +85,7 @@ from memsched.profile_rules import (
 from memsched.store import Tx
 from memsched.text.en_names import intro_name
 from memsched.text.places import is_place_en, is_place_zh
+from memsched.text.scripts import ByScript, present
 from memsched.text.segment import ENGLISH_STOP_WORDS
 from memsched.text.timeexpr import spans
 
@@ -93,6 +94,17 @@ if TYPE_CHECKING:
     from memsched.llm.client import ChatClient
 
 log = logging.getLogger("memsched.profile")
+
+# The rule lists as the rules that can match a text of each script (`scripts.needs`): an English
+# message runs no Chinese pattern, a Chinese one no English pattern; a mixed message runs both.
+_RULES = ByScript(RULES, lambda r: r[2])
+_RETRACT_RULES = ByScript(RETRACT_RULES, lambda r: r[2])
+_END_RULES = ByScript(END_RULES, lambda r: r[2])
+_PET_END_RULES = ByScript(PET_END_RULES, lambda r: r[1])
+_PEOPLE_RULES = ByScript(PEOPLE_RULES, lambda r: r[1])
+_PEOPLE_LIST_RULES = ByScript(PEOPLE_LIST_RULES, lambda r: r[1])
+_LOSS_RULES = ByScript(LOSS_RULES, lambda r: r[1])
+_DATE_RULES = ByScript(DATE_RULES, lambda r: r[1])
 
 Op = Literal["set", "retract"]
 # "correct": the user corrects a value they gave ("No, I said Luna not Lola"): `old` becomes `value`
@@ -516,7 +528,8 @@ def extract(text: str) -> list[Observation]:
             # 你可以叫我小明": the name said (李伟, Joanna Whitfield, 李明) besides the one to call the user
             found.append(Observation(NAME, given, rule=cmd.rule))
     taken: list[tuple[int, int]] = []
-    for rule, key, pattern, english in RULES:
+    scripts = present(text)
+    for rule, key, pattern, english in _RULES.at(scripts):
         for m in pattern.finditer(text):
             # A rule that reads a clause's subject from the clause before marks where its own words
             # begin (`(?P<at>)`): the clause before may hold a fact of its own.
@@ -601,7 +614,7 @@ def extract(text: str) -> list[Observation]:
                 # "在杭州做老师": one lives where one works, for a known place.
                 found.append(Observation(LOCATION, m.group("place"), rule=rule))
             taken.append((start, end))
-    for rule, key, pattern, english in RETRACT_RULES:
+    for rule, key, pattern, english in _RETRACT_RULES.at(scripts):
         for m in pattern.finditer(text):
             raw = next((g for g in m.groups() if g), None)  # one value group per alternative
             value = clean_value(raw, english=english) if raw else None
@@ -648,7 +661,7 @@ def extract(text: str) -> list[Observation]:
         found += [Observation(DIET, v, "retract", rule="meat_again") for v in MEATLESS]
     # "我辞职了", "we broke up": the key's value ends, whatever it is; before any new value the
     # message gives ("I quit my job, now I'm a barista"). Read as said, time words kept.
-    for rule, key, pattern in END_RULES:
+    for rule, key, pattern in _END_RULES.at(as_said):
         ended = pattern.search(as_said)
         if (
             ended is None
@@ -688,7 +701,7 @@ def _pets_gone(text: str) -> list[Observation]:
     """The pets a message says are gone (`PET_END_RULES`), each a retraction of "kind name", the
     kind or the name as said (`ended_pets` reads which pet in force it is)."""
     out: list[Observation] = []
-    for rule, pattern, english in PET_END_RULES:
+    for rule, pattern, english in _PET_END_RULES.at(text):
         for m in pattern.finditer(text):
             if (
                 _is_question(text, m.end())
@@ -710,10 +723,10 @@ def _pets_gone(text: str) -> list[Observation]:
 
 
 def _statements(
-    rules: Sequence[tuple[str, re.Pattern[str], bool]], text: str
+    rules: ByScript[tuple[str, re.Pattern[str], bool]], text: str
 ) -> Iterator[tuple[str, re.Match[str], bool]]:
     """The matches of `rules` in `text` that state something: no question, supposition or quote."""
-    for rule, pattern, english in rules:
+    for rule, pattern, english in rules.at(text):
         for m in pattern.finditer(text):
             if not (
                 _is_question(text, m.end()) or _hypothetical(text, m.start()) or in_quote(text, m.start())
@@ -724,7 +737,7 @@ def _statements(
 def _people(text: str) -> list[Observation]:
     """The people in the user's life a message names (`PEOPLE_RULES`): "sister 小红", "son Leo"."""
     out: list[Observation] = []
-    for rule, m, english in _statements(PEOPLE_RULES, text):
+    for rule, m, english in _statements(_PEOPLE_RULES, text):
         name = _glued_name(m.group("rest")) if rule == "zh_kin_glued" else m.group("v")
         name = re.sub(r"'s$", "", name) if name and english else name  # "my best friend Sarah's birthday"
         if not name or (english and (name.lower() in EN_NOT_GREETING_NAMES or is_place_en(name))):
@@ -741,7 +754,7 @@ def _people(text: str) -> list[Observation]:
 def _people_listed(text: str) -> list[Observation]:
     """Several people of one kind named at once (`PEOPLE_LIST_RULES`): "my sisters Anna and Mia"."""
     out: list[Observation] = []
-    for rule, m, english in _statements(PEOPLE_LIST_RULES, text):
+    for rule, m, english in _statements(_PEOPLE_LIST_RULES, text):
         split = r"\s*(?:,|\band\b|&)\s*" if english else r"[和、跟]"
         names = [n.strip() for n in re.split(split, m.group("names")) if n.strip()]
         if english and any(n.lower() in EN_NOT_GREETING_NAMES or is_place_en(n) for n in names):
@@ -766,7 +779,7 @@ def _losses(text: str, as_said: str) -> list[Observation]:
     """The people a message says the user lost (`LOSS_RULES`): "grandma", "dad Tom", "奶奶", with when
     it was as said."""
     out: list[Observation] = []
-    for rule, m, english in _statements(LOSS_RULES, text):
+    for rule, m, english in _statements(_LOSS_RULES, text):
         kin = m.group("kin").lower() if english else m.group("kin")
         name = m.group("name") or ""
         if name and (name.lower() in EN_NOT_GREETING_NAMES or name.lower() in ENGLISH_STOP_WORDS):
@@ -840,7 +853,7 @@ def _dates(text: str) -> list[Observation]:
     """The dates of people the user names and of the couple (`DATE_RULES`), as "label: date":
     "mom's birthday: May", "anniversary: June 3", "妈妈的生日: May 12", "结婚纪念日: June 3"."""
     out: list[Observation] = []
-    for rule, m, english in _statements(DATE_RULES, text):
+    for rule, m, english in _statements(_DATE_RULES, text):
         when = month_day(m.group("v"))
         if when is None:
             continue
