@@ -85,7 +85,7 @@ from memsched.profile_rules import (
 from memsched.store import Tx
 from memsched.text.en_names import intro_name
 from memsched.text.places import is_place_en, is_place_zh
-from memsched.text.scripts import ByScript, present
+from memsched.text.scripts import IGNORECASE_FOLD, ByScript, present
 from memsched.text.segment import ENGLISH_STOP_WORDS
 from memsched.text.timeexpr import spans
 
@@ -643,7 +643,7 @@ def extract(text: str) -> list[Observation]:
     if again is not None and not (
         _is_question(as_said, again.end()) or _hypothetical(as_said, again.start())
     ):
-        habit = HABITS_SAME[(again.group("en") or again.group("zh")).lower()]
+        habit = HABITS_SAME[(again.group("en") or again.group("zh")).translate(IGNORECASE_FOLD).lower()]
         found = [ob for ob in found if not (ob.key == HABITS and ob.op == "set")]
         # said in either language before: "quit smoking" and 戒烟 both end
         pair = {

@@ -155,3 +155,14 @@ def test_detect_read_again_is_the_same_and_a_new_list() -> None:
     assert detect("I prefer Liz") == []  # `named` is part of what is read
     assert [c.value for c in detect("I prefer Liz", named=True)] == ["Liz"]
     assert detect("I prefer Liz") == []
+
+
+@pytest.mark.parametrize(
+    "text", ["I ſtarted ſmoking again", "I started smokıng agaın", "I ſtarted ſmoKing again"]
+)
+def test_a_habit_said_with_folded_letters_is_read_not_a_crash(text: str) -> None:
+    """HABIT_AGAIN matched "ſmoking" case-insensitively, and its lookup by the lowered word raised
+    KeyError (the turn saying it failed)."""
+    assert [(o.key, o.op, o.value) for o in extract(text)] == [
+        (o.key, o.op, o.value) for o in extract("I started smoking again")
+    ]

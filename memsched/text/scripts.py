@@ -38,6 +38,11 @@ _LATIN_TEXT = re.compile(
     "[A-Za-z\u00c0-\u00d6\u00d8-\u00f6\u00f8-\u02af\u1e00-\u1eff\u212a\u212b\u2c60-\u2c7f]"
 )
 
+# The four non-ASCII letters re.IGNORECASE matches to ASCII i, k and s, as those letters (one character
+# for one, so offsets hold): a word a case-insensitive pattern matched ("laſt", "ſmoking") is looked up
+# by its lowered form, which `str.lower` leaves unfolded.
+IGNORECASE_FOLD = str.maketrans({"\u0130": "i", "\u0131": "i", "\u017f": "s", "\u212a": "k"})
+
 _NO_SCRIPT: Scripts = frozenset()
 COMBINATIONS: tuple[Scripts, ...] = (
     _NO_SCRIPT,

@@ -46,6 +46,7 @@ from typing import Any, Literal
 import dateparser
 
 from memsched.model import Turn
+from memsched.text.scripts import HAN, IGNORECASE_FOLD, LATIN, present
 from memsched.zones import zone_info
 
 Granularity = Literal["day", "week", "weekend", "month", "year"]
@@ -347,18 +348,15 @@ _BARE_OR_ABSOLUTE = frozenset(
 # a form alone, not on the alternation), and each form now runs only on a text in its script: a
 # Chinese form needs a Han character, an English one a Latin letter.
 _FORM_RX = tuple((name, re.compile(f"(?P<{name}>{rx})", re.IGNORECASE)) for name, rx in _FORMS)
-_HAN = re.compile(r"[\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]")
-_LATIN = re.compile(r"[A-Za-z]")
-# The four non-ASCII letters IGNORECASE matches to i, k and s, read as those letters (one character for
-# one, so every offset holds): "laſt weekend" matched, and its lookup by the lowered word failed.
-_FOLD = str.maketrans({"\u0130": "i", "\u0131": "i", "\u017f": "s", "\u212a": "k"})
 
 
 def _found(text: str) -> tuple[tuple[str, re.Match[str]], ...]:
     """(form, match) of every time expression in `text`, in text order, not overlapping. Cached for
     texts of a chat message's size: a turn's message is read by the pager, the profile rules and its
     recording (a Match is immutable)."""
-    text = text.translate(_FOLD)
+    # The letters IGNORECASE folds onto i, k and s, read as those letters: "laſt weekend" matched a
+    # form, and its lookup by the lowered word failed.
+    text = text.translate(IGNORECASE_FOLD)
     return _found_cached(text) if len(text) <= 2000 else _scan(text)
 
 
@@ -368,8 +366,8 @@ def _found_cached(text: str) -> tuple[tuple[str, re.Match[str]], ...]:
 
 
 def _scan(text: str) -> tuple[tuple[str, re.Match[str]], ...]:
-    han, latin = _HAN.search(text) is not None, _LATIN.search(text) is not None
-    forms = [(n, rx) for n, rx in _FORM_RX if (han if n.startswith("cn_") else latin)]
+    held = present(text)
+    forms = [(n, rx) for n, rx in _FORM_RX if (HAN if n.startswith("cn_") else LATIN) in held]
     nexts = [rx.search(text) for _, rx in forms]
     out: list[tuple[str, re.Match[str]]] = []
     pos = 0
