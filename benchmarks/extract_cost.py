@@ -2,9 +2,9 @@
 `commands.detect`), this tree against another commit, and whether both give the same outputs.
 
 The other side runs from `git archive REF memsched` in a temporary directory, in a subprocess, so
-both import their own modules. Timed (best of --passes, warm): `extract`, `detect` on a message not
-read before (the corpus is longer than `detect`'s cache) and a turn's pair — `detect` before the
-reply, then `extract` when the message is recorded — over LoCoMo turns (English) and the bilingual
+both import their own modules. Timed (best of --passes, warm, each message read as new: the
+per-text caches emptied before each call, `rules_per_message.per_message_ms`): `extract`, `detect`
+and a turn's pair — `detect` before the reply, then `extract` when the message is recorded — over LoCoMo turns (English) and the bilingual
 benchmark's Chinese questions. Compared: `extract(t)`, `detect(t)` and `detect(t, named=True)` for
 every LoCoMo turn, every bilingual question, every string literal in the tests of these rules with a
 Han character or three words or more, and each of those with 's' as 'ſ' (U+017F) and 'k' as the
@@ -24,10 +24,13 @@ import subprocess
 import sys
 import tarfile
 import tempfile
-import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
+
+sys.path.insert(0, str(Path(__file__).parent))
+
+from rules_per_message import per_message_ms
 
 ROOT = Path(__file__).resolve().parent.parent
 LOCOMO = Path("/work/shared/data/locomo/locomo-dev.json")
@@ -70,22 +73,9 @@ def corpus(locomo: Path) -> list[str]:
     return list(dict.fromkeys([*base, *folded]))
 
 
-def best_us(fn: Callable[[str], Any], texts: list[str], passes: int) -> float:
-    for text in texts:
-        fn(text)
-    best = float("inf")
-    for _ in range(passes):
-        t0 = time.perf_counter()
-        for text in texts:
-            fn(text)
-        best = min(best, (time.perf_counter() - t0) / len(texts) * 1e6)
-    return round(best, 1)
-
-
 def side(locomo: Path, passes: int) -> dict[str, Any]:
     """Run in the subprocess of one side: its outputs and timings, as JSON on stdout."""
     import memsched
-    from memsched import commands
     from memsched.commands import detect
     from memsched.profile_extract import extract
 
@@ -101,25 +91,16 @@ def side(locomo: Path, passes: int) -> dict[str, Any]:
     english = [t for t in locomo_texts(locomo) if 60 <= len(t) <= 160][:600]
     chinese = chinese_questions()
 
-    forget = getattr(commands, "_detect", None)  # the cache of `detect`, where there is one
-
-    def detect_new(t: str) -> None:
-        if forget is not None:
-            forget.cache_clear()
-        detect(t)
-
     def turn(t: str) -> None:
-        if forget is not None:
-            forget.cache_clear()
         detect(t)  # before the reply (the scheduler's `named` is False for most messages)
         extract(t)  # when the turn is recorded
 
     timings = {
         lang: {
             "messages": len(msgs),
-            "extract_us": best_us(extract, msgs, passes),
-            "detect_us": best_us(detect_new, msgs, passes),
-            "turn_detect_then_extract_us": best_us(turn, msgs, passes),
+            "extract_us": round(per_message_ms(extract, msgs, passes) * 1000, 1),
+            "detect_us": round(per_message_ms(detect, msgs, passes) * 1000, 1),
+            "turn_detect_then_extract_us": round(per_message_ms(turn, msgs, passes) * 1000, 1),
         }
         for lang, msgs in (("en", english), ("zh", chinese))
     }
