@@ -31,6 +31,15 @@ class UnknownUserError(InputError):
         super().__init__(f"unknown user {user_id!r}: import or record turns for it first")
 
 
+class UserHasDataError(InputError):
+    """An export is restored only into a user with no data; this one (`user`, as named) has `turns`."""
+
+    def __init__(self, message: str, user: str, turns: int) -> None:
+        self.user = user
+        self.turns = turns
+        super().__init__(message)
+
+
 class BudgetError(InputError):
     """The token budget cannot hold even the system prompt and the new message."""
 

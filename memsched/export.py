@@ -17,9 +17,11 @@ The export is memsched export format version 2, one JSON object per line (ndjson
 Times are ISO 8601 UTC text; lineage names turns by their `ref` (a turn forgotten since is left out).
 Read page by page: a long history is never held in memory at once (only a map of turn id -> ref).
 
-`restore` reads a version 2 file into a user with no data: turns with their meta and profile facts
-with their history, mood and routine; summaries, bookmarks, session state and traces are derived data
-that memsched makes again (or that only described the old home) and are not written back.
+`restore` reads a version 2 file (or a request body: POST /v1/users/{user}/import) into a user with
+no data: turns with their meta and profile facts with their history, mood and routine; summaries,
+bookmarks, session state and traces are derived data that memsched makes again (or that only described
+the old home) and are not written back. Given a job queue, it queues the work that makes them again
+(`rebuild_jobs`) in the same transaction.
 """
 
 from __future__ import annotations
@@ -32,11 +34,12 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from memsched.errors import ImportFileError, InputError
+from memsched.errors import ImportFileError, InputError, UserHasDataError
 from memsched.importers import check_meta, json_lines, jsonl_turn
 from memsched.model import Turn, unstorable
 
 if TYPE_CHECKING:
+    from memsched.jobs.queue import Job, JobQueue
     from memsched.store import Store
 
 PAGE = 500
@@ -249,10 +252,13 @@ def export_header(path: Path) -> dict[str, Any] | None:
 
 @dataclass(slots=True)
 class Restored:
-    """What `restore` wrote (per record type) and what it read but left to be made again."""
+    """What `restore` wrote (per record type), what it read but left to be made again, the export's
+    header, and the ids of the jobs it queued (per kind) to make them again."""
 
     written: Counter[str] = field(default_factory=Counter)
     skipped: Counter[str] = field(default_factory=Counter)
+    header: dict[str, Any] = field(default_factory=dict)
+    jobs: dict[str, list[int]] = field(default_factory=dict)
 
 
 def _time(obj: dict[str, Any], key: str, *, optional: bool = False) -> float | None:
@@ -290,8 +296,8 @@ def _ints(obj: dict[str, Any], key: str) -> list[int]:
     return value
 
 
-def _read(path: Path) -> Iterator[tuple[int, dict[str, Any]]]:
-    for lineno, obj in json_lines(path):
+def _read(source: Path | bytes) -> Iterator[tuple[int, dict[str, Any]]]:
+    for lineno, obj in json_lines(source):
         if not isinstance(obj, dict):
             raise ImportFileError("expected a JSON object", line=lineno)
         yield lineno, obj
@@ -349,13 +355,13 @@ def _companion(obj: dict[str, Any]) -> dict[str, Any]:
     return row
 
 
-def _check(path: Path, user_id: str) -> tuple[dict[str, Any], Counter[str]]:
-    """Read the whole file once, writing nothing: every line must be a record `restore` can take.
+def _check(source: Path | bytes, user_id: str) -> tuple[dict[str, Any], Counter[str]]:
+    """Read the whole file (or body) once, writing nothing: every line must be a record `restore` can take.
     Returns the header and how many records of each type the file holds."""
     header: dict[str, Any] | None = None
     seen: Counter[str] = Counter()
     fact_refs: set[int] = set()
-    for lineno, obj in _read(path):
+    for lineno, obj in _read(source):
         try:
             kind = obj.get("type", "turn")
             if header is None:
@@ -387,28 +393,44 @@ def _check(path: Path, user_id: str) -> tuple[dict[str, Any], Counter[str]]:
             raise ImportFileError(f"{exc} (nothing was imported)", line=lineno) from None
         seen[kind] += 1
     if header is None:
-        raise ImportFileError(f"{path}: the file is empty")
+        raise ImportFileError(
+            f"{source}: the file is empty" if isinstance(source, Path) else "the body is empty"
+        )
     return header, seen
 
 
-def restore(store: Store, path: Path, user_id: str, *, user: str | None = None) -> Restored:
-    """Import a version 2 export into `user_id`, which must hold nothing yet: in one transaction,
-    the turns (with their meta, times, sessions and order), every profile fact with its history,
-    the mood and the routine, their lineage mapped to the new turn ids. Summaries, bookmarks,
-    session state and traces are counted in `skipped`: memsched makes them again.
+def restore(
+    store: Store,
+    source: Path | bytes,
+    user_id: str,
+    *,
+    user: str | None = None,
+    queue: JobQueue | None = None,
+) -> Restored:
+    """Import a version 2 export (a file, or the bytes of a request body) into `user_id`, which must
+    hold nothing yet: in one transaction, the turns (with their meta, times, sessions and order), every
+    profile fact with its history, the mood and the routine, their lineage mapped to the new turn ids.
+    The user named in the file's header is not used: the caller names the user. Summaries, bookmarks,
+    session state and traces are counted in `skipped`: memsched makes them again; with `queue`, the
+    jobs that do (`rebuild_jobs`) are queued in the same transaction.
 
-    Refuses (InputError, naming the user) a user that already has data: merging two histories of
-    one person would duplicate their turns and give a profile key two competing histories."""
+    Every line is checked before anything is written: a bad one is an `ImportFileError` naming its
+    line, and nothing is stored. Refuses (`UserHasDataError`, naming the user) a user that already has
+    data: merging two histories of one person would duplicate their turns and give a profile key two
+    competing histories."""
     name = user if user is not None else user_id
-    _check(path, user_id)
+    header, _ = _check(source, user_id)
     if store.has_user(user_id) or store.export_facts(user_id):
         n = store.turn_count(user_id)
-        raise InputError(
+        raise UserHasDataError(
             f"user {name!r} already has data in this home ({n} turns): an export is restored only into"
             f" a user with none, so nothing is duplicated or mixed; import it under another --user, or"
-            f" delete this one first (`memsched forget --user {name} --all`)"
+            f" delete this one first (`memsched forget --user {name} --all`)",
+            name,
+            n,
         )
-    out = Restored()
+    out = Restored(header=header)
+    jobs: list[Job] = []
     turn_ids: dict[int, int] = {}  # the file's turn ref -> the new turn id
     facts: list[dict[str, Any]] = []
     companion: list[dict[str, Any]] = []
@@ -419,10 +441,12 @@ def restore(store: Store, path: Path, user_id: str, *, user: str | None = None) 
             stored = store.insert_turns(tx, [t for _, t in batch])
             for (ref, _), t in zip(batch, stored, strict=True):
                 turn_ids[ref] = t.id or 0
+            if queue is not None:
+                jobs.extend(rebuild_jobs(stored, store.page_size))
             out.written["turn"] += len(stored)
             batch.clear()
 
-        for _, obj in _read(path):
+        for _, obj in _read(source):
             kind = obj.get("type", "turn")
             if kind == "turn":
                 ref = obj.get("ref")
@@ -444,7 +468,27 @@ def restore(store: Store, path: Path, user_id: str, *, user: str | None = None) 
         for obj in companion:
             _restore_companion(store, tx, user_id, obj, turn_ids)
             out.written[obj["type"]] += 1
+        if queue is not None and out.written["turn"]:
+            from memsched.jobs.queue import Job
+
+            # The vectors first (search finds the turns once it has run), then the pages' bookmarks.
+            todo: dict[tuple[str, str | None], Job] = {("embed", None): Job(kind="embed", user_id=user_id)}
+            for job in jobs:
+                todo.setdefault((job.kind, job.dedupe_key), job)
+            queued = list(todo.values())
+            for job, job_id in zip(queued, queue.enqueue(queued, tx=tx), strict=True):
+                out.jobs.setdefault(job.kind, []).append(job_id)
     return out
+
+
+def rebuild_jobs(turns: list[Turn], page_size: int) -> list[Job]:
+    """The jobs that make again what a restore does not write, for these restored turns: a bookmark
+    job for each page they complete and (once per user) the bookmark tidy-up, as a live turn queues
+    them. Not the page's profile extraction: the export's facts, history included, are restored as
+    they were. Summaries are made when a session's context next needs one."""
+    from memsched.scheduler import page_jobs
+
+    return [j for j in page_jobs(turns, page_size) if j.kind != "profile_extract"]
 
 
 def _restore_facts(

@@ -7,6 +7,7 @@ with its line number, and everything before it stays stored.
 from __future__ import annotations
 
 import codecs
+import io
 import json
 import math
 from collections import Counter
@@ -40,7 +41,7 @@ class LocomoSample:
 UTF16_BOMS = (codecs.BOM_UTF16_LE, codecs.BOM_UTF16_BE)
 
 
-def utf16_error(path: Path) -> ImportFileError:
+def utf16_error(path: Path | str) -> ImportFileError:
     return ImportFileError(f"{path}: the file is UTF-16 text; memsched reads UTF-8: save it as UTF-8")
 
 
@@ -97,13 +98,14 @@ def read_jsonl(path: Path, user_id: str, batch: int = 500) -> Iterator[list[Turn
         yield [turn for turn, _ in lines]
 
 
-def json_lines(path: Path) -> Iterator[tuple[int, Any]]:
-    """(line number, decoded JSON value) of each non-blank line of a JSONL file; text that is not
-    UTF-8 (a UTF-16 file: `utf16_error`) or not JSON is an `ImportFileError` naming its line."""
-    with path.open("rb") as fh:
+def json_lines(source: Path | bytes) -> Iterator[tuple[int, Any]]:
+    """(line number, decoded JSON value) of each non-blank line of a JSONL file (or of a request body
+    as bytes); text that is not UTF-8 (a UTF-16 file: `utf16_error`) or not JSON is an
+    `ImportFileError` naming its line."""
+    with source.open("rb") if isinstance(source, Path) else io.BytesIO(source) as fh:
         for lineno, raw in enumerate(fh, start=1):
             if lineno == 1 and raw.startswith(UTF16_BOMS):
-                raise utf16_error(path)
+                raise utf16_error(source if isinstance(source, Path) else "the body")
             try:
                 line = raw.decode("utf-8-sig" if lineno == 1 else "utf-8")
             except UnicodeDecodeError:

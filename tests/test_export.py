@@ -7,6 +7,7 @@ errors; forgotten turns are not exported; an export creates no database."""
 from __future__ import annotations
 
 import json
+import time
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -514,3 +515,174 @@ def test_http_export_of_a_tenant_carries_its_profile_history_only(tmp_path: Path
     assert names == [("Bob", False), ("大王", True)]
     assert "Robert" not in r.text
     assert [t["data"] for t in records if t["type"] == "trace"] == [{"n": "Bob"}]
+
+
+# -- POST /v1/users/{user}/import ------------------------------------------------------------------
+
+KEPT = ("turn", "fact", "mood", "routine")  # what an import writes back as it was
+
+
+def _kept(text: str) -> list[dict[str, Any]]:
+    return [r for r in _records(text) if r["type"] in KEPT]
+
+
+def _jobs_of(base: str, user: str, **headers: str) -> dict[int, dict[str, Any]]:
+    r = httpx.get(f"{base}/v1/jobs", params={"user": user, "limit": 1000}, headers=headers, timeout=10)
+    return {j["id"]: j for j in r.json()} if r.status_code == 200 else {}
+
+
+def _wait_for_jobs(base: str, user: str, ids: list[int]) -> None:
+    for _ in range(2400):  # a bounded wait for a state, not a timing assertion
+        jobs = _jobs_of(base, user)
+        if all(jobs.get(i, {}).get("status") == "done" for i in ids):
+            return
+        assert not any(jobs.get(i, {}).get("status") == "dead" for i in ids), jobs
+        time.sleep(0.025)
+    raise AssertionError(f"jobs {ids} did not run: {_jobs_of(base, user)}")
+
+
+NDJSON = {"Content-Type": "application/x-ndjson"}
+
+
+def _post_import(base: str, user: str, body: bytes, **headers: str) -> httpx.Response:
+    return httpx.post(
+        f"{base}/v1/users/{user}/import", content=body, headers={**NDJSON, **headers}, timeout=60
+    )
+
+
+def test_http_import_restores_an_export_after_a_delete_and_its_turns_are_found(tmp_path: Path) -> None:
+    open_store(Config.load(page_size=4)).close()  # a home of 4-turn pages (fixed when it is made)
+    _seed_everything("alice")
+    _seed(tmp_path, user="alice")  # session s1 now has 6 turns: its first page is full, to bookmark
+    cfg = Config.load(embedders="hash", page_size=4)
+    with LiveServer(create_app(cfg, warm_up=False)) as base:
+        before = httpx.get(f"{base}/v1/users/alice/export", timeout=30)
+        assert before.status_code == 200
+        body = before.content
+        assert httpx.delete(f"{base}/v1/users/alice", timeout=30).status_code == 200
+        assert httpx.get(f"{base}/v1/users/alice/export").status_code == 404
+
+        r = _post_import(base, "alice", body)
+        assert r.status_code == 201, r.text
+        done = r.json()
+        assert done["user"] == "alice" and done["exported_user"] == "alice"
+        n_facts = sum(1 for x in _records(body.decode()) if x["type"] == "fact")
+        assert done["restored"] == {"turn": 4 + len(LINES), "fact": n_facts, "mood": 1, "routine": 1}
+        assert done["rebuilt"] == {"summary": 1, "bookmark": 1, "session_state": 1, "trace": 1}
+        assert set(done["jobs"]) >= {"embed", "bookmark"}
+        # The vectors and the page's bookmarks (the tidy-up of a user's bookmarks waits ten minutes).
+        _wait_for_jobs(base, "alice", done["jobs"]["embed"] + done["jobs"]["bookmark"])
+
+        after = httpx.get(f"{base}/v1/users/alice/export", timeout=30)
+        assert _kept(after.text) == _kept(before.text)  # the same turns (meta, times), facts, mood, routine
+        marks = httpx.get(f"{base}/v1/users/alice/bookmarks").json()
+        assert marks and all(m["session_id"] == "s1" for m in marks)  # made again by the queued job
+        hits = httpx.get(f"{base}/v1/users/alice/search", params={"q": "cello lessons"}, timeout=30).json()
+        cello = next(h for h in hits if "cello" in h["content"])
+        assert "hash" in cello["scores"], cello  # found by its vector too: the embed job has run
+
+        # Into a user that has data now: a 409 naming the user and the way out; nothing changes.
+        again = _post_import(base, "alice", body)
+        assert again.status_code == 409, again.text
+        err = again.json()["error"]
+        assert err["code"] == "user_has_data" and "'alice'" in err["message"]
+        assert "DELETE /v1/users/alice" in err["message"] and "nothing was imported" in err["message"]
+        assert (
+            httpx.get(f"{base}/v1/users/alice/export", timeout=30).text.split("\n")[1:]
+            == (after.text.split("\n")[1:])
+        )
+
+        # Under another id (moving a user): the path's user, whatever the header names.
+        moved = _post_import(base, "alice-2", body, **{"Content-Type": "text/plain"})
+        assert moved.status_code == 201, moved.text
+        assert moved.json()["user"] == "alice-2" and moved.json()["exported_user"] == "alice"
+        copy = httpx.get(f"{base}/v1/users/alice-2/export", timeout=30)
+        assert _records(copy.text)[0]["user"] == "alice-2" and _kept(copy.text) == _kept(before.text)
+
+        spec = httpx.get(f"{base}/openapi.json").json()["paths"]["/v1/users/{user}/import"]["post"]
+        assert set(spec["responses"]) >= {"201", "400", "409", "413"}
+        assert "application/x-ndjson" in spec["requestBody"]["content"]
+
+
+def test_http_import_of_a_bad_line_names_it_and_stores_nothing(tmp_path: Path) -> None:
+    _seed_everything("alice")
+    with LiveServer(create_app(Config.load(embedders="hash"), warm_up=False)) as base:
+        lines = httpx.get(f"{base}/v1/users/alice/export", timeout=30).text.splitlines()
+        turn = next(i for i, x in enumerate(lines) if json.loads(x)["type"] == "turn")
+        bad = list(lines)
+        bad[turn + 2] = bad[turn + 2].replace('"role": "user"', '"role": "robot"')
+        assert bad != lines
+        r = _post_import(base, "carol", ("\n".join(bad) + "\n").encode())
+        assert r.status_code == 400, r.text
+        said = r.json()["error"]["message"]
+        assert (
+            f"line {turn + 3}:" in said and "role must be one of" in said and "nothing was imported" in said
+        )
+        broken = list(lines)
+        broken[-1] = broken[-1][:-5]
+        r = _post_import(base, "carol", ("\n".join(broken) + "\n").encode())
+        assert r.status_code == 400 and f"line {len(lines)}: not valid JSON" in r.json()["error"]["message"]
+        # `curl -d @file` takes the newlines out: every record on line 1, and the message says why.
+        r = _post_import(
+            base, "carol", "".join(lines).encode(), **{"Content-Type": "application/x-www-form-urlencoded"}
+        )
+        assert r.status_code == 400 and "--data-binary" in r.json()["error"]["message"]
+        r = _post_import(base, "carol", b"")
+        assert r.status_code == 400 and "the body is empty" in r.json()["error"]["message"]
+        # The turns of a version 1 export (no header) are no export: the CLI imports those.
+        r = _post_import(base, "carol", "".join(x + "\n" for x in lines[1:]).encode())
+        assert r.status_code == 400 and "line 1: not a memsched export" in r.json()["error"]["message"]
+        r = httpx.post(f"{base}/v1/users/carol/import", files={"file": ("a.ndjson", "\n".join(lines))})
+        assert r.status_code == 415 and "--data-binary" in r.json()["error"]["message"]
+        assert httpx.get(f"{base}/v1/users/carol/export").status_code == 404
+        assert _jobs_of(base, "carol") == {}
+    store = open_store(Config.load())
+    try:
+        assert not store.has_user("carol") and not store.export_facts("carol")
+    finally:
+        store.close()
+
+
+def test_http_import_over_the_body_limit_is_a_413_naming_the_cli(tmp_path: Path) -> None:
+    _seed_everything("alice")
+    with LiveServer(create_app(Config.load(embedders="hash"), warm_up=False)) as base:
+        body = httpx.get(f"{base}/v1/users/alice/export", timeout=30).content
+    with LiveServer(
+        create_app(Config.load(embedders="hash", max_body_bytes=len(body) - 1), warm_up=False)
+    ) as base:
+        r = _post_import(base, "dave", body)
+        assert r.status_code == 413, r.text
+        said = r.json()["error"]["message"]
+        assert f"MEMSCHED_MAX_BODY_BYTES={len(body) - 1}" in said and "memsched import FILE --user" in said
+        # Another route's 413 names the limit only.
+        big = {"user": "dave", "session_id": "s", "role": "user", "content": "x" * len(body)}
+        other = httpx.post(f"{base}/v1/turns", json=big)
+        assert other.status_code == 413 and "memsched import" not in other.json()["error"]["message"]
+        assert httpx.get(f"{base}/v1/users/dave/export").status_code == 404
+
+
+def test_http_import_is_behind_the_api_keys_as_the_export_is(tmp_path: Path) -> None:
+    acme, globex = "acme-key-0123456789abcdef", "globex-key-0123456789abcdef"
+    _seed_everything("acme/bob", name="Bob")
+    cfg = Config.load(embedders="hash", api_keys=f"acme:{acme},globex:{globex}")
+    with LiveServer(create_app(cfg, warm_up=False)) as base:
+        url = f"{base}/v1/users/bob/export"
+        as_acme, as_globex = {"Authorization": f"Bearer {acme}"}, {"Authorization": f"Bearer {globex}"}
+        body = httpx.get(url, headers=as_acme, timeout=30).content
+        assert _post_import(base, "bob", body).status_code == 401
+        assert httpx.get(url, headers=as_acme, timeout=30).content.split(b"\n")[1:] == body.split(b"\n")[1:]
+        # acme's bob has data: its own key is refused.
+        assert _post_import(base, "bob", body, **as_acme).status_code == 409
+        # globex's key names globex's bob: it imports there, and acme's bob is untouched.
+        r = _post_import(base, "bob", body, **as_globex)
+        assert r.status_code == 201, r.text
+        theirs = httpx.get(url, headers=as_globex, timeout=30)
+        assert _kept(theirs.text) == _kept(body.decode())
+        assert httpx.get(url, headers=as_acme, timeout=30).content.split(b"\n")[1:] == body.split(b"\n")[1:]
+        # A name of the default tenant's form is no way into another tenant.
+        assert _post_import(base, "acme/bob", body, **as_globex).status_code in (400, 404, 409)
+    store = open_store(Config.load())
+    try:
+        assert store.turn_count("acme/bob") == 4 and store.turn_count("globex/bob") == 4
+    finally:
+        store.close()

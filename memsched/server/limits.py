@@ -10,6 +10,7 @@ very long inputs outright, and a 1.5-million-character message must cost no more
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable, Mapping
 from typing import Any
 
@@ -19,6 +20,8 @@ from memsched.server.errors import LimitError, error_response
 from memsched.text.tokens import TokenCounter
 
 CHUNK_CHARS = 20_000
+# POST /v1/users/{user}/import: its 413 names the CLI, which imports an export of any size.
+IMPORT_PATH = re.compile(r"^/v1/users/.+/import/?$")
 
 
 class BodyLimitMiddleware:
@@ -28,8 +31,15 @@ class BodyLimitMiddleware:
         self.app = app
         self.max_bytes = max_bytes
 
-    def _message(self) -> str:
-        return f"request body is over MEMSCHED_MAX_BODY_BYTES={self.max_bytes} bytes"
+    def _message(self, scope: Scope) -> str:
+        said = f"request body is over MEMSCHED_MAX_BODY_BYTES={self.max_bytes} bytes"
+        if scope.get("method") == "POST" and IMPORT_PATH.match(scope.get("path", "")):
+            # An export can be bigger than any chat request: the CLI reads a file of any size.
+            said += (
+                "; import a bigger export with the CLI (`memsched import FILE --user USER`,"
+                " against the server's home or database), or raise MEMSCHED_MAX_BODY_BYTES"
+            )
+        return said
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http" or self.max_bytes <= 0:
@@ -42,9 +52,9 @@ class BodyLimitMiddleware:
                 except ValueError:
                     declared = 0
                 if declared > self.max_bytes:
-                    await error_response(413, self._message(), "invalid_request_error", "body_too_large")(
-                        scope, receive, send
-                    )
+                    await error_response(
+                        413, self._message(scope), "invalid_request_error", "body_too_large"
+                    )(scope, receive, send)
                     return
         # Read the body here (it is small by construction) and replay it: a body over the limit is
         # refused before the app sees any of it.
@@ -57,7 +67,7 @@ class BodyLimitMiddleware:
             chunk = message.get("body", b"")
             seen += len(chunk)
             if seen > self.max_bytes:
-                await error_response(413, self._message(), "invalid_request_error", "body_too_large")(
+                await error_response(413, self._message(scope), "invalid_request_error", "body_too_large")(
                     scope, receive, send
                 )
                 return
