@@ -36,7 +36,7 @@ from memsched.profile import (
     PREFERRED_NAME,
     Profile,
 )
-from memsched.profile_rules import EN_NOT_GREETING_NAMES
+from memsched.profile_rules import EN_NOT_GREETING_NAMES, ZH_PARTICLES
 from memsched.text.en_names import intro_name
 from memsched.text.places import is_place_en, is_place_zh
 from memsched.text.scripts import ByScript, present
@@ -152,7 +152,7 @@ def _whole_name(raw: str | None, name: str) -> bool:
 
 
 # The sentence-final particles a CJK name may stand before (`_CJK_END`).
-_ZH_PARTICLES = "吧啊呀哦嘛了哈呢啦"
+_ZH_PARTICLES = ZH_PARTICLES
 
 
 def _group(m: re.Match[str], group: str) -> str | None:
@@ -162,11 +162,11 @@ def _group(m: re.Match[str], group: str) -> str | None:
         return quoted
     value = d.get(group)
     if value and re.match(rf"[{_CJK}]", value):
-        return _through_word(m.string, m.start(group), value)
+        return through_word(m.string, m.start(group), value)
     return value
 
 
-def _through_word(text: str, start: int, name: str) -> str:
+def through_word(text: str, start: int, name: str) -> str:
     """`name` (at `start` in `text`), or the word it begins when that word, one CC-CEDICT knows, runs on
     over what `_CJK_END` took for a particle: "我是马大哈(哈)" is 马大哈 (a scatterbrain), not 马大 and a
     哈; "叫我哈哈" is 哈哈. "以后叫我可乐吧" is 可乐 and a 吧 (可乐吧 is no word)."""
@@ -1078,8 +1078,8 @@ def zh_full_name(name: str, called: str | None = None, *, bare: bool = False) ->
     more ("周明杰", "欧阳娜娜", "王海生"), no role ("高中生", "白领", "王医生", `_zh_role`) and no place,
     and jieba reads it as a person's name: one word tagged one (nr), or the surname its first word
     ("王海生" is 王/海生). What people call the user, when it is part of the name ("周明杰" / "明杰"),
-    is evidence enough. `bare`: said with no greeting ("我是明星"), it is no word CC-CEDICT knows
-    either (a name it knows is a proper noun: "张三")."""
+    is evidence enough. It is no word CC-CEDICT knows of three characters ("马大哈", "白富美"), nor of
+    two when `bare`: said with no greeting ("我是明星"); a name it knows is a proper noun: "张三"."""
     if not re.fullmatch(rf"[{_CJK}]{{2,4}}", name):
         return False
     compound = name[:2] in _ZH_COMPOUND_SURNAMES
@@ -1089,11 +1089,14 @@ def zh_full_name(name: str, called: str | None = None, *, bare: bool = False) ->
         return True
     if _zh_role(name, 2 if compound else 1) or is_place_zh(name):
         return False
-    if bare:
-        from memsched.text.gloss import lookup
+    from memsched.text.gloss import lookup
 
-        if any(sense[:1].islower() for sense in lookup(name)):
-            return False  # "明星" (star), "许可" (allow): a word, though jieba may tag it a name
+    # A word CC-CEDICT glosses lower-case ("明星" star, "马大哈" scatterbrain) or as a coined epithet in
+    # quotes ("白富美" "Ms Perfect", slang): no name said bare, though jieba may tag it one; of three
+    # characters or more, no name after a greeting either ("嗨，我是白富美"): a full name CC-CEDICT
+    # holds is a person's ("Zhang San", "Lu Xun").
+    if (bare or len(name) >= 3) and any(sense[:1].islower() or sense[:1] in '"“' for sense in lookup(name)):
+        return False
     if compound:
         return len(name) > 2
     from memsched.text.postag import lcut

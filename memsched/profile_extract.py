@@ -25,6 +25,7 @@ from memsched.commands import (
     nickname,
     others_call,
     stated_name,
+    through_word,
     zh_full_name,
     zh_titled,
 )
@@ -538,10 +539,15 @@ def extract(text: str) -> list[Observation]:
                 continue
             if _hypothetical(text, m.start()):
                 continue
+            raw = m.group("v")
+            if key in (PARTNER_NAME, PETS) and not english and raw and not raw.isascii():
+                # "我老公叫马大哈": a word CC-CEDICT knows runs on through what the name's end took
+                # for a particle (马大 and 哈), as after 我叫 / 叫我; "我老公叫李明哈" is 李明.
+                raw = through_word(m.string, m.start("v"), raw)
             if key == PETS and "kind" in pattern.groupindex and m.group("v") is None:
                 value = m.group("kind")  # "我有一只猫": the kind alone
             elif key == PETS and "kind" in pattern.groupindex:
-                name = clean_value(m.group("v"), english=english)
+                name = clean_value(raw, english=english)
                 if name is not None and not english and not _zh_pet_name(name):
                     value = m.group("kind")  # "我家的狗叫得很凶": 叫 is its bark, unless names follow
                 else:
@@ -549,7 +555,7 @@ def extract(text: str) -> list[Observation]:
             elif rule == "en_teach" and m.group("v") is None:
                 value = "teacher"  # "I teach at a high school"
             else:
-                value = clean_value(m.group("v"), english=english)
+                value = clean_value(raw, english=english)
             if value is None:
                 continue
             if rule == "en_teach" and m.group("v") is not None:

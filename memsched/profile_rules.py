@@ -72,7 +72,10 @@ _STOP = r"，,。.!！?？；;、~～\n"
 # 和/跟 joins two values ("猫和狗") and is kept; 和我/跟我 ("with me …") starts a clause.
 _ZH_CLAUSE = "的时候|因为|但是|可是|所以|而且|并且|还有|不过|然后|虽然|如果|和我|跟我|与我|陪我|一起"
 ZH_V = rf"(?P<v>[^{_STOP}\s]{{1,16}}?)(?=$|[{_STOP}\s]|了|啊|呀|吧|哦|呢|哈|嘛|{_ZH_CLAUSE})"
-_ZH_NAME = rf"(?P<v>[{_CJK}·]{{1,6}}?|[A-Za-z][A-Za-z'\-]*(?: [A-Za-z][A-Za-z'\-]*)?)(?=$|[{_STOP}\s]|吧|啊|呀|哦|了)"
+# The sentence-final particles a Chinese name may stand before ("我老公叫李明哈", "叫我小李吧"); a word
+# CC-CEDICT knows that runs on through one is read whole ("我老公叫马大哈": `commands.through_word`).
+ZH_PARTICLES = "吧啊呀哦嘛了哈呢啦"
+_ZH_NAME = rf"(?P<v>[{_CJK}·]{{1,6}}?|[A-Za-z][A-Za-z'\-]*(?: [A-Za-z][A-Za-z'\-]*)?)(?=$|[{_STOP}\s]|[{ZH_PARTICLES}])"
 # An English value runs to the end of its clause: punctuation, a conjunction, a relative or
 # subordinate clause ("which is cold", "while …"), a companion phrase ("with my wife"), a place or
 # time phrase ("at the city hospital", "in the spring") or a time word.

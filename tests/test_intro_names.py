@@ -15,7 +15,7 @@ import pytest
 
 from memsched.commands import detect, zh_full_name
 from memsched.config import Config
-from memsched.profile import NAME, OCCUPATION, PREFERRED_NAME
+from memsched.profile import NAME, OCCUPATION, PARTNER_NAME, PREFERRED_NAME
 from memsched.profile_extract import extract
 from memsched.server.app import create_app
 from memsched.testing import FakeOpenAI, LiveServer
@@ -291,6 +291,15 @@ WORDS_AS_NAMES = [
     ("对了，我是马大卫", "马大卫"),
     ("我是李明哈", "李明"),
     ("我是王海生呀", "王海生"),
+    # a word-name after a greeting, ending its clause, said as no state is ("to be lost" is one)
+    ("Hey, I'm Hunter!", "Hunter"),
+    ("Hi, I'm Dawn", "Dawn"),
+    ("Hello, I'm Autumn.", "Autumn"),
+    ("Hi there, I'm Storm", "Storm"),
+    # a people that is also a person's first name (Norman Bethune): the name; a nation's demonym is not
+    ("I'm Norman", "Norman"),
+    ("Hi, I'm Norman", "Norman"),
+    ("I'm Norman, nice to meet you", "Norman"),
 ]
 
 
@@ -347,6 +356,30 @@ WHAT_THE_USER_IS = [
     "我是高富帅",
     "我是路痴",
     "我是万人迷",
+    # a state after a greeting, ending its clause: a word CC-CEDICT says as one ("to be lost",
+    # "completely broke", "to feel sick"), whatever its ending
+    "Hi, I'm Lost",
+    "Hey, I'm Lost!",
+    "Hi, I'm Lost.",
+    "I'm Broke.",
+    "I'm Broke",
+    "Hi, I'm Broke",
+    "Hey, I'm Stuck!",
+    "Hello, I'm Sick.",
+    "Hi, I'm Angry",
+    "Hey, I'm Drunk lol",
+    "Hi there, I'm Scared",
+    # an irregular demonym (Norway: "Norwegian"), a country's regular one
+    "I'm Norwegian",
+    "Hi, I'm Norwegian",
+    "I'm Swedish.",
+    "I'm Cuban",
+    # slang for what the user is, glossed as an epithet ("Ms Perfect"), with or without a greeting
+    "我是白富美",
+    "嗨，我是白富美",
+    "大家好，我是白富美呀",
+    "对了，我是白富美",
+    "大家好，我是夜猫子",
 ]
 
 
@@ -365,6 +398,27 @@ def test_a_nationality_before_what_others_call_the_user_is_no_name() -> None:
 )
 def test_a_particle_is_one_unless_a_word_runs_through_it(text: str, called: str) -> None:
     assert _names(text)[1] == {called}
+
+
+@pytest.mark.parametrize(
+    ("text", "partner"),
+    [
+        ("我老公叫马大哈", "马大哈"),
+        ("我男朋友叫马大哈呢", "马大哈"),
+        ("我老公叫马大哈哈", "马大哈"),
+        ("我老公叫李明哈", "李明"),
+        ("我女朋友叫小美呢", "小美"),
+        ("我老婆叫王芳啦", "王芳"),
+        ("我男朋友叫可乐吧", "可乐"),
+        ("我老公叫哈利", "哈利"),
+    ],
+)
+def test_a_partners_name_ends_before_a_particle_unless_a_word_runs_through_it(
+    text: str, partner: str
+) -> None:
+    """ "我老公叫马大哈" was 马大 once 哈 ended a name, and "我老公叫李明哈" was 李明哈 before: the partner's
+    name ends as the user's own does, at a particle that no word CC-CEDICT knows runs through."""
+    assert [ob.value for ob in extract(text) if ob.key == PARTNER_NAME] == [partner]
 
 
 # -- through the HTTP service ---------------------------------------------------------------------
@@ -427,6 +481,8 @@ def test_http_what_the_user_is_is_never_their_name(server: str, fake: FakeOpenAI
         ("zh", "对了，我是王海生", "王海生", None),
         ("zh", "我是王家明", "王家明", None),
         ("en", "Oh and I'm Sam by the way", "Sam", None),
+        # a people that is also a first name: Norman was read as a demonym, and no name was kept
+        ("en", "Hi, I'm Norman", "Norman", None),
     ],
 )
 def test_http_the_introduced_name_is_shown_many_turns_later(
@@ -454,3 +510,31 @@ def test_http_the_introduced_name_is_shown_many_turns_later(
         assert re.search(rf"^- preferred name \(call the user this\): {called}(?:$| \()", system, re.M), (
             system
         )
+
+
+@pytest.mark.parametrize(
+    ("lang", "intro"), [("en", "Hi, I'm Lost"), ("en", "Hey, I'm Broke!"), ("zh", "嗨，我是白富美")]
+)
+def test_http_a_state_after_a_greeting_is_no_name_many_turns_later(
+    server: str, fake: FakeOpenAI, lang: str, intro: str
+) -> None:
+    """ "Hi, I'm Lost" was stored as the name (a greeting before a word that ends its clause read as an
+    introduction), and 100 days later the model was still told to call the user Lost."""
+    day0 = datetime(2025, 3, 1, 9, 0, tzinfo=UTC)
+    _chat(server, "u", intro, day0, "s0")
+    talk = _SMALL_TALK[lang]
+    for i in range(9):
+        _chat(
+            server, "u", talk[i % len(talk)], day0 + timedelta(days=1 + i // 3, hours=i % 3), f"s{1 + i // 3}"
+        )
+    _chat(
+        server,
+        "u",
+        "还记得我吗？" if lang == "zh" else "do you remember me?",
+        day0 + timedelta(days=100),
+        "s99",
+    )
+    system = fake.chat_requests[-1]["messages"][0]["content"]
+    assert not re.search(r"^- (?:name|preferred name)\b", system, re.M), system
+    said = intro.split()[-1].strip("!") if lang == "en" else "白富美"
+    assert not re.search(rf"name[^\n]*{said}", system), system

