@@ -40,14 +40,10 @@ _HAN = re.compile("[\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]")
 
 
 def locomo_texts(path: Path) -> list[str]:
-    data = json.loads(path.read_text(encoding="utf-8"))
-    return [
-        turn["text"]
-        for sample in data
-        for key, session in sample["conversation"].items()
-        if key.startswith("session_") and isinstance(session, list)
-        for turn in session
-    ]
+    """Every turn's text of a LoCoMo file, as the importer reads it (a shared photo's caption added)."""
+    from memsched.importers import read_locomo  # the side's own tree
+
+    return [t.content for sample in read_locomo(path) for t in sample.turns]
 
 
 def chinese_questions() -> list[str]:

@@ -469,6 +469,25 @@ def test_http_what_the_user_is_is_never_their_name(server: str, fake: FakeOpenAI
     assert not re.search(r"^- (?:name|preferred name)\b", system, re.M), system
 
 
+def _system_prompt_100_days_on(server: str, fake: FakeOpenAI, lang: str, intro: str, small_talk: int) -> str:
+    """The system prompt of a turn 100 days after `intro`, with `small_talk` turns over days between."""
+    day0 = datetime(2025, 3, 1, 9, 0, tzinfo=UTC)
+    _chat(server, "u", intro, day0, "s0")
+    talk = _SMALL_TALK[lang]
+    for i in range(small_talk):
+        _chat(
+            server, "u", talk[i % len(talk)], day0 + timedelta(days=1 + i // 3, hours=i % 3), f"s{1 + i // 3}"
+        )
+    _chat(
+        server,
+        "u",
+        "还记得我吗？" if lang == "zh" else "do you remember me?",
+        day0 + timedelta(days=100),
+        "s99",
+    )
+    return str(fake.chat_requests[-1]["messages"][0]["content"])
+
+
 @pytest.mark.parametrize(
     ("lang", "intro", "name", "called"),
     [
@@ -490,21 +509,7 @@ def test_http_the_introduced_name_is_shown_many_turns_later(
 ) -> None:
     """The name a first message gives reaches the system prompt every turn after, across sessions and
     days (a name taken for an occupation, "王海生", or an introduction not read, was never there)."""
-    day0 = datetime(2025, 3, 1, 9, 0, tzinfo=UTC)
-    _chat(server, "u", intro, day0, "s0")
-    talk = _SMALL_TALK[lang]
-    for i in range(24):
-        _chat(
-            server, "u", talk[i % len(talk)], day0 + timedelta(days=1 + i // 3, hours=i % 3), f"s{1 + i // 3}"
-        )
-    _chat(
-        server,
-        "u",
-        "还记得我吗？" if lang == "zh" else "do you remember me?",
-        day0 + timedelta(days=100),
-        "s99",
-    )
-    system = fake.chat_requests[-1]["messages"][0]["content"]
+    system = _system_prompt_100_days_on(server, fake, lang, intro, small_talk=24)
     assert re.search(rf"^- name: {re.escape(name)}(?:$| \()", system, re.M), system
     if called is not None:
         assert re.search(rf"^- preferred name \(call the user this\): {called}(?:$| \()", system, re.M), (
@@ -520,21 +525,7 @@ def test_http_a_state_after_a_greeting_is_no_name_many_turns_later(
 ) -> None:
     """ "Hi, I'm Lost" was stored as the name (a greeting before a word that ends its clause read as an
     introduction), and 100 days later the model was still told to call the user Lost."""
-    day0 = datetime(2025, 3, 1, 9, 0, tzinfo=UTC)
-    _chat(server, "u", intro, day0, "s0")
-    talk = _SMALL_TALK[lang]
-    for i in range(9):
-        _chat(
-            server, "u", talk[i % len(talk)], day0 + timedelta(days=1 + i // 3, hours=i % 3), f"s{1 + i // 3}"
-        )
-    _chat(
-        server,
-        "u",
-        "还记得我吗？" if lang == "zh" else "do you remember me?",
-        day0 + timedelta(days=100),
-        "s99",
-    )
-    system = fake.chat_requests[-1]["messages"][0]["content"]
+    system = _system_prompt_100_days_on(server, fake, lang, intro, small_talk=9)
     assert not re.search(r"^- (?:name|preferred name)\b", system, re.M), system
     said = intro.split()[-1].strip("!") if lang == "en" else "白富美"
     assert not re.search(rf"name[^\n]*{said}", system), system
