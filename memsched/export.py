@@ -27,6 +27,7 @@ the old home) and are not written back. Given a job queue, it queues the work th
 from __future__ import annotations
 
 import json
+import time
 from collections import Counter
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -436,8 +437,24 @@ def restore(
     companion: list[dict[str, Any]] = []
     with store.transaction() as tx:
         batch: list[tuple[int, Turn]] = []
+        claimed = False
+
+        def claim(at: float) -> None:
+            # The check above is a read; two imports of one user at once (a client's retry while the
+            # first still runs) both pass it. The user's row, made here before anything else is
+            # written, lets exactly one of them on (the other rolls back, nothing duplicated).
+            nonlocal claimed
+            if not claimed and not store.claim_user(tx, user_id, at):
+                raise UserHasDataError(
+                    f"user {name!r} was created while this import ran (another import or a turn):"
+                    " nothing was imported",
+                    name,
+                    store.turn_count(user_id),
+                )
+            claimed = True
 
         def flush() -> None:
+            claim(batch[0][1].created_at.timestamp())  # the first turn's time is the user's
             stored = store.insert_turns(tx, [t for _, t in batch])
             for (ref, _), t in zip(batch, stored, strict=True):
                 turn_ids[ref] = t.id or 0
@@ -463,6 +480,7 @@ def restore(
                 out.skipped[kind] += 1
         if batch:
             flush()
+        claim(time.time())  # an export of facts alone
         _restore_facts(store, tx, user_id, facts, turn_ids)
         out.written["fact"] += len(facts)
         for obj in companion:

@@ -686,3 +686,28 @@ def test_http_import_is_behind_the_api_keys_as_the_export_is(tmp_path: Path) -> 
         assert store.turn_count("acme/bob") == 4 and store.turn_count("globex/bob") == 4
     finally:
         store.close()
+
+
+def test_two_imports_of_one_user_at_once_store_it_once(tmp_path: Path) -> None:
+    """Both imports read the user as empty before either wrote (a client's retry while the first
+    import still runs): the second's claim on the user inside its transaction refuses it, instead of
+    writing every turn a second time."""
+    from memsched.errors import UserHasDataError
+    from memsched.export import restore
+
+    _seed_everything("alice")
+    out = tmp_path / "alice.ndjson"
+    assert invoke("export", "--user", "alice", "--out", str(out)).exit_code == 0
+    store = open_store(Config.load())
+    try:
+        assert restore(store, out, "bob").written["turn"] == 4  # the first import
+        # The second import's look came before the first one wrote: it saw no user.
+        store.has_user = lambda user_id: False  # type: ignore[method-assign]
+        store.export_facts = lambda user_id: []  # type: ignore[method-assign]
+        with pytest.raises(UserHasDataError, match="'bob' was created while this import ran"):
+            restore(store, out, "bob")
+        del store.has_user, store.export_facts
+        assert store.turn_count("bob") == 4  # once, not twice
+        assert len(store.export_facts("bob")) == len(store.export_facts("alice"))
+    finally:
+        store.close()

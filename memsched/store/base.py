@@ -568,6 +568,12 @@ class ExportStore(Protocol):
     """What an export reads of a user besides turns (`memsched.export`, data portability): every row of
     the per-user tables, in a stable order. Times are epoch seconds, lineage is store turn ids."""
 
+    def claim_user(self, tx: Tx, user_id: str, created_at: float) -> bool:
+        """Create the user's row in `tx`; False when the user exists already, made by a transaction
+        that committed before or commits while this one waits (an import's claim on an empty user:
+        of two imports at once, one claims it and the other is refused)."""
+        ...
+
     def export_facts(self, user_id: str) -> list[dict[str, Any]]:
         """Every profile fact of the user, superseded ones included, in id order: id, key, value,
         valid_from, superseded_at, superseded_by, source_turn_ids, meta, created_at."""

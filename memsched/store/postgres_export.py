@@ -4,10 +4,24 @@ from __future__ import annotations
 
 from typing import Any
 
-from memsched.store.postgres_base import PgMixin
+from memsched.store.base import Tx
+from memsched.store.postgres_base import PgMixin, pg_tx
 
 
 class PgExportMixin(PgMixin):
+    def claim_user(self, tx: Tx, user_id: str, created_at: float) -> bool:
+        # The unique key makes a second inserter wait for the first transaction's end, then insert
+        # nothing: exactly one claim wins.
+        row = (
+            pg_tx(tx)
+            .execute(
+                "INSERT INTO users (id, created_at) VALUES (%s, %s) ON CONFLICT DO NOTHING RETURNING id",
+                (user_id, created_at),
+            )
+            .fetchone()
+        )
+        return row is not None
+
     def export_facts(self, user_id: str) -> list[dict[str, Any]]:
         rows = self._all(
             "SELECT id, key, value, valid_from, superseded_at, superseded_by, source_turn_ids, meta,"

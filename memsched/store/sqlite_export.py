@@ -7,10 +7,18 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from memsched.store.sqlite_base import SQLiteMixin
+from memsched.store.base import Tx
+from memsched.store.sqlite_base import SQLiteMixin, sqlite_tx
 
 
 class ExportMixin(SQLiteMixin):
+    def claim_user(self, tx: Tx, user_id: str, created_at: float) -> bool:
+        # The write transaction is exclusive (BEGIN IMMEDIATE): nothing comes between look and insert.
+        cur = sqlite_tx(tx).execute(
+            "INSERT OR IGNORE INTO users (id, created_at) VALUES (?, ?)", (user_id, created_at)
+        )
+        return cur.rowcount == 1
+
     def export_facts(self, user_id: str) -> list[dict[str, Any]]:
         rows = self.db.execute(
             "SELECT id, key, value, valid_from, superseded_at, superseded_by, source_turn_ids, meta,"
