@@ -18,11 +18,11 @@ from __future__ import annotations
 import argparse
 import json
 import tempfile
-from datetime import UTC, datetime, timedelta
+from datetime import timedelta
 from pathlib import Path
 
 from memsched.memory import Memory
-from memsched.model import Turn
+from memsched.testing.histories import CHESS_LINES, FILLER_LINES, HISTORY_START, companion_history
 
 PAIRS = [
     ("I'm so hungry", "I love spicy Sichuan food, the hotter the better."),
@@ -40,60 +40,6 @@ PAIRS = [
         "I usually grab a sandwich from the deli near school.",
     ),
 ]
-CHESS = [
-    "I've been deep in chess openings all week.",
-    "The Sicilian Najdorf is so sharp, one wrong move and you're lost.",
-    "I also tried the London System for a month, it's boring but it works at my level.",
-    "The Caro-Kann has a solid pawn structure and fewer traps.",
-    "Kasparov and Fischer both loved the Najdorf.",
-    "The Queen's Gambit Declined teaches the minority attack nicely.",
-    "The Catalan bishop on g2 stares down the long diagonal.",
-    "In the King's Indian both sides race on opposite wings, pure chaos.",
-    "The Berlin endgame with queens off early is called the Berlin Wall.",
-    "Rook endgames matter more than openings, my friend keeps saying.",
-]
-CHORES = [
-    "graded lab reports",
-    "fixed the bike's chain",
-    "called the landlord about the heating",
-    "sorted the recycling",
-    "watched a documentary about volcanoes",
-    "cleaned the bathroom",
-    "planned next week's quiz",
-    "went for a run by the river",
-    "paid the electricity bill",
-    "replied to parents' emails",
-]
-FILLER = [
-    f"Today I {c}, {w}."
-    for w in (
-        "nothing special",
-        "finally",
-        "it took forever",
-        "as usual",
-        "before dark",
-        "with music on",
-        "in one go",
-        "barely awake",
-        "while it rained",
-        "at last",
-    )
-    for c in CHORES
-]
-T0 = datetime(2026, 9, 1, 18, tzinfo=UTC)
-
-
-def history() -> list[Turn]:
-    blocks = [[p[1] for p in PAIRS[:5]], CHESS, [p[1] for p in PAIRS[5:]], FILLER]
-    turns: list[Turn] = []
-    for day, block in enumerate(blocks):
-        for i, line in enumerate(block):
-            at = T0 + timedelta(days=day, minutes=2 * i)
-            turns.append(Turn("jo", f"d{day}", "user", line, created_at=at))
-            turns.append(
-                Turn("jo", f"d{day}", "assistant", "I hear you.", created_at=at + timedelta(seconds=30))
-            )
-    return turns
 
 
 def main() -> None:
@@ -105,7 +51,11 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as tmp:
         mem = Memory(home=Path(tmp) / "m")
         try:
-            mem.add_many(history())
+            mem.add_many(
+                companion_history(
+                    "jo", [[p[1] for p in PAIRS[:5]], CHESS_LINES, [p[1] for p in PAIRS[5:]], FILLER_LINES]
+                )
+            )
             for floor in (float(f) for f in args.floors.split(",")):
                 found, chess, each = 0, 0, []
                 for message, fact in PAIRS:
@@ -113,12 +63,12 @@ def main() -> None:
                         "jo",
                         message,
                         session_id="today",
-                        now=T0 + timedelta(days=10),
+                        now=HISTORY_START + timedelta(days=10),
                         budget=2000,
                         min_similarity=floor,
                     )
                     text = "\n".join(str(m["content"]) for m in ctx.messages[:-1])
-                    lines = sum(1 for line in CHESS if line in text)
+                    lines = sum(1 for line in CHESS_LINES if line in text)
                     found += fact in text
                     chess += lines
                     each.append({"message": message, "fact": fact in text, "chess_lines": lines})

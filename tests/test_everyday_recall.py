@@ -14,7 +14,7 @@ user's cat, cosine 0.27) sit as low as that noise.
 from __future__ import annotations
 
 from collections.abc import Iterator
-from datetime import UTC, datetime, timedelta
+from datetime import timedelta
 from pathlib import Path
 
 import pytest
@@ -26,19 +26,8 @@ from memsched.memory import Memory, found_by_message
 from memsched.model import Candidate, Turn
 from memsched.scheduler import Scheduler
 from memsched.strategy import StrategyTable
+from memsched.testing.histories import CHESS_LINES, FILLER_LINES, HISTORY_START, companion_history
 
-CHESS = [
-    "I've been deep in chess openings all week.",
-    "The Sicilian Najdorf is so sharp, one wrong move and you're lost.",
-    "I also tried the London System for a month, it's boring but it works at my level.",
-    "The Caro-Kann has a solid pawn structure and fewer traps.",
-    "Kasparov and Fischer both loved the Najdorf.",
-    "The Queen's Gambit Declined teaches the minority attack nicely.",
-    "The Catalan bishop on g2 stares down the long diagonal.",
-    "In the King's Indian both sides race on opposite wings, pure chaos.",
-    "The Berlin endgame with queens off early is called the Berlin Wall.",
-    "Rook endgames matter more than openings, my friend keeps saying.",
-]
 EVERYDAY = [
     "I teach chemistry at a high school in Denver.",
     "I usually grab a sandwich from the deli near school.",
@@ -46,52 +35,14 @@ EVERYDAY = [
     "Went bouldering after work, my forearms are dead.",
     "Thinking about repainting the kitchen this autumn.",
 ]
-# Other days' lines, so that the history outgrows the deep search (200 turns) and no noise cut
-# applies: a long companion history, as the everyday strategy meets it.
-CHORES = [
-    "graded lab reports",
-    "fixed the bike's chain",
-    "called the landlord about the heating",
-    "sorted the recycling",
-    "watched a documentary about volcanoes",
-    "cleaned the bathroom",
-    "planned next week's quiz",
-    "went for a run by the river",
-    "paid the electricity bill",
-    "replied to parents' emails",
-]
-FILLER = [
-    f"Today I {c}, {w}."
-    for w in (
-        "nothing special",
-        "finally",
-        "it took forever",
-        "as usual",
-        "before dark",
-        "with music on",
-        "in one go",
-        "barely awake",
-        "while it rained",
-        "at last",
-    )
-    for c in CHORES
-]
 LUNCH = "any ideas for lunch? I've got half an hour and an empty fridge"
 DELI = EVERYDAY[1]
-T0 = datetime(2026, 9, 1, 18, tzinfo=UTC)
+CHESS = CHESS_LINES
+T0 = HISTORY_START
 
 
 def _history() -> list[Turn]:
-    blocks = [[EVERYDAY[0], EVERYDAY[1]], CHESS, EVERYDAY[2:], FILLER]
-    turns: list[Turn] = []
-    for day, block in enumerate(blocks):
-        for i, line in enumerate(block):
-            at = T0 + timedelta(days=day, minutes=2 * i)
-            turns.append(Turn("jo", f"d{day}", "user", line, created_at=at))
-            turns.append(
-                Turn("jo", f"d{day}", "assistant", "I hear you.", created_at=at + timedelta(seconds=30))
-            )
-    return turns
+    return companion_history("jo", [[EVERYDAY[0], EVERYDAY[1]], CHESS_LINES, EVERYDAY[2:], FILLER_LINES])
 
 
 @pytest.fixture(scope="module")
