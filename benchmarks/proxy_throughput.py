@@ -27,6 +27,13 @@ Every loop is bounded (count and a timeout per request); nothing leaves loopback
     python benchmarks/proxy_throughput.py                      # prints one JSON object
     python benchmarks/proxy_throughput.py --clients 50 --messages 8 --rate 20 --seconds 15
     python benchmarks/proxy_throughput.py --server-processes 2     # the experiment
+    python benchmarks/proxy_throughput.py --rate 0 --probe-sql \
+        --probe-functions memsched.scheduler:Scheduler._turn_locked,memsched.paging:Pager.retrieve
+
+`--probe-functions` / `--probe-sql` start the server through `server_probe.py`, which counts inside
+it over the closed loop: the CPU and calls a turn of the named methods (the calling thread's CPU
+time, so waits cost nothing), and the SQL statements and transactions a turn. Reported under
+`closed_loop.probe`; the probe slows the server, so a probed run's turns/s is not a figure.
 """
 
 from __future__ import annotations
@@ -49,6 +56,9 @@ from typing import Any
 
 import aiohttp
 import httpx
+
+sys.path.insert(0, str(Path(__file__).parent))
+import server_probe  # beside this script
 
 DATA = Path(__file__).parent / "data" / "bilingual_memory.json"
 UPSTREAM = """
@@ -451,7 +461,11 @@ async def run(
                 stdout=subprocess.DEVNULL,
             )
             await asyncio.sleep(1.0)
+        if args.probe_marker is not None:
+            args.probe_marker.touch()  # the in-server probe counts from here (server_probe.py)
         out["closed_loop"] = await driver.closed_loop(args.clients, args.messages, tag="closed")
+        if args.probe_marker is not None:
+            args.probe_marker.unlink()  # ... to here: the turns, their post-reply work and their jobs
         if spy is not None:
             spy.send_signal(signal.SIGINT)
             spy.wait(timeout=30)
@@ -460,6 +474,16 @@ async def run(
         out["open_loop"] = await driver.open_loop(args.rate, args.seconds, args.sessions)
     await driver.http.close()
     return out, driver
+
+
+def _probe_report(path: Path, turns: int) -> dict[str, Any]:
+    """The in-server probe's counts over the closed loop, per turn (it writes them when the phase ends)."""
+    deadline = time.time() + 10
+    while not path.exists() and time.time() < deadline:
+        time.sleep(0.1)
+    if not path.exists():
+        return {"error": "the probe wrote nothing (did the server start through server_probe?)"}
+    return server_probe.per_turn(json.loads(path.read_text(encoding="utf-8")), turns)
 
 
 def main() -> None:
@@ -472,6 +496,13 @@ def main() -> None:
     ap.add_argument("--timeout", type=float, default=30.0, help="per request")
     ap.add_argument("--py-spy", default=None, metavar="OUT", help="record the server with py-spy (raw)")
     ap.add_argument("--py-spy-gil", action="store_true", help="only samples holding the GIL")
+    ap.add_argument(
+        "--probe-functions",
+        default="",
+        metavar="SPECS",
+        help="comma-separated module:Class.method: CPU and calls a turn inside the server (server_probe.py)",
+    )
+    ap.add_argument("--probe-sql", action="store_true", help="SQL statements a turn inside the server")
     ap.add_argument("--embedders", default=None, help="default: the configured default (minilm,wordllama)")
     ap.add_argument(
         "--server-processes",
@@ -480,8 +511,12 @@ def main() -> None:
         help="experiment: N server processes on one port (SO_REUSEPORT) and one SQLite file",
     )
     args = ap.parse_args()
+    probing = bool(args.probe_functions or args.probe_sql)
+    if probing and args.server_processes > 1:
+        ap.error("--probe-functions/--probe-sql probe one server process")
 
     with tempfile.TemporaryDirectory() as tmp:
+        args.probe_marker = Path(tmp) / "probe.on" if probing else None
         upstream = subprocess.Popen(
             [sys.executable, "-c", UPSTREAM], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True
         )
@@ -509,6 +544,12 @@ def main() -> None:
         ]
         if args.server_processes > 1:
             cmd = [sys.executable, "-c", SHARED_SERVER]
+        if args.probe_marker is not None:
+            functions = [f.strip() for f in args.probe_functions.split(",") if f.strip()]
+            env.update(
+                server_probe.env(functions, args.probe_sql, args.probe_marker, Path(tmp) / "probe.json")
+            )
+            cmd = [sys.executable, "-c", server_probe.launch_code(cmd[3:])]
         servers = [
             subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
             for _ in range(args.server_processes)
@@ -552,11 +593,14 @@ def main() -> None:
                     proc.kill()
             upstream.stdin.close()
             upstream.wait(timeout=10)
+        if args.probe_marker is not None and "closed_loop" in result:
+            result["closed_loop"]["probe"] = _probe_report(
+                Path(tmp) / "probe.json", result["closed_loop"]["turns"]
+            )
         result["order"] = check_order(Path(tmp) / "memsched.db", driver.sent)
         if driver.open_turns and "open_loop" in result:
             result["open_loop"]["slowest"] = slowest_turns(Path(tmp) / "memsched.db", driver.open_turns)
         result["errors"] = {"count": len(driver.errors), "examples": driver.errors[:5]}
-    sys.path.insert(0, str(Path(__file__).parent))
     from yardstick import minilm_query_cpu_ms
 
     out = {
