@@ -207,25 +207,31 @@ class Retriever:
                 batches.append(
                     (embedder.model_id, [(content_hash(t), v) for t, v in zip(texts, matrix, strict=True)])
                 )
-            if batches:
-                self.store.put_vector_batches(user_id, batches)
             todo = []
+            finished: list[tuple[str, str]] = []
+            checked: list[tuple[str, int]] = []
             for embedder, key, after, record, missing, limit in found:
-                done += len(missing)
-                if missing and progress is not None:
-                    progress(len(missing))
                 record = record or bool(missing)
                 if len(missing) >= limit:  # more may be missing: another round
                     todo.append((embedder, key, after, record))
                     continue
-                with self._lock:
-                    self._checked.put(key, max(self._checked.get(key) or 0, top))
+                finished.append(key)
                 if record:
-                    # A process's first look, or turns stored without vectors (an import): record
-                    # how far every turn has one, so the next process's first look starts here
-                    # instead of at the user's first turn. (A turn stored with its vectors, the
-                    # scheduler's way, writes nothing here.)
-                    self.store.set_vectors_checked(user_id, embedder.model_id, top)
+                    # A process's first look, or turns stored without vectors (an import, a
+                    # proxied reply): record how far every turn has one, so the next process's
+                    # first look starts here instead of at the user's first turn. Written with
+                    # the round's vectors, in their transaction. (A turn stored with its vectors,
+                    # the scheduler's way, writes nothing here.)
+                    checked.append((embedder.model_id, top))
+            if batches or checked:
+                self.store.put_vector_batches(user_id, batches, checked=checked)
+            with self._lock:
+                for key in finished:
+                    self._checked.put(key, max(self._checked.get(key) or 0, top))
+            for _, _, _, _, missing, _ in found:
+                done += len(missing)
+                if missing and progress is not None:
+                    progress(len(missing))
         return done
 
     def refresh(self, user_id: str) -> int:

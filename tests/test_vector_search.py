@@ -272,7 +272,9 @@ def test_index_user_embeds_every_layer_and_commits_them_together(
     turns = store.add_turns([Turn("u", "s", "user", f"message {i}") for i in range(5)])
     commits = []
     real = store.put_vector_batches
-    monkeypatch.setattr(store, "put_vector_batches", lambda u, b: commits.append(b) or real(u, b))
+    monkeypatch.setattr(
+        store, "put_vector_batches", lambda u, b, checked=(): commits.append(b) or real(u, b, checked=checked)
+    )
     assert retriever.index_user("u") == 10  # five turns x two embedders
     assert len(commits) == 1 and [m for m, _ in commits[0]] == ["hash-16", "hash-24"]
     for name, embedder in embedders.items():
@@ -370,6 +372,73 @@ def test_a_new_process_starts_its_vector_check_where_the_store_says(
         assert store.vectors_checked("u", emb.model_id) == new.id
     store.forget_user("u")
     assert store.vectors_checked("u", emb.model_id) == 0
+
+
+def test_index_user_records_the_watermark_in_the_vectors_transaction(
+    store: Store, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A reply stored without vectors (the proxy's post-reply work) costs one write transaction
+    for every embedder's vectors and watermarks together, not one more per embedder; the next
+    process starts from that watermark."""
+    embedders = {"a": HashEmbedder(dim=16), "b": HashEmbedder(dim=24)}
+    retriever = Retriever(store, embedders)  # type: ignore[arg-type]
+    store.add_turns([Turn("u", "s", "user", f"message {i}") for i in range(3)])
+    assert retriever.index_user("u") == 6
+    (reply,) = store.add_turns([Turn("u", "s", "assistant", "a reply stored without vectors")])
+    opened = []
+    real = store.transaction
+    monkeypatch.setattr(store, "transaction", lambda: opened.append(1) or real())
+    assert retriever.index_user("u") == 2
+    assert opened == [1]
+    monkeypatch.setattr(store, "transaction", real)
+    fresh = Retriever(store, embedders)  # type: ignore[arg-type]  # another process
+    looked: list[int] = []
+    missing = store.turns_missing_vectors
+    monkeypatch.setattr(
+        store,
+        "turns_missing_vectors",
+        lambda u, m, limit=1000, after_id=0, han_only=False: (
+            looked.append(after_id) or missing(u, m, limit=limit, after_id=after_id, han_only=han_only)
+        ),
+    )
+    (later,) = store.add_turns([Turn("u", "s", "user", "one more without vectors")])
+    assert fresh.index_user("u") == 2
+    for embedder in embedders.values():
+        assert {reply.id, later.id} <= set(store.load_vectors("u", embedder.model_id)[0].tolist())
+        if store.serves_vector_search:  # PostgreSQL records nothing (ids may commit out of order)
+            assert store.vectors_checked("u", embedder.model_id) == 0
+        else:
+            assert store.vectors_checked("u", embedder.model_id) == later.id
+    assert looked == ([0, 0] if store.serves_vector_search else [reply.id, reply.id])
+
+
+def test_put_vector_batches_moves_the_watermark_only_with_its_vectors(
+    store: Store, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The watermark written with a batch of vectors commits with them: a failing write leaves
+    it where it was (the turns it would have covered are looked at again), a successful one moves
+    it, never backwards, and a watermark alone is written without vectors."""
+    a, b = store.add_turns([Turn("u", "s", "user", "first"), Turn("u", "s", "assistant", "second")])
+    assert a.id is not None and b.id is not None
+    vec = _unit(np.random.default_rng(5), 2)
+    kept = 0 if store.serves_vector_search else a.id  # PostgreSQL records no watermark
+    store.put_vector_batches("u", [("m1", [(content_hash(a.text), vec[0])])], checked=[("m1", a.id)])
+    assert store.vectors_checked("u", "m1") == kept
+
+    def broken(*args: object, **kwargs: object) -> None:
+        raise RuntimeError("disk full")
+
+    monkeypatch.setattr(store, "put_vectors_tx", broken)
+    with pytest.raises(RuntimeError):
+        store.put_vector_batches("u", [("m1", [(content_hash(b.text), vec[1])])], checked=[("m1", b.id)])
+    monkeypatch.undo()
+    assert store.vectors_checked("u", "m1") == kept
+    assert store.turns_missing_vectors("u", "m1") == [(b.id, "assistant: second")]
+    store.put_vector_batches("u", [("m1", [(content_hash(b.text), vec[1])])], checked=[("m1", b.id)])
+    assert store.vectors_checked("u", "m1") == (0 if store.serves_vector_search else b.id)
+    store.put_vector_batches("u", [], checked=[("m1", a.id), ("m2", b.id)])  # never backwards
+    assert store.vectors_checked("u", "m1") == (0 if store.serves_vector_search else b.id)
+    assert store.vectors_checked("u", "m2") == (0 if store.serves_vector_search else b.id)
 
 
 def test_speakers_are_the_named_ones_sorted(store: Store) -> None:

@@ -232,12 +232,17 @@ class VectorStore(Protocol):
         self, tx: Tx, user_id: str, model_id: str, items: Sequence[tuple[str, np.ndarray]]
     ) -> None: ...
     def put_vector_batches(
-        self, user_id: str, batches: Sequence[tuple[str, Sequence[tuple[str, np.ndarray]]]]
+        self,
+        user_id: str,
+        batches: Sequence[tuple[str, Sequence[tuple[str, np.ndarray]]]],
+        checked: Sequence[tuple[str, int]] = (),
     ) -> None:
         """`put_vectors` for several models (`(model id, items)` pairs) in ONE transaction: a turn's
         vectors under each embedder commit together, at the cost of one commit. Only the vectors of
         texts some turn of the user still has are written, checked in that transaction: an embedding
-        pass that read a turn before it was forgotten leaves no vector of it behind."""
+        pass that read a turn before it was forgotten leaves no vector of it behind. `checked`:
+        `(model id, turn id)` watermarks (`set_vectors_checked`) written in the same transaction,
+        so they move only if the vectors commit, without a commit of their own."""
         ...
 
     def vector_count(self, user_id: str, model_id: str) -> int: ...

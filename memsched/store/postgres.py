@@ -577,8 +577,12 @@ class PostgresStore(
             self.put_vectors_tx(tx, user_id, model_id, items)
 
     def put_vector_batches(
-        self, user_id: str, batches: Sequence[tuple[str, Sequence[tuple[str, np.ndarray]]]]
+        self,
+        user_id: str,
+        batches: Sequence[tuple[str, Sequence[tuple[str, np.ndarray]]]],
+        checked: Sequence[tuple[str, int]] = (),
     ) -> None:
+        # `checked` is not kept (`set_vectors_checked`): a watermark alone needs no transaction.
         batches = [(model_id, items) for model_id, items in batches if items]
         if not batches:
             return

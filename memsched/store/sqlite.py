@@ -36,6 +36,11 @@ from memsched.text.gloss import HAN_GLOB
 from memsched.text.segment import index_text
 from memsched.text.timeexpr import searchable_text
 
+# The pattern as a literal, not a bound parameter: SQLite prepares a statement again each time a
+# GLOB's pattern is bound (it might allow the LIKE optimisation), ~20 us a call hot, more in a
+# loaded server, where the gloss layer's missing-vector check runs after every proxied reply.
+_HAN_GLOB_SQL = "'" + HAN_GLOB.replace("'", "''") + "'"
+
 
 def open_error(path: str, exc: sqlite3.Error) -> str:
     """What to tell a user whose database file could not be opened, with what to do about it."""
@@ -505,9 +510,9 @@ class SQLiteStore(
             "SELECT t.id, t.role, t.speaker, t.content FROM turns t LEFT JOIN embeddings e"
             " ON e.user_id = t.user_id AND e.model = ? AND e.content_hash = t.content_hash"
             " WHERE t.user_id = ? AND t.id > ? AND e.content_hash IS NULL"
-            + (" AND t.content GLOB ?" if han_only else "")
+            + (f" AND t.content GLOB {_HAN_GLOB_SQL}" if han_only else "")
             + " ORDER BY t.id LIMIT ?",
-            (model_id, user_id, after_id, *([HAN_GLOB] if han_only else []), limit),
+            (model_id, user_id, after_id, limit),
         ).fetchall()
         return [(r[0], f"{r[2] or r[1]}: {r[3]}") for r in rows]
 
@@ -524,12 +529,17 @@ class SQLiteStore(
             self._repack(tx, user_id, model_id)
 
     def put_vector_batches(
-        self, user_id: str, batches: Sequence[tuple[str, Sequence[tuple[str, np.ndarray]]]]
+        self,
+        user_id: str,
+        batches: Sequence[tuple[str, Sequence[tuple[str, np.ndarray]]]],
+        checked: Sequence[tuple[str, int]] = (),
     ) -> None:
         batches = [(model_id, items) for model_id, items in batches if items]
-        if not batches:
+        if not batches and not checked:
             return
         with self.transaction() as tx:
+            if checked:
+                self._set_vectors_checked_tx(tx, user_id, checked)
             # Only vectors a turn still uses: a turn forgotten since the pass read it keeps no vector.
             # The write lock (BEGIN IMMEDIATE) keeps a forget out until this commits.
             wanted = sorted({h for _, items in batches for h, _ in items})

@@ -24,6 +24,7 @@ from __future__ import annotations
 import hashlib
 import sqlite3
 import time
+from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -126,13 +127,18 @@ class VectorPackMixin(SQLiteMixin):
         return int(row[0]) if row else 0
 
     def set_vectors_checked(self, user_id: str, model_id: str, turn_id: int) -> None:
-        # One writer at a time: every turn id below `turn_id` was committed before it.
         with self.transaction() as tx:
-            tx.execute(
-                "INSERT INTO vectors_checked (user_id, model, turn_id) VALUES (?, ?, ?)"
-                " ON CONFLICT (user_id, model) DO UPDATE SET turn_id = max(turn_id, excluded.turn_id)",
-                (user_id, model_id, int(turn_id)),
-            )
+            self._set_vectors_checked_tx(tx, user_id, [(model_id, turn_id)])
+
+    def _set_vectors_checked_tx(self, tx: Any, user_id: str, checked: Sequence[tuple[str, int]]) -> None:
+        """`set_vectors_checked` of several models in the caller's transaction, as one statement."""
+        # One writer at a time: every turn id below `turn_id` was committed before it.
+        tx.execute(
+            "INSERT INTO vectors_checked (user_id, model, turn_id) VALUES "
+            + ", ".join(["(?, ?, ?)"] * len(checked))
+            + " ON CONFLICT (user_id, model) DO UPDATE SET turn_id = max(turn_id, excluded.turn_id)",
+            [x for model_id, turn_id in checked for x in (user_id, model_id, int(turn_id))],
+        )
 
     def vector_graph_path(self, user_id: str, model_id: str) -> Path | None:
         """`<database>.graphs/<user hash>-<model hash>.usearch` (None for an in-memory database).
