@@ -610,6 +610,8 @@ class Pager:
         # user -> (newest turn id seen, speaker names, the names' terms: what the soft layer and BM25
         # do not expand or search, read several times a query)
         self._speakers: LRUCache[str, tuple[int, dict[str, str], frozenset[str]]] = LRUCache(size)
+        # Within one `retrieve` (this thread's): (user, their speaker entry), read from the store once.
+        self._looking = threading.local()
         self._vocab: LRUCache[tuple[str, str], Vocabulary] = LRUCache(size)
         # turn id -> question share, per user: a turn's text never changes, so each is read once
         # (dropped with the user's other caches after a delete, which may free its id).
@@ -918,7 +920,18 @@ class Pager:
         return self._speaker_entry(user_id)[1]
 
     def _speaker_entry(self, user_id: str) -> tuple[int, dict[str, str], frozenset[str]]:
-        """(newest turn id, `_speaker_names`, `_term_skip`) of the user, up to date."""
+        """(newest turn id, `_speaker_names`, `_term_skip`) of the user, up to date: read once per
+        `retrieve` (its stages ask for the names four times or more; they all see the same ones)."""
+        looking = self._looking
+        held = getattr(looking, "entry", None)
+        if held is not None and held[0] == user_id:
+            return held[1]
+        entry = self._read_speaker_entry(user_id)
+        if getattr(looking, "user", None) == user_id:
+            looking.entry = (user_id, entry)
+        return entry
+
+    def _read_speaker_entry(self, user_id: str) -> tuple[int, dict[str, str], frozenset[str]]:
         count = self.store.max_turn_id(user_id)  # new turns may bring new speakers
         with self._lock:
             cached = self._speakers.get(user_id)
@@ -960,6 +973,33 @@ class Pager:
         """Ranked candidates for `query`, with every layer's hits and the paging decision in `info`.
         `now` (when the question is asked) and `timezone` (the user's) resolve the time it asks about
         ("what did we talk about yesterday?": the `when` layer); without `now` no such layer."""
+        looking = self._looking
+        outer = getattr(looking, "user", None), getattr(looking, "entry", None)
+        looking.user, looking.entry = user_id, None  # the speakers are read once, when first asked
+        try:
+            return self._retrieve(
+                user_id,
+                query,
+                session_id=session_id,
+                exclude=exclude,
+                query_vectors=query_vectors,
+                now=now,
+                timezone=timezone,
+            )
+        finally:
+            looking.user, looking.entry = outer
+
+    def _retrieve(
+        self,
+        user_id: str,
+        query: str,
+        *,
+        session_id: str | None,
+        exclude: set[int] | None,
+        query_vectors: Mapping[str, np.ndarray] | None,
+        now: datetime | None,
+        timezone: str | None,
+    ) -> Paging:
         t_start = time.perf_counter()
         opts = self.options
         exclude = exclude or set()

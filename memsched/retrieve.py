@@ -240,8 +240,7 @@ class Retriever:
         moves ~1.4 ms per index (the store's new rows, the index's append) off the next turn's path.
         Only indexes already in memory are refreshed; returns how many."""
         names = [name for name, e in self.embedders.items() if (user_id, e.model_id) in self._indexes]
-        for name in names:
-            self._index(user_id, name)
+        self._indexes_of(user_id, names)
         return len(names)
 
     def put_vector(self, user_id: str, name: str, text: str, vector: np.ndarray) -> None:
@@ -283,7 +282,17 @@ class Retriever:
         except FileNotFoundError:
             return index.uses_ann
 
-    def _index(self, user_id: str, name: str) -> VectorIndex:
+    def _indexes_of(self, user_id: str, names: Sequence[str]) -> list[VectorIndex]:
+        """`_index` of each of `names`, whether each is up to date read in one statement."""
+        if not names:
+            return []
+        versions = self.store.vector_versions(user_id, [self.embedders[n].model_id for n in names])
+        return [self._index(user_id, n, v) for n, v in zip(names, versions, strict=True)]
+
+    def _index(self, user_id: str, name: str, version: tuple[int, int] | None = None) -> VectorIndex:
+        """The user's in-memory index of layer `name`, brought up to the store: to its
+        `vector_version` (`version`: read by the caller just now), which moves whenever any process
+        stores a turn or a vector of the user."""
         embedder = self.embedders[name]
         model = embedder.model_id
         key = (user_id, model)
@@ -317,7 +326,9 @@ class Retriever:
                 index.add(ids, matrix)
                 index.version = loaded
             self._indexes.trim(key)
-        version = self.store.vector_version(user_id, model)
+            version = None  # read before the load: what came since is read below
+        if version is None:
+            version = self.store.vector_version(user_id, model)
         if version != index.version:
             ids, matrix = self.store.vectors_since(user_id, model, *index.version)
             index.add(ids, matrix)
@@ -388,9 +399,8 @@ class Retriever:
                 return self._store_search_as_one(user_id, pair, query_vector, k)
             return self.store.search_vectors(user_id, self.embedders[name].model_id, query_vector, k)
         if pair is not None:
-            return search_as_one(
-                self._index(user_id, pair[0]), self._index(user_id, pair[1]), query_vector, k
-            )
+            first, second = self._indexes_of(user_id, pair)
+            return search_as_one(first, second, query_vector, k)
         return self._index(user_id, name).search(query_vector, k)
 
     def space_of(self, name: str) -> tuple[str, str] | None:

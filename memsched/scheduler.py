@@ -886,10 +886,13 @@ class Scheduler:
             system = f"{t.persona}\n\n{clock_line(t.at, t.timezone)}"
             check_budget(t.budget, base_tokens(self.memory.counter, system, message))
         self._barrier(t)
+        tail_size = max(TOPIC_LOOKBACK, self.config.recent_max_turns)
         with sw.stage("retry_check"):
-            # A retry of a turn whose reply failed replaces that turn instead of repeating it.
-            skip_kinds = self._take_failed_turn(user_id, session_id, message)
-        self._commands(t, skip_kinds)
+            # The session's last turns: the recent window and the topic window (below), and the
+            # last turn, which a retry of a turn whose reply failed replaces instead of repeating it.
+            tail = self.store.session_turns(user_id, session_id, last=tail_size)
+            skip_kinds = self._take_failed_turn(user_id, session_id, message, tail[-1:])
+        self._commands(t, skip_kinds or set())
         self._overflow(t)
         with sw.stage("backfill"):
             # Only turns stored outside the scheduler lack vectors here (an import, another client):
@@ -897,10 +900,11 @@ class Scheduler:
             self._index(user_id)
         t.qvecs = pending if pending is not None else self.memory.query_vectors(message)
         t.covered = covered_seq(t.summaries)
-        with sw.stage("tail"):  # the session's last turns: the recent window and the topic window
-            t.tail = self.store.session_turns(
-                user_id, session_id, last=max(TOPIC_LOOKBACK, self.config.recent_max_turns)
-            )
+        with sw.stage("tail"):
+            # Read again only when this turn changed the session's turns: a retry took its failed
+            # turn, a command forgot turns, the live window was compressed (`t.blocking`).
+            changed = skip_kinds is not None or any(b["kind"] != "barrier" for b in t.blocking)
+            t.tail = self.store.session_turns(user_id, session_id, last=tail_size) if changed else tail
             recent = self.memory.recent_turns(user_id, session_id, t.covered, tail=t.tail)
         if history and t.covered < 0:
             # The client's history from before memsched recorded this session: context, never stored.
@@ -1373,18 +1377,20 @@ class Scheduler:
         trace["timings_ms"] = timings
         trace["p0_overhead_ms"] = round(timings["total"] - t.llm_ms, 3)
 
-    def _take_failed_turn(self, user_id: str, session_id: str, message: str) -> set[str]:
-        """If the session ends with this very message marked reply_failed, delete it (the turn will be
-        recorded again) and return the command kinds already applied for it."""
-        last = self.store.session_turns(user_id, session_id, last=1)
+    def _take_failed_turn(
+        self, user_id: str, session_id: str, message: str, last: Sequence[Turn]
+    ) -> set[str] | None:
+        """If the session ends (`last`: its last turn, or none) with this very message marked
+        reply_failed, delete it (the turn will be recorded again) and return the command kinds
+        already applied for it; None when there is no such turn."""
         if not last:
-            return set()
+            return None
         t = last[0]
         # `awaiting_tools`: the proxy returned the model's tool calls to the client, whose follow-up
         # (the same message plus the tool results) completes this very turn.
         pending = t.meta.get("reply_failed") or t.meta.get("awaiting_tools")
         if t.role != "user" or t.content != message or not pending or t.id is None:
-            return set()
+            return None
         first_seq = int(self.store.session_state(user_id, session_id).get(FIRST_SEQ, 0))
         self.memory.delete_turns(user_id, [t.id])
         values: dict[str, Any] = dict(COUNTS_RESET)  # the failed attempt's counts are recounted

@@ -54,3 +54,37 @@ def test_the_speaker_names_terms_are_kept_with_the_names_and_dropped_on_forget(t
     assert "u" not in mem.pager._speakers
     assert mem.pager._term_skip("u") == {"caroline", "smith"}
     mem.close()
+
+
+def test_one_retrieval_reads_the_newest_turn_id_once_and_the_next_sees_new_speakers(
+    tmp_path: Path,
+) -> None:
+    """The pager's stages ask for the speaker names several times a query (the BM25 terms to skip,
+    the dense text without names, entity focus, multi-hop entities): one store read per retrieval,
+    and a speaker who spoke since is found by the next retrieval."""
+    mem = Memory(home=tmp_path / "m", embedders={"hash": HashEmbedder()})
+    _say(mem, "Caroline Smith", "I went to a pottery class")
+    _say(mem, "Melanie", "I painted a sunrise")
+    reads: list[str] = []
+    real = mem.store.max_turn_id
+
+    def counted(user_id: str) -> int:
+        reads.append(user_id)
+        return real(user_id)
+
+    mem.store.max_turn_id = counted  # type: ignore[method-assign]
+    mem.pager.retrieve("u", "what did Caroline make at the pottery class?")
+    mem.pager.retrieve("u", "what did Caroline make at the pottery class?")
+    reads.clear()
+    paged = mem.pager.retrieve("u", "what did Caroline make at the pottery class?")
+    assert paged.candidates
+    assert len(reads) == 1
+    mem.pager.retrieve("u", "what did Jon open?")  # nobody called Jon yet
+    _say(mem, "Jon", "I opened a dance studio")  # a new speaker since
+    reads.clear()
+    paged = mem.pager.retrieve("u", "what did Jon open?")
+    assert len(reads) == 1
+    (jon,) = [t.id for t in mem.store.iter_turns("u") if t.speaker == "Jon"]
+    # Entity focus: a query naming exactly one speaker prefers what they said.
+    assert next(c for c in paged.candidates if c.turn_id == jon).scores.get("speaker") == 1.0
+    mem.close()

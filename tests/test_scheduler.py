@@ -561,8 +561,8 @@ def test_aprepare_held_holds_the_session_until_released_and_lets_go_on_failure_o
 
 
 def test_a_turn_reads_the_sessions_last_turns_once(make: Factory, monkeypatch: pytest.MonkeyPatch) -> None:
-    """The recent window (retrieval and context), the topic window and the last turn are cut from
-    one read of the session's tail; the retry check reads the last turn before commands run."""
+    """The recent window (retrieval and context), the topic window and the last turn (the retry
+    check's) are cut from one read of the session's tail."""
     memory, scheduler = make(recent_max_turns=4)
     for i in range(6):
         scheduler.turn("u", "s", f"message number {i} about hiking")
@@ -572,10 +572,35 @@ def test_a_turn_reads_the_sessions_last_turns_once(make: Factory, monkeypatch: p
         memory.store, "session_turns", lambda u, s, last=None: reads.append(last) or real(u, s, last=last)
     )
     result = scheduler.prepare("u", "s", "and what about the mountains")
-    assert sorted(reads, key=str) == [1, TOPIC_LOOKBACK]
+    assert reads == [TOPIC_LOOKBACK]
     sent = [str(m["content"]) for m in result.messages]
     # the recent window: the last four stored turns, then the new message
     assert sent[-5:] == [t.content for t in real("u", "s")[-5:-1]] + ["and what about the mountains"]
+
+
+def test_a_turn_that_forgets_or_retries_reads_the_sessions_tail_after_it(
+    make: Factory, fake: FakeOpenAI, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The tail read before the commands run is read again when the turn changed it: a retry took
+    its failed turn, a command forgot turns. Neither shows up in the recent window."""
+    memory, scheduler = make(recent_max_turns=8, retries=0)
+    scheduler.turn("u", "s", "my locker code is 4417")
+    fake.script(Fail(500))
+    with pytest.raises(ReplyError):
+        scheduler.turn("u", "s", "what else should I pack for the hike")
+    reads: list[int | None] = []
+    real = memory.store.session_turns
+    monkeypatch.setattr(
+        memory.store, "session_turns", lambda u, s, last=None: reads.append(last) or real(u, s, last=last)
+    )
+    result = scheduler.turn("u", "s", "what else should I pack for the hike")  # the retry
+    assert reads == [TOPIC_LOOKBACK, TOPIC_LOOKBACK]
+    sent = [str(m["content"]) for m in result.messages]
+    assert sent.count("what else should I pack for the hike") == 1
+    reads.clear()
+    result = scheduler.prepare("u", "s", "forget that")
+    assert reads.count(TOPIC_LOOKBACK) == 2  # (the forget reads the last message itself)
+    assert not any("pack for the hike" in str(m["content"]) for m in result.messages[1:])
 
 
 def test_routing_reads_its_vector_free_inputs_while_the_message_is_embedded(

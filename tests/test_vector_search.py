@@ -484,3 +484,37 @@ def test_storing_a_few_vectors_reads_no_pack_until_enough_are_missing(
     assert set(got) == set(held) | {t.id for t in new}
     np.testing.assert_allclose(got[int(new[9].id or 0)], vectors[9], atol=1e-6)
     store.close()
+
+
+def test_a_refresh_checks_every_layer_in_one_read_and_sees_another_process_vectors(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """After a reply the in-memory indexes are brought up to the store (`Retriever.refresh`): one
+    read tells which layers are stale. Vectors another process stored (its own turns) are in the
+    indexes after it, and in the next dense search without one."""
+    from memsched.store.sqlite import SQLiteStore
+
+    embedders = {"a": HashEmbedder(dim=16), "b": HashEmbedder(dim=24)}
+    store = SQLiteStore(tmp_path / "m.db")
+    other = SQLiteStore(tmp_path / "m.db")  # another process's connection
+    try:
+        r = Retriever(store, embedders)  # type: ignore[arg-type]
+        store.add_turns([Turn("u", "s", "user", f"message about topic {i}") for i in range(5)])
+        r.index_user("u")
+        for name, e in embedders.items():  # both indexes in memory
+            r.dense("u", name, e.embed(["message about topic 1"])[0], 3)
+        reads: list[list[str]] = []
+        real = store.vector_versions
+        monkeypatch.setattr(store, "vector_versions", lambda u, m: reads.append(list(m)) or real(u, m))
+        texts = ["the lighthouse keeper painted the door blue", "a violin under the staircase"]
+        for text in texts:
+            (turn,) = other.add_turns([Turn("u", "s2", "user", text)])
+            Retriever(other, embedders).index_user("u")  # type: ignore[arg-type]
+            if text == texts[0]:
+                assert r.refresh("u") == 2
+                assert reads == [["hash-16", "hash-24"]]
+            for name, e in embedders.items():
+                assert r.dense("u", name, e.embed([text])[0], 1)[0].turn_id == turn.id, name
+    finally:
+        other.close()
+        store.close()

@@ -206,6 +206,10 @@ class VectorStore(Protocol):
         """A pair that changes whenever the user gains turns or vectors for `model_id`."""
         ...
 
+    def vector_versions(self, user_id: str, model_ids: Sequence[str]) -> list[tuple[int, int]]:
+        """`vector_version` of each of `model_ids`, in one statement."""
+        ...
+
     def vectors_checked(self, user_id: str, model_id: str) -> int:
         """The turn id up to which every turn of the user was found to have its `model_id` vector
         (`set_vectors_checked`), so a process that starts does not look through the whole history

@@ -525,13 +525,18 @@ class PostgresStore(
         return _matrix(rows)
 
     def vector_version(self, user_id: str, model_id: str) -> tuple[int, int]:
+        return self.vector_versions(user_id, [model_id])[0]
+
+    def vector_versions(self, user_id: str, model_ids: Sequence[str]) -> list[tuple[int, int]]:
         row = self._one(
-            "SELECT (SELECT max(id) FROM embeddings WHERE user_id = %s AND model = %s),"
-            " (SELECT max(id) FROM turns WHERE user_id = %s)",
-            (user_id, model_id, user_id),
+            "SELECT (SELECT max(id) FROM turns WHERE user_id = %s)"
+            + "".join(
+                ", (SELECT max(id) FROM embeddings WHERE user_id = %s AND model = %s)" for _ in model_ids
+            ),
+            (user_id, *(x for model_id in model_ids for x in (user_id, model_id))),
         )
         assert row is not None
-        return int(row[0] or 0), int(row[1] or 0)
+        return [(int(vector or 0), int(row[0] or 0)) for vector in row[1:]]
 
     def vectors_checked(self, user_id: str, model_id: str) -> int:
         """Always 0: concurrent writers can commit a lower turn id after a higher one, so a recorded

@@ -471,12 +471,17 @@ class SQLiteStore(
 
     def vector_version(self, user_id: str, model_id: str) -> tuple[int, int]:
         """(newest vector row, newest turn id) of the user: when it changes, an index is stale."""
+        return self.vector_versions(user_id, [model_id])[0]
+
+    def vector_versions(self, user_id: str, model_ids: Sequence[str]) -> list[tuple[int, int]]:
         row = self.db.execute(
-            "SELECT (SELECT max(rowid) FROM embeddings WHERE user_id = ? AND model = ?),"
-            " (SELECT max(id) FROM turns WHERE user_id = ?)",
-            (user_id, model_id, user_id),
+            "SELECT (SELECT max(id) FROM turns WHERE user_id = ?)"
+            + "".join(
+                ", (SELECT max(rowid) FROM embeddings WHERE user_id = ? AND model = ?)" for _ in model_ids
+            ),
+            (user_id, *(x for model_id in model_ids for x in (user_id, model_id))),
         ).fetchone()
-        return int(row[0] or 0), int(row[1] or 0)
+        return [(int(vector or 0), int(row[0] or 0)) for vector in row[1:]]
 
     def vectors_since(
         self, user_id: str, model_id: str, after_vector: int, after_turn: int
