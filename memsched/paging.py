@@ -37,6 +37,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 import numpy as np
 from pydantic import BaseModel, Field
 
+from memsched.busy import beside
 from memsched.cache import LRUCache
 from memsched.embed.batch import embed_soon
 from memsched.errors import LLMError
@@ -550,6 +551,7 @@ class _Ranked:
 # The soft-term layer runs on one of these threads while the calling thread runs the turn layers
 # (BM25, dense, fusion): both are mostly SQLite and numpy, which release the GIL, so on two cores
 # the layer's full-text pool search no longer adds to the turn's wall time. Shared by every pager.
+# In a busy process the layer runs in place, on the caller's thread (`memsched.busy`).
 _SOFT_THREADS = 4
 _soft_pool: ThreadPoolExecutor | None = None
 _soft_pool_lock = threading.Lock()
@@ -1129,8 +1131,8 @@ class Pager:
                 soft_query = lexical or query
             elif opts.common_zipf > 0:
                 soft_query = " ".join(content_terms(q_terms, opts.common_zipf))
-            soft_job = _soft_executor().submit(
-                self._timed_soft_layer, user_id, soft_query, exclude, term_vectors
+            soft_job = beside(
+                _soft_executor(), self._timed_soft_layer, user_id, soft_query, exclude, term_vectors
             )
         # One search at the deeper k; the base ranking is the same hits cut at turn_k, fused again.
         # With the soft layer on, the turn layers are fused together with its hits.

@@ -32,7 +32,9 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import logging
+import os
 import threading
 import time
 import uuid
@@ -45,6 +47,7 @@ from typing import TYPE_CHECKING, Any, TypeGuard
 import numpy as np
 
 from memsched.assemble import base_tokens, check_budget
+from memsched.busy import done, one_thread
 from memsched.classify import ModeClassifier
 from memsched.client_history import FIRST_SEQ, unseen_prefix
 from memsched.client_history import META_KEY as CLIENT_HISTORY
@@ -202,6 +205,7 @@ class _TurnState:
     pending_seq: int = -1  # the session's pending topic candidate (a user turn's seq), -1: none
     topic_summary: dict[str, Any] | None = None  # the summary a late-confirmed shift made before the context
     retrieval: Future[Retrieval | Paging] | None = None  # started beside routing (Memory.retrieval)
+    retrieved_inline: bool = False  # ... or run before it, on the turn's thread (the process was busy)
     route: Route | None = None
     job_ids: list[int] = field(default_factory=list)
     llm_ms: float = 0.0
@@ -301,6 +305,10 @@ class Scheduler:
         # ~0.3 s for its lock on average; with 32, ~0.2 s (BENCHMARKS.md "Proxy in session 18").
         self._post = ThreadPoolExecutor(max_workers=max(1, post_threads), thread_name_prefix="memsched-post")
         # Each turn's retrieval runs on one of these while the turn's own thread routes.
+        # Cores this process may run on: with more turns in flight, a turn retrieves on its own thread.
+        self.cores = (
+            len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
+        )
         self._fore = ThreadPoolExecutor(
             max_workers=max(1, retrieve_threads), thread_name_prefix="memsched-retrieve"
         )
@@ -912,10 +920,13 @@ class Scheduler:
             t.unseen = unseen_prefix(self.store, user_id, session_id, history, t.tail, t.at, first_seq)
             t.history_sent = len(history)
             recent = [*t.unseen, *recent]
-        # Retrieval needs only the message, its vectors and the recent window, all known now: it runs
-        # on another thread (BM25, bookmarks and the soft layer's pool first, the dense layers when
-        # the vectors are in) while this one waits for the vectors the router reads and routes.
-        t.retrieval = self._fore.submit(
+        # Retrieval needs only the message, its vectors and the recent window, all known now. With a
+        # core to spare it runs on another thread (BM25, bookmarks and the soft layer's pool first, the
+        # dense layers when the vectors are in) while this one waits for the vectors the router reads
+        # and routes: a turn's latency. With more turns in flight than cores, every core is busy
+        # anyway and the hand-off to another thread only adds work: it runs here, before routing
+        # (`memsched.busy`; +10% turns/s at 50 clients, BENCHMARKS.md "Proxy in session 33").
+        retrieve = functools.partial(
             self.memory.retrieval,
             user_id,
             message,
@@ -926,6 +937,12 @@ class Scheduler:
             now=t.at,
             timezone=t.timezone,
         )
+        if self.gate.active <= self.cores:
+            t.retrieval = self._fore.submit(retrieve)
+        else:
+            with one_thread():  # and the soft-term layer beside the turn layers (`memsched.busy`)
+                t.retrieval = done(retrieve)
+            t.retrieved_inline = True
         self._route_inputs(t)
         with sw.stage("embed_query"):  # what is left of it after the stages above
             # Only the vectors the router reads are waited for here; the others (the gloss layer's)
@@ -1214,6 +1231,9 @@ class Scheduler:
             # immediate shift's is made after the reply (`_finish_segment`).
             "topic_summary": t.topic_summary,
             "context_timings_ms": ctx.trace.get("timings_ms", {}),
+            # Where retrieval ran: "beside" routing on another thread, or "before" it on the turn's own
+            # (more turns in flight than cores).
+            "retrieval_thread": "before" if t.retrieved_inline else "beside",
             "jobs": [],
             "turn_ids": [],
             "llm": None,

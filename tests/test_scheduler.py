@@ -660,6 +660,68 @@ def test_routing_reads_its_vector_free_inputs_while_the_message_is_embedded(
         memory.close()
 
 
+def test_with_more_turns_in_flight_than_cores_a_turn_retrieves_on_its_own_thread(
+    make: Factory, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """One turn in flight: retrieval runs beside routing, on the retrieval pool, and the soft-term
+    layer beside the turn layers (the turn's latency). More turns in flight than cores: both on the
+    turn's own thread, retrieval before routing (no hand-off when every core is busy anyway). Either
+    way the model is given the same context."""
+    from datetime import UTC, datetime, timedelta
+
+    memory, sched = make()
+    start = datetime(2025, 5, 1, 9, 0, tzinfo=UTC)
+    history = [
+        "My cat is called Sesame and she sleeps on the piano",
+        "I work night shifts as a nurse in Leeds",
+        "We went to Lisbon last spring and ate far too many pastries",
+        "My sister plays the cello in an orchestra",
+    ]
+    for user in ("quiet", "busy"):
+        for i, text in enumerate(history):
+            sched.turn(user, "s", text, now=start + timedelta(minutes=i))
+    while sched.queued("quiet", "s") or sched.queued("busy", "s"):
+        time.sleep(0.01)
+    from memsched.bookmarks import generate_bookmarks
+
+    for user in ("quiet", "busy"):
+        generate_bookmarks(memory, user, llm=None)  # the vocabulary: the soft-term layer searches too
+    ran_on: dict[str, str] = {}
+    real = memory.retrieval
+
+    def spy(user_id: str, *args: Any, **kwargs: Any) -> Any:
+        ran_on[user_id] = threading.current_thread().name
+        return real(user_id, *args, **kwargs)
+
+    monkeypatch.setattr(memory, "retrieval", spy)
+    from memsched.paging import Pager
+
+    soft_on: dict[str, str] = {}
+    real_soft = Pager._timed_soft_layer
+
+    def soft_spy(self: Pager, user_id: str, *args: Any, **kwargs: Any) -> Any:
+        soft_on[user_id] = threading.current_thread().name
+        return real_soft(self, user_id, *args, **kwargs)
+
+    monkeypatch.setattr(Pager, "_timed_soft_layer", soft_spy)
+    asked = start + timedelta(days=3)
+    quiet = sched.turn("quiet", "s", "what is my cat called again?", now=asked)
+    others = sched.cores + 1 - sched.gate.active  # other turns in flight, as 50 clients would make
+    for _ in range(others):
+        sched.gate.enter()
+    try:
+        busy = sched.turn("busy", "s", "what is my cat called again?", now=asked)
+    finally:
+        for _ in range(others):
+            sched.gate.leave()
+    assert ran_on["quiet"].startswith("memsched-retrieve") and quiet.trace["retrieval_thread"] == "beside"
+    assert ran_on["busy"] == threading.current_thread().name and busy.trace["retrieval_thread"] == "before"
+    assert soft_on["quiet"].startswith("memsched-soft")  # beside the turn layers
+    assert soft_on["busy"] == threading.current_thread().name  # in place, on the turn's thread
+    assert "Sesame" in system_text({"messages": busy.messages})
+    assert busy.messages == quiet.messages
+
+
 def test_turn_needs_an_llm_and_valid_ids(tmp_path: Path) -> None:
     from memsched.errors import ConfigError, InputError
 

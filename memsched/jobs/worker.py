@@ -83,6 +83,11 @@ class ForegroundGate:
     def busy(self) -> bool:
         return not self._idle.is_set()
 
+    @property
+    def active(self) -> int:
+        """Turns in flight in this process, their post-reply work included."""
+        return self._active
+
     def enter(self) -> None:
         with self._lock:
             self._active += 1
