@@ -5,7 +5,8 @@ routing, the soft-term layer beside the turn layers): the turn's wall time is th
 not their sum. With more turns in flight than cores every core is busy anyway, and a hand-off only
 adds work: the task's submission and its future, a thread woken to run it on a cold cache, the GIL
 passed back and forth. Then the scheduler runs the turn's retrieval on the turn's own thread inside
-`one_thread()`, and the stages below it that would hand work off run it in place (`beside`).
+`one_thread()`, the stages below it that would hand work off run it in place (`beside`), and the
+reply's vectors are stored before the turn answers instead of on a post-reply thread.
 Measured in BENCHMARKS.md ("Proxy in session 33").
 """
 

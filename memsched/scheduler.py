@@ -837,11 +837,22 @@ class Scheduler:
         """Embed the user's turns that lack vectors (cheap when none do: the retriever keeps a watermark)."""
         self.memory.retriever.index_user(user_id)
 
+    def _busy(self) -> bool:
+        """More turns in flight in this process (their post-reply work included) than it has cores:
+        a turn's work stays on its own thread (`memsched.busy`)."""
+        return self.gate.active > self.cores
+
     def _index_after(self, hold: SessionHold, user_id: str) -> bool:
         """Hand `hold` to a post-reply thread that embeds the user's new turns, then releases it.
-        False when closing (the caller keeps the hold; the next turn's backfill embeds them)."""
+        In a busy process that work runs here instead, before the caller answers (the session's next
+        turn waits for it either way, and a hand-off buys nothing when every core is busy). False
+        when closing (the caller keeps the hold; the next turn's backfill embeds them)."""
         # Entered before the hand-off so background work gets no gap to start in.
         self.gate.enter()
+        if self._busy():
+            hold.handed_off = True
+            self._post_turn(hold, user_id)  # releases the hold and leaves the gate
+            return True
         try:
             self._post.submit(self._post_turn, hold, user_id)
         except RuntimeError:
@@ -937,7 +948,7 @@ class Scheduler:
             now=t.at,
             timezone=t.timezone,
         )
-        if self.gate.active <= self.cores:
+        if not self._busy():
             t.retrieval = self._fore.submit(retrieve)
         else:
             with one_thread():  # and the soft-term layer beside the turn layers (`memsched.busy`)

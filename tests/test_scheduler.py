@@ -663,10 +663,11 @@ def test_routing_reads_its_vector_free_inputs_while_the_message_is_embedded(
 def test_with_more_turns_in_flight_than_cores_a_turn_retrieves_on_its_own_thread(
     make: Factory, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """One turn in flight: retrieval runs beside routing, on the retrieval pool, and the soft-term
-    layer beside the turn layers (the turn's latency). More turns in flight than cores: both on the
-    turn's own thread, retrieval before routing (no hand-off when every core is busy anyway). Either
-    way the model is given the same context."""
+    """One turn in flight: retrieval runs beside routing, on the retrieval pool, the soft-term layer
+    beside the turn layers, the reply's vectors on a post-reply thread after the turn returned (the
+    turn's latency). More turns in flight than cores: all on the turn's own thread, retrieval before
+    routing, the reply's vectors before it returns (no hand-off when every core is busy anyway).
+    Either way the model is given the same context."""
     from datetime import UTC, datetime, timedelta
 
     memory, sched = make()
@@ -704,6 +705,14 @@ def test_with_more_turns_in_flight_than_cores_a_turn_retrieves_on_its_own_thread
         return real_soft(self, user_id, *args, **kwargs)
 
     monkeypatch.setattr(Pager, "_timed_soft_layer", soft_spy)
+    refreshed_on: dict[str, str] = {}
+    real_refresh = memory.refresh
+
+    def refresh_spy(user_id: str) -> None:  # the post-reply work's last step
+        refreshed_on[user_id] = threading.current_thread().name
+        real_refresh(user_id)
+
+    monkeypatch.setattr(memory, "refresh", refresh_spy)
     asked = start + timedelta(days=3)
     quiet = sched.turn("quiet", "s", "what is my cat called again?", now=asked)
     others = sched.cores + 1 - sched.gate.active  # other turns in flight, as 50 clients would make
@@ -718,6 +727,12 @@ def test_with_more_turns_in_flight_than_cores_a_turn_retrieves_on_its_own_thread
     assert ran_on["busy"] == threading.current_thread().name and busy.trace["retrieval_thread"] == "before"
     assert soft_on["quiet"].startswith("memsched-soft")  # beside the turn layers
     assert soft_on["busy"] == threading.current_thread().name  # in place, on the turn's thread
+    # The reply's vectors: after the turn returned, on a post-reply thread; when busy, before it
+    # returned, on the turn's own thread.
+    assert refreshed_on["busy"] == threading.current_thread().name
+    while sched.queued("quiet", "s"):
+        time.sleep(0.01)
+    assert refreshed_on["quiet"].startswith("memsched-post")
     assert "Sesame" in system_text({"messages": busy.messages})
     assert busy.messages == quiet.messages
 
