@@ -532,7 +532,8 @@ class Scheduler:
         with the turn (e.g. the proxy's tool exchange, or that a streamed reply was cut off).
 
         The turn's vectors are computed before returning, or with `index_after` after it (the proxy
-        answers its client meanwhile): the turn is stored either way, and the session stays held
+        answers its client meanwhile; in a busy process, more turns in flight than cores, before it
+        all the same: `memsched.busy`): the turn is stored either way, and the session stays held
         until its vectors are, so the session's next turn finds them. With `hold` (from
         `hold_session`) the session is already held; it stays held after the call, or with
         `index_after` until the vectors are stored (then `release_session` leaves it to that).
