@@ -304,11 +304,12 @@ class Scheduler:
         # with 8 of them, 50 concurrent sessions kept all busy and a session's next message waited
         # ~0.3 s for its lock on average; with 32, ~0.2 s (BENCHMARKS.md "Proxy in session 18").
         self._post = ThreadPoolExecutor(max_workers=max(1, post_threads), thread_name_prefix="memsched-post")
-        # Each turn's retrieval runs on one of these while the turn's own thread routes.
-        # Cores this process may run on: with more turns in flight, a turn retrieves on its own thread.
+        # Cores this process may run on: with more turns in flight, a turn keeps its work on its own
+        # thread (`_busy`, `memsched.busy`).
         self.cores = (
             len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
         )
+        # Each turn's retrieval runs on one of these while the turn's own thread routes (not busy).
         self._fore = ThreadPoolExecutor(
             max_workers=max(1, retrieve_threads), thread_name_prefix="memsched-retrieve"
         )
