@@ -466,6 +466,8 @@ async def run(
         out["closed_loop"] = await driver.closed_loop(args.clients, args.messages, tag="closed")
         if args.probe_marker is not None:
             args.probe_marker.unlink()  # ... to here: the turns, their post-reply work and their jobs
+            # The probe writes its counts ~0.2 s later; the server must not be stopped before that.
+            await _until_written(args.probe_marker.with_name("probe.json"))
         if spy is not None:
             spy.send_signal(signal.SIGINT)
             spy.wait(timeout=30)
@@ -476,11 +478,14 @@ async def run(
     return out, driver
 
 
+async def _until_written(path: Path, timeout: float = 10.0) -> None:
+    deadline = time.time() + timeout
+    while not path.exists() and time.time() < deadline:
+        await asyncio.sleep(0.05)
+
+
 def _probe_report(path: Path, turns: int) -> dict[str, Any]:
     """The in-server probe's counts over the closed loop, per turn (it writes them when the phase ends)."""
-    deadline = time.time() + 10
-    while not path.exists() and time.time() < deadline:
-        time.sleep(0.1)
     if not path.exists():
         return {"error": "the probe wrote nothing (did the server start through server_probe?)"}
     return server_probe.per_turn(json.loads(path.read_text(encoding="utf-8")), turns)
