@@ -109,3 +109,33 @@ def test_a_word_common_only_among_other_users_is_not_capped_for_this_one(
     assert [(h.turn_id, h.score) for h in store.search_bm25("alice", "garden", limit=50)] == alice_before
     bob = store.search_bm25("bob", "garden", limit=50)
     assert sorted(h.turn_id for h in bob) == sorted(bob_all)[-5:]
+
+
+def test_the_cap_check_asks_every_term_in_one_statement(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Which query terms are over the cap is one statement for all of them (a statement per term
+    was a GIL hand-off per term under load), then one for the terms common in the table; a long
+    message with more terms than one statement holds is searched in a few, with the same hits."""
+    from memsched.store import sqlite_fts
+
+    store = SQLiteStore(tmp_path / "m.db")
+    words = [f"w{i}x" for i in range(450)]
+    store.add_turns(_turns("alice", [" ".join(words[i : i + 9]) for i in range(0, 450, 9)]))
+    bob = [t.id for t in store.add_turns(_turns("bob", [f"garden chores {i}" for i in range(20)]))]
+    seen: list[str] = []
+    store.db.set_trace_callback(seen.append)
+    try:
+        found = store.search_bm25("alice", " ".join(words), limit=100)
+        nth = [s for s in seen if "ORDER BY rowid DESC LIMIT 1 OFFSET" in s]
+        assert len(found) == 50 and len(nth) == 3  # 450 terms, 200 a statement
+        seen.clear()
+        monkeypatch.setattr(sqlite_fts, "BM25_CANDIDATES_PER_TERM", 5)
+        hits = store.search_bm25("bob", "garden chores party", limit=50)
+        nth = [s for s in seen if "ORDER BY rowid DESC LIMIT 1 OFFSET" in s]
+        # every term over the whole table, then the two common ones among bob's rows (two asks each)
+        assert len(nth) == 2 and nth[1].count("OFFSET") == 4
+    finally:
+        store.db.set_trace_callback(None)
+        store.close()
+    assert sorted(h.turn_id for h in hits) == sorted(bob)[-5:]
