@@ -103,6 +103,9 @@ class Config:
     # One thread per MiniLM call: a single query takes ~9 ms on one core but 50+ ms with two when
     # background jobs hold the other core (BENCHMARKS.md). Raise it for bulk imports on idle machines.
     torch_threads: int = 1
+    # `memsched serve` keeps one CPU for the batched embedding dispatcher that every turn waits on,
+    # and its other threads off it (`memsched.affinity`; Linux, 2+ CPUs): +20% turns/s on 2 cores.
+    embed_core: bool = True
     minilm_int8: bool = False  # dynamic int8 MiniLM: faster, slightly different vectors
     # onnx: MiniLM exported once to ONNX and run by ONNX Runtime (same vectors, ~2x faster); torch:
     # sentence-transformers. The export is cached in `model_cache` (default: the user cache dir).

@@ -68,7 +68,12 @@ def serve(
         f"(upstream: {cfg.upstream_base_url or 'none — /v1/context and /v1/turns only'})"
     )
     # This process is the server's alone: the heap loaded at start is frozen out of the collector,
-    # and the event loop gets the threads concurrent turns need.
+    # the event loop gets the threads concurrent turns need, and the embedding dispatcher a CPU of
+    # its own (set before any thread starts: the threads made later inherit the main thread's CPUs).
+    if cfg.embed_core:
+        from memsched import affinity
+
+        affinity.reserve()
     app = create_app(cfg, freeze_heap=True, turn_threads=TURN_THREADS)
     uvicorn.run(app, host=cfg.host, port=cfg.port, log_level=level, log_config=uvicorn_log_config())
 

@@ -37,6 +37,7 @@ from typing import Any, Protocol, cast, runtime_checkable
 
 import numpy as np
 
+from memsched import affinity
 from memsched.embed.base import Embedder, background_pause, query_stand_in
 
 log = logging.getLogger(__name__)
@@ -240,6 +241,13 @@ class MicroBatcher:
             return taken
 
     def _dispatch(self) -> None:
+        affinity.join()  # in `memsched serve`, a core of its own (`memsched.affinity`)
+        try:
+            self._serve()
+        finally:
+            affinity.leave()
+
+    def _serve(self) -> None:
         while (taken := self._take()) is not None:
             texts = [text for request in taken for text in request.texts]
             cpu = time.thread_time()
