@@ -304,8 +304,9 @@ class Scheduler:
         # with 8 of them, 50 concurrent sessions kept all busy and a session's next message waited
         # ~0.3 s for its lock on average; with 32, ~0.2 s (BENCHMARKS.md "Proxy in session 18").
         self._post = ThreadPoolExecutor(max_workers=max(1, post_threads), thread_name_prefix="memsched-post")
-        # Cores this process may run on: with more turns in flight, a turn keeps its work on its own
-        # thread (`_busy`, `memsched.busy`).
+        # Cores this process's turns may run on (in `memsched serve`, those left beside the embedding
+        # dispatcher's: `memsched.affinity`): with more turns in flight, a turn keeps its work on its
+        # own thread (`_busy`, `memsched.busy`).
         self.cores = (
             len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
         )
