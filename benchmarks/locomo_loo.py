@@ -111,6 +111,15 @@ def sweeps() -> dict[str, dict[str, Variant]]:
         # Issue 10 open-domain: the same speaker's next/previous turn follows a head turn
         # (PagingOptions.thread_decay), and how many head turns bring their neighbours.
         "thread": {f"thread={v:g}": _opts(thread_decay=v) for v in (0.0, 0.15, 0.2, 0.25, 0.35, 0.4, 0.5)},
+        # Session 34: a neighbour's share of a head turn's score without the head's focus multipliers
+        # (PagingOptions.neighbour_own_focus); "before" is the earlier behaviour.
+        "own_focus": {"before (neighbours inherit the focus)": _opts(neighbour_own_focus=False)},
+        # The neighbour and thread shares and the speaker boost re-checked on top of it.
+        "own_focus_shares": {
+            **{f"neighbour={v:g}": _opts(neighbour_decay=v) for v in (0.1, 0.2, 0.4)},
+            **{f"thread={v:g}": _opts(thread_decay=v) for v in (0.2, 0.4, 0.5)},
+            **{f"speaker={v:g}": _opts(speaker_boost=v) for v in (0.5, 2.0)},
+        },
         "neighbour_top": {f"neighbour_top={v}": _opts(neighbour_top=v) for v in (10, 40)},
         # Redundancy: maximal marginal relevance over turn vectors (PagingOptions.novelty).
         "novelty": {f"novelty={v:g}": _opts(novelty=v) for v in (0.0, 0.1, 0.2, 0.3, 0.7, 1.0)},

@@ -126,6 +126,13 @@ class PagingOptions:
     # Counts this share of the head turn's score (0: off). Only turns that are candidates already.
     thread_decay: float = 0.3
     neighbour_top: int = 20  # the head turns whose neighbours follow them
+    # A neighbour's share of a head turn's score leaves out the head's own focus multipliers (the
+    # speaker a query names, the time it asks about) and takes the neighbour's instead: in "Would
+    # John ...?" the other speaker's reply to John's turn is not John's, and counted as his (x2) it
+    # took a 1,000-token context's places from John's own turns. The speaker's own next turn keeps
+    # the head's boost. No constant; every leave-one-out fold chose it (BENCHMARKS.md "A neighbour
+    # does not inherit the named speaker's focus"). False: the head's boosted score (before).
+    neighbour_own_focus: bool = True
     subquery_weight: float = 0.5
     # Speaker names a query mentions stay out of its BM25 search (False). A turn is indexed with
     # its speaker's label, so the name matches every turn of that speaker and BM25's length
@@ -1320,6 +1327,8 @@ class Pager:
                     if nid is None or nid in exclude:
                         continue
                     score = cand.fused * decay
+                    if opts.neighbour_own_focus:
+                        score *= boost(nid) / boost(cand.turn_id)
                     other = scores.get(nid)
                     if other is None:
                         scores[nid] = Candidate(

@@ -16,7 +16,7 @@ from memsched.bookmarks import generate_bookmarks, maintain_bookmarks
 from memsched.embed.hashing import HashEmbedder
 from memsched.llm import OpenAIChatClient, llm_calls, reset_llm_calls
 from memsched.memory import Memory
-from memsched.model import Turn
+from memsched.model import Candidate, Turn
 from memsched.paging import (
     STAGES,
     Pager,
@@ -685,3 +685,55 @@ def test_a_relevance_floor_leaves_the_budget_unfilled_rather_than_topping_it_up(
     assert ctx.trace["retrieval"]["paging"]["below_floor"] > 0
     assert "Carol will own the Alpha module" in ctx.messages[0]["content"]
     assert "Gion is lovely in the evening." not in ctx.messages[0]["content"]
+
+
+def test_a_neighbour_by_another_speaker_does_not_inherit_the_named_speakers_focus(tmp_path: Path) -> None:
+    """In "What does Alice ...?" Alice's turns count double (the speaker focus); the other side's reply
+    next to her hit follows it with a share of her score without that doubling, while her own next
+    turn keeps it (`PagingOptions.neighbour_own_focus`). A question naming no speaker: no change."""
+    mem = Memory(home=tmp_path / "t", embedders={"hash": HashEmbedder()}, page_size=8)  # type: ignore[arg-type]
+    talk = [
+        *((f"s{3 + i}", "Carol", f"A short errand to the shop, number {i}.") for i in range(30)),
+        ("s1", "Alice", "Our family camping trip to Yosemite was the best weekend."),
+        ("s1", "Bob", "Wow, go on!"),
+        ("s1", "Alice", "At night we lay outside and watched the meteor shower."),
+        ("s2", "Bob", "I started a pottery class on Monday."),
+        ("s2", "Alice", "Nice, I prefer painting."),
+    ]
+    mem.add_many(
+        [
+            Turn("u", s, "user", text, speaker=who, created_at=T0 + timedelta(minutes=i))
+            for i, (s, who, text) in enumerate(talk)
+        ]
+    )
+    ids = {t.content: t.id for t in mem.store.iter_turns("u")}
+    head, reply = ids["Our family camping trip to Yosemite was the best weekend."], ids["Wow, go on!"]
+    thread = ids["At night we lay outside and watched the meteor shower."]
+    assert PagingOptions().neighbour_own_focus is True  # on by default (chosen leave-one-out)
+    # No page lift: the reply would share its page's prior, which is not what is measured here.
+    base = {"cooperative": False, "novelty": 0.0, "dense_noise_z": 0.0, "floor": 0.0, "page_weight": 0.0}
+
+    def ranked(query: str, own: bool, **more: float) -> dict[int, Candidate]:
+        opts = PagingOptions(**base, neighbour_own_focus=own, **more)  # type: ignore[arg-type]
+        return {c.turn_id: c for c in Pager(mem, opts).retrieve("u", query).candidates}
+
+    query = "What did Alice say about the Yosemite camping trip?"
+    old, new = ranked(query, False), ranked(query, True)
+    top = new[head].fused
+    assert old[head].fused == pytest.approx(top) and new[head].scores.get("speaker") == 1.0
+    decay, boost = PagingOptions().neighbour_decay, 1.0 + PagingOptions().speaker_boost
+    # Bob's reply: the head's boosted share before, the share of her score without the boost now
+    # (or its own score, found by the query itself, when that is more).
+    alone = ranked(query, True, neighbour_decay=0.0, thread_decay=0.0)[reply].fused
+    assert old[reply].fused == pytest.approx(max(alone, top * decay))
+    assert new[reply].fused == pytest.approx(max(alone, top * decay / boost))
+    assert new[reply].fused < old[reply].fused
+    # Alice's own next turn (past Bob's reply) keeps the boosted share either way.
+    assert new[thread].fused == pytest.approx(old[thread].fused)
+    assert new[thread].fused >= top * PagingOptions().thread_decay - 1e-9
+    # No speaker named: no focus, nothing to leave out.
+    plain = "Yosemite camping trip"
+    assert {t: c.fused for t, c in ranked(plain, False).items()} == pytest.approx(
+        {t: c.fused for t, c in ranked(plain, True).items()}
+    )
+    mem.close()
