@@ -1327,8 +1327,8 @@ class Pager:
                     if nid is None or nid in exclude:
                         continue
                     score = cand.fused * decay
-                    if opts.neighbour_own_focus:
-                        score *= boost(nid) / boost(cand.turn_id)
+                    if opts.neighbour_own_focus and (own := boost(cand.turn_id)) > 0:
+                        score *= boost(nid) / own
                     other = scores.get(nid)
                     if other is None:
                         scores[nid] = Candidate(
