@@ -8,14 +8,13 @@ import json
 import os
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import httpx
 import pytest
 
 from memsched.testing import FakeOpenAI
-from memsched.testing.live_server import free_port
+from memsched.testing.live_server import free_port, wait_serving
 
 pytestmark = pytest.mark.skipif(
     not hasattr(os, "sched_getaffinity") or not {0, 1} <= os.sched_getaffinity(0),
@@ -126,15 +125,7 @@ def test_serve_runs_the_embedding_dispatcher_alone_on_a_cpu(tmp_path: Path, sett
         )
         try:
             base = f"http://127.0.0.1:{port}"
-            deadline = time.monotonic() + 120
-            while True:
-                try:
-                    if httpx.get(f"{base}/healthz", timeout=2).status_code == 200:
-                        break
-                except httpx.TransportError:
-                    pass
-                assert proc.poll() is None and time.monotonic() < deadline, proc.stderr
-                time.sleep(0.1)
+            wait_serving(proc, base)
             r = httpx.post(
                 f"{base}/v1/context",
                 json={"user": "u", "session_id": "s", "message": "what did I say about the garden?"},

@@ -6,13 +6,12 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
-import time
 from pathlib import Path
 from urllib.parse import quote
 
 import httpx
 
-from memsched.testing.live_server import free_port
+from memsched.testing.live_server import free_port, wait_serving
 
 SECRETS = ("zorblaxquint", "琥珀麒麟")
 
@@ -31,15 +30,7 @@ def test_the_access_log_keeps_no_search_text_and_no_forgotten_topic(tmp_path: Pa
         )
         try:
             base = f"http://127.0.0.1:{port}"
-            deadline = time.monotonic() + 120
-            while True:
-                try:
-                    if httpx.get(f"{base}/healthz", timeout=2).status_code == 200:
-                        break
-                except httpx.TransportError:
-                    pass
-                assert proc.poll() is None and time.monotonic() < deadline, out.read_text()
-                time.sleep(0.1)
+            wait_serving(proc, base)
             with httpx.Client(base_url=base, timeout=30) as c:
                 for text in ("my ex Zorblaxquint", "我前任琥珀麒麟"):
                     r = c.post(

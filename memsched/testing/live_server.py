@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import socket
+import subprocess
 import threading
 import time
 from typing import Any
@@ -15,6 +16,22 @@ def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         return int(s.getsockname()[1])
+
+
+def wait_serving(proc: subprocess.Popen[Any], base_url: str, timeout: float = 120.0) -> None:
+    """Wait until the server process `proc` (e.g. `memsched serve`) answers `base_url`/healthz;
+    AssertionError, with what it wrote to a piped stderr, when it ends or the timeout passes first."""
+    deadline = time.monotonic() + timeout
+    while True:
+        try:
+            if httpx.get(f"{base_url}/healthz", timeout=2).status_code == 200:
+                return
+        except httpx.TransportError:
+            pass
+        if proc.poll() is not None or time.monotonic() > deadline:
+            err = proc.stderr.read() if proc.stderr is not None and proc.poll() is not None else ""
+            raise AssertionError(f"the server at {base_url} did not come up (exit {proc.poll()}): {err!r}")
+        time.sleep(0.1)
 
 
 class LiveServer:
