@@ -3,8 +3,10 @@
 Setup: one user with 10,000 stored turns (the bilingual memory set's zh and en histories, repeated
 under new session ids), the default embedders (MiniLM + WordLlama), and P2 workers busy with a
 backlog of 1,000 jobs for other users (embedding their unindexed turns, summarising their sessions).
-The reply LLM is the fake OpenAI server on loopback answering at once; the scheduler times the call
-and its trace reports `p0_overhead_ms` = turn total - LLM call.
+The process is set up as `memsched serve` sets up its own: a CPU kept for the embedding dispatcher
+(`memsched.affinity`; `--no-embed-core` leaves it shared). The reply LLM is the fake OpenAI server on
+loopback answering at once; the scheduler times the call and its trace reports `p0_overhead_ms` =
+turn total - LLM call.
 
 Before the backlog is queued, the jobs the warm-up's turns queued (the first page's bookmark, which
 gives the user the vocabulary of the soft-term layer, its profile and summaries) run to their end in
@@ -18,6 +20,7 @@ Lock waits are still part of the overhead.
     python benchmarks/p0_overhead.py                   # prints one JSON object
     python benchmarks/p0_overhead.py --turns 100 --torch-threads 1
     python benchmarks/p0_overhead.py --turns 240 --paired 5   # the worker held back in every other 5 turns
+    python benchmarks/p0_overhead.py --no-embed-core   # the dispatcher's CPU shared (serve keeps one for it)
 """
 
 from __future__ import annotations
@@ -155,8 +158,20 @@ def main() -> None:
     )
     ap.add_argument("--embedders", default=None, help="default: the configured default (minilm,wordllama)")
     ap.add_argument("--torch-threads", type=int, default=None, help="torch.set_num_threads before the run")
+    ap.add_argument(
+        "--no-embed-core",
+        dest="embed_core",
+        action="store_false",
+        help="leave the embedding dispatcher's CPU shared (`memsched serve` keeps one for it by default)",
+    )
     args = ap.parse_args()
     logging.basicConfig(level=logging.WARNING)
+    if args.embed_core:
+        # The process set up as `memsched serve` sets up its own (`Config.embed_core`, default on):
+        # a CPU kept for the embedding dispatcher, before any thread of the run starts.
+        from memsched import affinity
+
+        affinity.reserve()
     if args.torch_threads:
         import torch
 
