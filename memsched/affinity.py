@@ -26,7 +26,6 @@ log = logging.getLogger(__name__)
 
 _lock = threading.Lock()
 _core: int | None = None  # the reserved CPU, once `reserve()` ran
-_rest: set[int] = set()  # the CPUs every other thread of the process runs on
 _dispatchers: set[int] = set()  # native ids of the threads that run on the reserved core
 
 
@@ -41,19 +40,13 @@ def reserve() -> int | None:
     if len(allowed) < 2:
         return None
     core = max(allowed)
+    rest = allowed - {core}
     with _lock:
         _core = core
-        _rest.clear()
-        _rest.update(allowed - {core})
         for tid in _threads():
-            _pin(tid, {core} if tid in _dispatchers else _rest)
-    log.info("embedding dispatcher on CPU %d, the process's other threads on %s", core, sorted(_rest))
+            _pin(tid, {core} if tid in _dispatchers else rest)
+    log.info("embedding dispatcher on CPU %d, the process's other threads on %s", core, sorted(rest))
     return core
-
-
-def reserved() -> int | None:
-    """The CPU `reserve()` kept for the dispatchers, or None."""
-    return _core
 
 
 def join() -> None:
