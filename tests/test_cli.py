@@ -109,6 +109,19 @@ def test_context_record_stores_message(tmp_path: Path, isolated_env: Path) -> No
     store.close()
 
 
+def test_context_record_stores_a_new_users_first_message(isolated_env: Path) -> None:
+    code, out = invoke(
+        "context", "--user", "newcomer", "--session", "s1", "--record", "--embedders", "hash", "I'm Ana"
+    )
+    assert code == 0, out
+    store = open_store(Config.load())
+    assert [t.content for t in store.session_turns("newcomer", "s1")] == ["I'm Ana"]
+    store.close()
+    # Without --record an unknown user is still an error, as for the other read commands.
+    code, out = invoke("context", "--user", "nobody", "--embedders", "hash", "hi")
+    assert code == 1 and "unknown user 'nobody'" in out
+
+
 def test_reimporting_lines_without_timestamps_adds_nothing_twice(tmp_path: Path, isolated_env: Path) -> None:
     lines = [
         {"session_id": "s1", "role": "user", "content": "ok"},

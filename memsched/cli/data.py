@@ -282,7 +282,8 @@ def context(
         raise InputError("--record needs --session: a recorded turn belongs to a session")
     cfg = load_config(home=home, db=db, embedders=embedders, budget=budget)
     with Memory(cfg) as mem:
-        mem.require_user(user)
+        if not record:  # a recorded message may be the user's first
+            mem.require_user(user)
         result = mem.context(user, message, session_id=session, record=record)
     if as_json:
         console.print_json(
