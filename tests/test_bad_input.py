@@ -65,6 +65,22 @@ CASES: list[tuple[str, str, str, Any, int, str]] = [
         "UTF-8",
     ),
     ("body is a list", "POST", "/v1/chat/completions", [1, 2], 400, "body"),
+    (
+        "JSON nested too deeply",
+        "POST",
+        "/v1/chat/completions",
+        b'{"x":' + b"[" * 100_000,
+        400,
+        "nested too deeply",
+    ),
+    (
+        "a number too long",
+        "POST",
+        "/v1/turns",
+        b'{"user":"u","x":' + b"9" * 5000 + b"}",
+        400,
+        "number is too long",
+    ),
     ("content not a string", "POST", "/v1/turns", _turn(content=123), 400, "content"),
     ("unknown role (turns)", "POST", "/v1/turns", _turn(role="wizard"), 400, "role"),
     (

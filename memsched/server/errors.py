@@ -193,6 +193,15 @@ def exception_response(exc: Exception, where: str, headers: dict[str, str] | Non
     return error_response(status, str(exc), kind, code, out or None)
 
 
+def unparsable_body(cause: BaseException | None) -> str:
+    """Why a request body that FastAPI could not parse was refused, from the error it chained."""
+    if isinstance(cause, RecursionError):
+        return "request body is not valid JSON here: its arrays or objects are nested too deeply"
+    if isinstance(cause, ValueError) and "digits" in str(cause):  # int_max_str_digits
+        return f"request body is not valid JSON here: a number is too long ({cause})"
+    return "request body is not valid JSON: it must be UTF-8 encoded JSON text"
+
+
 def install_error_handlers(app: FastAPI) -> None:
     async def on_validation(request: Request, exc: RequestValidationError) -> Response:
         return error_response(400, validation_message(list(exc.errors())), "invalid_request_error")
@@ -202,8 +211,8 @@ def install_error_handlers(app: FastAPI) -> None:
         if exc.status_code >= 500:
             kind = "internal_error"
         detail = str(exc.detail)
-        if detail == "There was an error parsing the body":  # FastAPI's words for undecodable bytes
-            detail = "request body is not valid JSON: it must be UTF-8 encoded JSON text"
+        if detail == "There was an error parsing the body":  # FastAPI's words; the cause is chained
+            detail = unparsable_body(exc.__cause__)
         return error_response(
             exc.status_code, detail, kind, headers=dict(exc.headers) if exc.headers else None
         )
