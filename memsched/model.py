@@ -44,6 +44,14 @@ def unstorable(text: str) -> str | None:
     return None
 
 
+def storable(text: str) -> str:
+    """`text` as memsched can store it: NUL characters dropped, unpaired surrogates made U+FFFD (for
+    text memsched did not get from the client, such as an upstream's reply, and cannot refuse)."""
+    if "\x00" in text:
+        text = text.replace("\x00", "")
+    return _SURROGATE.sub("\ufffd", text)
+
+
 def content_hash(text: str) -> str:
     return hashlib.blake2b(text.encode("utf-8"), digest_size=16).hexdigest()
 

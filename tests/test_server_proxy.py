@@ -655,6 +655,77 @@ def test_an_upstream_failure_names_the_turns_trace(server: str, fake: FakeOpenAI
             assert r.headers["retry-after"] == "7"
 
 
+@pytest.mark.parametrize(
+    ("reply", "stream", "names"),
+    [
+        ({"choices": [{"message": "hi"}]}, False, "choices.0.message is str"),
+        ({"choices": [None]}, False, "choices.0 is null"),
+        ({"choices": [{"message": {"content": 5}}]}, False, "choices.0.message.content is int"),
+        ({"choices": [{"message": {"content": "hi", "tool_calls": [5]}}]}, False, "tool_calls.0 is int"),
+        (
+            {"choices": [{"message": {"content": None, "tool_calls": [{"id": "a", "function": "f"}]}}]},
+            False,
+            "choices.0.message.tool_calls.0.function is str",
+        ),
+        ({"choices": [{"delta": "hi"}]}, True, "choices.0.delta is str"),
+        ({"choices": [{"delta": {"content": 5}}]}, True, "choices.0.delta.content is int"),
+        ({"choices": [{"delta": {"tool_calls": "x"}}]}, True, "choices.0.delta.tool_calls is str"),
+        (
+            {"choices": [{"delta": {"tool_calls": [{"index": "a", "function": {"name": "f"}}]}}]},
+            True,
+            "choices.0.delta.tool_calls.0.index is str",
+        ),
+    ],
+)
+def test_an_upstream_reply_memsched_cannot_read_is_a_502_naming_it(
+    server: str, fake: FakeOpenAI, reply: dict[str, Any], stream: bool, names: str
+) -> None:
+    """A completion (or stream chunk) of the wrong shape is the upstream's failure: a 502 naming the
+    field, the user's message kept. Before, each was a 500 "internal error" (or, for a content that
+    is not a string, a 400 blaming the client, or a stream cut off without an error)."""
+    body = json.dumps(reply)
+    fake.script(Malformed(body + "\n\ndata: [DONE]" if stream else body))
+    r = _post(server, _body("are you there?", stream=stream))
+    assert r.status_code == 502, r.text
+    err = r.json()["error"]
+    assert err["type"] == "upstream_error" and names in err["message"], err
+    assert _turns(server)[-1]["meta"]["reply_failed"] is True
+
+
+@pytest.mark.parametrize("stream", [False, True])
+def test_an_upstream_reply_is_relayed_as_it_came_and_stored_as_it_can_be(
+    server: str, fake: FakeOpenAI, stream: bool
+) -> None:
+    """An upstream's text with a NUL or a lone surrogate, a `usage` that is not an object and a
+    logprob of -Infinity (JSON readers take it; some servers send it) reach the client as sent; the
+    reply is stored without the NUL, the surrogate made U+FFFD. Before, the NUL and the surrogate were
+    a 400 blaming the client (the reply lost), or a 500; so were the usage and the -Infinity."""
+    text = "cut \\ud83d and nul \\u0000 here"
+    if stream:
+        chunks = [
+            '{"choices": [{"index": 0, "delta": {"role": "assistant", "content": "' + text + '"}}]}',
+            '{"choices": [{"index": 0, "delta": {}, "finish_reason": "stop"}], "usage": "n/a"}',
+        ]
+        fake.script(Malformed("\n\ndata: ".join(chunks) + "\n\ndata: [DONE]"))
+    else:
+        fake.script(
+            Malformed(
+                '{"choices": [{"index": 0, "message": {"role": "assistant", "content": "' + text + '"},'
+                ' "logprobs": {"content": [{"token": "cut", "logprob": -Infinity}]}}], "usage": "n/a"}'
+            )
+        )
+    r = _post(server, _body("say something odd", stream=stream))
+    assert r.status_code == 200, r.text
+    if stream:
+        assert _streamed_text(_events(r.text)) == "cut \ud83d and nul \x00 here"
+    else:
+        data = r.json()
+        assert data["choices"][0]["message"]["content"] == "cut \ud83d and nul \x00 here"
+        assert data["choices"][0]["logprobs"]["content"][0]["logprob"] == float("-inf")
+        assert data["usage"]["prompt_tokens"] > 0  # counted, the upstream's being unreadable
+    assert _turns(server)[-1]["content"] == "cut \ufffd and nul  here"
+
+
 @pytest.mark.parametrize("stream", [False, True])
 def test_an_upstream_password_in_its_url_never_reaches_a_client(
     tmp_path: Path, fake: FakeOpenAI, helper: FakeOpenAI, stream: bool

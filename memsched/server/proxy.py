@@ -33,9 +33,12 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
+from starlette.responses import JSONResponse
+
 from memsched.commands import UNRECORDED_KINDS
 from memsched.errors import InputError, LLMError
 from memsched.memory import Memory
+from memsched.model import storable
 from memsched.scheduler import TurnResult
 from memsched.server.service import Service
 from memsched.server.upstream import Upstream
@@ -49,6 +52,18 @@ OWNED = frozenset({"messages", "user", "metadata", "stream", "model", "stream_op
 RECALL = "recall"
 TOOL_SUMMARY_CHARS = 200  # of each tool result, in the stored reply's summary line
 TOOL_META_CHARS = 2000  # of each tool result, in the stored turn's meta
+
+
+class UpstreamJSONResponse(JSONResponse):
+    """The upstream's completion as it came: NaN or Infinity kept (as in logprobs of some servers;
+    JSON readers such as Python's take them), an unpaired UTF-16 surrogate sent escaped ("\\ud83d")
+    where Starlette's JSONResponse would fail to encode it."""
+
+    def render(self, content: Any) -> bytes:
+        try:
+            return json.dumps(content, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
+        except UnicodeEncodeError:
+            return json.dumps(content, separators=(",", ":")).encode("ascii")
 
 
 def text_of(content: Any) -> str:
@@ -388,7 +403,7 @@ class ProxyTurn:
                     store.turn_meta_update(tx, self.user, user_turn, meta_now)
         else:
             exchange = self._tool_exchange()
-            content = reply
+            content = storable(reply)  # the upstream's text: a NUL in it is no reason to lose the reply
             meta: dict[str, Any] = {}
             if self.prefill and not reply.startswith(self.prefill):
                 # The upstream continued the client's prefill: what the user sees is both.

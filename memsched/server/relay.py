@@ -31,7 +31,10 @@ log = logging.getLogger("memsched.server.relay")
 
 def sse(data: dict[str, Any] | str) -> bytes:
     payload = data if isinstance(data, str) else json.dumps(data, ensure_ascii=False)
-    return f"data: {payload}\n\n".encode()
+    try:
+        return f"data: {payload}\n\n".encode()
+    except UnicodeEncodeError:  # an unpaired surrogate from the upstream: sent escaped, as it came
+        return f"data: {json.dumps(data)}\n\n".encode()
 
 
 @dataclass

@@ -141,7 +141,7 @@ class Upstream:
             raise LLMError(self._scrub(f"invalid response from {self.url}: body is not JSON")) from None
         if not isinstance(data, dict) or not isinstance(data.get("choices"), list) or not data["choices"]:
             raise LLMError(f"invalid response from {self.url}: no choices")
-        return data
+        return _checked_completion(data, self.url)
 
     async def stream(self, body: dict[str, Any]) -> AsyncGenerator[dict[str, Any], None]:
         """POST `body` with `stream: true`; yield each SSE chunk (parsed JSON) as it arrives.
@@ -191,6 +191,9 @@ class Upstream:
                             raise LLMError(f"invalid stream chunk from {self.url}: {payload[:200]!r}")
                         if "error" in chunk and not chunk.get("choices"):
                             raise LLMError(self._scrub(f"the upstream stream failed: {chunk['error']}"))
+                        problem = _chunk_problem(chunk)
+                        if problem:
+                            raise LLMError(f"invalid stream chunk from {self.url}: {problem}")
                         received = True
                         finished = finished or any(
                             isinstance(c, dict) and c.get("finish_reason") for c in chunk.get("choices") or []
@@ -379,14 +382,80 @@ async def _lines(content: aiohttp.StreamReader) -> AsyncGenerator[str, None]:
         yield _text(pending).rstrip("\r")
 
 
+def _kind(value: Any) -> str:
+    return "null" if value is None else type(value).__name__
+
+
+def _message_problem(message: Any, where: str, *, delta: bool = False) -> str | None:
+    """What in an upstream's message (or stream delta) memsched cannot read, or None. Only the fields
+    memsched reads are checked: content, and each tool call's index and function."""
+    if message is None and delta:
+        return None
+    if not isinstance(message, dict):
+        return f"{where} is {_kind(message)}, not an object"
+    content = message.get("content")
+    if not (content is None or isinstance(content, str) or (isinstance(content, list) and not delta)):
+        return f"{where}.content is {_kind(content)}, not a string"
+    calls = message.get("tool_calls")
+    if calls is None:
+        return None
+    if not isinstance(calls, list):
+        return f"{where}.tool_calls is {_kind(calls)}, not a list"
+    for i, call in enumerate(calls):
+        if not isinstance(call, dict):
+            return f"{where}.tool_calls.{i} is {_kind(call)}, not an object"
+        index = call.get("index", 0)
+        if isinstance(index, bool) or not isinstance(index, int):
+            return f"{where}.tool_calls.{i}.index is {_kind(index)}, not an integer"
+        function = call.get("function")
+        if not (isinstance(function, dict) or (function is None and delta)):
+            return f"{where}.tool_calls.{i}.function is {_kind(function)}, not an object"
+    return None
+
+
+def _checked_completion(data: dict[str, Any], url: str) -> dict[str, Any]:
+    """`data`, a completion whose choice 0 memsched can read (an `LLMError` → 502 otherwise, never
+    a crash in the proxy); a `usage` that is not an object is dropped (the tokens are counted)."""
+    choice = data["choices"][0]
+    if not isinstance(choice, dict):
+        raise LLMError(f"invalid response from {url}: choices.0 is {_kind(choice)}, not an object")
+    problem = _message_problem(choice.get("message"), "choices.0.message")
+    if problem:
+        raise LLMError(f"invalid response from {url}: {problem}")
+    if "usage" in data and not isinstance(data["usage"], dict):
+        del data["usage"]
+    return data
+
+
+def _chunk_problem(chunk: dict[str, Any]) -> str | None:
+    """What in a stream chunk memsched cannot read, or None (a `usage` that is not an object is
+    dropped from `chunk`)."""
+    if "usage" in chunk and not isinstance(chunk["usage"], dict):
+        del chunk["usage"]
+    choices = chunk.get("choices")
+    if choices is None:
+        return None
+    if not isinstance(choices, list):
+        return f"choices is {_kind(choices)}, not a list"
+    for i, choice in enumerate(choices):
+        if not isinstance(choice, dict):
+            return f"choices.{i} is {_kind(choice)}, not an object"
+        problem = _message_problem(choice.get("delta"), f"choices.{i}.delta", delta=True)
+        if problem:
+            return problem
+    return None
+
+
 def _as_chunk(data: Any, url: str) -> dict[str, Any]:
     """A whole completion as one stream chunk (delta = the message, tool calls indexed)."""
-    try:
-        choice = data["choices"][0]
-        message = dict(choice.get("message") or {})
-    except (KeyError, IndexError, TypeError, AttributeError):
-        raise LLMError(f"invalid response from {url}: no choices[0].message") from None
-    delta: dict[str, Any] = {"role": "assistant", "content": message.get("content") or ""}
+    if not isinstance(data, dict) or not isinstance(data.get("choices"), list) or not data["choices"]:
+        raise LLMError(f"invalid response from {url}: no choices")
+    choice = _checked_completion(data, url)["choices"][0]
+    message = dict(choice["message"])
+    content = message.get("content") or ""
+    if isinstance(content, list):  # content parts: their text
+        content = "".join(str(p.get("text") or "") for p in content if isinstance(p, dict))
+    delta: dict[str, Any] = {"role": "assistant", "content": content}
     if message.get("tool_calls"):
         delta["tool_calls"] = [{"index": i, **c} for i, c in enumerate(message["tool_calls"])]
     chunk: dict[str, Any] = {

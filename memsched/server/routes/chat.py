@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from fastapi import APIRouter, Depends, Request
-from starlette.responses import JSONResponse, Response
+from starlette.responses import Response
 
 from memsched.errors import ConfigError, InputError
 from memsched.server import proxy, relay
@@ -141,7 +141,7 @@ async def chat(body: ChatRequest, request: Request, svc: Service = Depends(get_s
             # The user's message is recorded and the failure is in the turn's trace: the error
             # response names it, as a reply would.
             return exception_response(exc, request.url.path, headers)
-        return JSONResponse(data, headers=headers)
+        return proxy.UpstreamJSONResponse(data, headers=headers)
     finally:
         if not handed_off:
             release()

@@ -6,7 +6,7 @@ import asyncio
 from typing import Any
 
 from fastapi import APIRouter, Depends, Request
-from starlette.responses import JSONResponse, Response
+from starlette.responses import Response
 
 from memsched.errors import ConfigError, InputError
 from memsched.model import Turn
@@ -122,7 +122,7 @@ async def create_response(
             data = await responses_api.run_blocking(call)
         except Exception as exc:  # answered here, with the turn's trace header
             return exception_response(exc, request.url.path, headers)
-        return JSONResponse(data, headers=headers)
+        return proxy.UpstreamJSONResponse(data, headers=headers)
     finally:
         if not handed_off:
             release()
