@@ -653,6 +653,33 @@ FORGET_TOPIC_RULES: list[tuple[str, re.Pattern[str]]] = [
             re.I,
         ),
     ),
+    # "forget my address", "please delete my phone number", "forget where I live": a personal detail
+    # named bare (`TopicField.detail`; "forget my job" is left alone, `_detect_forget`).
+    (
+        "en_forget_my_detail",
+        re.compile(
+            _EN_ASK
+            + r"(?:forget|delete|erase|remove|wipe)\s+(?P<topic>(?:my|our)\s+[a-z][a-z ]{1,30}?|where i live)"
+            r"(?:\s*,?\s*(?:please|pls|too|as well|for me|for good))?\s*(?=$|[.!?,;])",
+            re.I,
+        ),
+    ),
+    # "把我的住址忘了吧", "将我的手机号删掉" (never "我把我的住址忘了": the speaker forgot it).
+    (
+        "zh_ba_my_detail",
+        re.compile(
+            rf"(?<![我他她它们])(?:把|将){_ZH_MINE}的?(?P<topic>[^，,。！!？?、；;\s的]{{1,8}}?)(?:都|也|全|给我|你)*"
+            r"(?:忘掉|忘了|忘记|删掉|删了|删除|清除|抹掉)(?:吧|啦|哈)?(?=$|[。！!~～\s，,])"
+        ),
+    ),
+    # "忘掉我的地址", "删掉我的手机号吧".
+    (
+        "zh_forget_my_detail",
+        re.compile(
+            rf"{_CLAUSE}{_ZH_LEAD}{_ZH_ASK}(?:忘掉|删掉|删除|清除|抹掉){_ZH_MINE}的?"
+            r"(?P<topic>[^，,。！!？?、；;\s的]{1,8}?)(?:吧|啦|哈)?(?=$|[。！!~～\s，,])"
+        ),
+    ),
 ]
 
 # Words that name a time or a message rather than a topic: "把刚才的事忘了" asks to forget the last
@@ -758,6 +785,10 @@ def _detect_forget(text: str) -> Command | None:
         m = pattern.search(text)
         if m:
             topic = _clean_topic(m.group("topic"))
+            if rule.endswith("_detail"):
+                field = topic_field(topic)
+                if field is None or not field.detail:
+                    continue  # "forget my job" may mean "stop thinking about it"; a detail is a request
             if topic.lower() in _ME:
                 return Command(kind="forget_all", matched=m.group(0), rule=rule)
             if topic and topic.lower() not in _NOT_TOPICS:
@@ -1411,6 +1442,9 @@ class TopicField:
     near: re.Pattern[str]
     keys: tuple[str, ...] = ()
     values: re.Pattern[str] | None = None
+    # A personal detail (an address, a phone number), not a part of life: a bare "forget my address"
+    # / 把我的住址忘了 asks to delete it, where "forget my job" may only mean "stop thinking about it".
+    detail: bool = False
 
 
 def _names(text: str) -> frozenset[str]:
@@ -1676,6 +1710,69 @@ TOPIC_FIELDS: tuple[TopicField, ...] = (
             r"姥姥|姥爷|表|堂|老妈|老爸|舅|姑|姨|叔|婶)",
             re.I,
         ),
+    ),
+    # Personal details (`TopicField.detail`). The user's home address: the word, a street number, a
+    # flat or unit, 住在 with a number after it, a 路 / 街 number, a building and unit. Not "I live on
+    # coffee", "an address book", "the keynote address" (no "my"), 住在学校附近 (no number).
+    TopicField(
+        label="address",
+        names=_names(
+            """
+            address
+            home address
+            street address
+            mailing address
+            postal address
+            where i live
+            地址
+            住址
+            家庭住址
+            家庭地址
+            家的地址
+            家里地址
+            收货地址
+            """
+        ),
+        words=re.compile(
+            r"(?<![A-Za-z])(?:(?:my|our) (?:home |street |mailing |postal |new |old )?address(?:es)?|"
+            r"(?:i|we) (?:live|lived|am living|'m living|moved) (?:at|to|on) (?=\d)|"
+            r"\d+[A-Za-z]? (?-i:[A-Z][a-z]+)(?: (?-i:[A-Z][a-z]+))? (?:Street|St|Avenue|Ave|Road|Rd|Lane|Ln|Drive|Dr|"
+            r"Boulevard|Blvd|Court|Ct|Place|Pl|Way|Terrace|Crescent)\b|"
+            r"(?:apartment|apt|flat|unit|suite) #?\d+[A-Za-z]?(?![A-Za-z])|zip ?code|postcode"
+            r")(?![A-Za-z])|"
+            r"住址|地址|住在[^，,。.！!？?\s]{0,12}\d|[路街巷道里弄]\d+号|\d+(?:栋|幢|号楼)|\d+单元|邮编",
+            re.I,
+        ),
+        near=re.compile(r"(?<![A-Za-z])(?:buzzer|door code|gate code)(?![A-Za-z])|门禁|门牌", re.I),
+        detail=True,
+    ),
+    # The user's phone number: the words and a number written as one (a 7 to 11 digit run, groups
+    # of 3-4 digits). Not "call me", "my phone died", a price or a year.
+    TopicField(
+        label="phone number",
+        names=_names(
+            """
+            phone number
+            number
+            cell number
+            mobile number
+            phone
+            电话
+            电话号码
+            手机号
+            手机号码
+            号码
+            """
+        ),
+        words=re.compile(
+            r"(?<![A-Za-z])(?:(?:my|our) (?:phone|cell|mobile|home|work)(?: phone)? number|"
+            r"(?:my|our) number is)(?![A-Za-z])|"
+            r"(?<![\d.,$€£¥])(?:\(?\d{3}\)?[-. ]\d{3}[-. ]\d{4}|1[3-9]\d{9})(?![\d.,])|"
+            r"电话号码|手机号|电话是|号码是",
+            re.I,
+        ),
+        near=re.compile(r"(?!x)x"),
+        detail=True,
     ),
 )
 
