@@ -53,6 +53,29 @@ def follow_up_section(nudges: Sequence[Nudge], at: datetime, timezone: str | Non
     return "\n".join(lines)
 
 
+# From how many days without a message a companion remarks on the absence: a day or two is the
+# ordinary rhythm of a chat, from three on a friend says "it's been a while".
+ABSENCE_DAYS = 3
+
+
+def absence_line(previous: float | None, at: datetime, timezone: str | None) -> str:
+    """A system-prompt line when the user writes after `ABSENCE_DAYS` or more calendar days (on their
+    clock) without a message: how long it has been and since which day, so "I'm back!" after three
+    weeks is met as a return; "" otherwise."""
+    if previous is None:
+        return ""
+    now = local_time(at, timezone)[0]
+    then = local_time(datetime.fromtimestamp(previous, UTC), timezone)[0]
+    days = (now.date() - then.date()).days
+    if days < ABSENCE_DAYS:
+        return ""
+    weeks = f", about {round(days / 7)} weeks" if days >= 14 else ""
+    return (
+        f"The user's previous message was {days} days ago{weeks} ({then:%Y-%m-%d %A}); this is the first"
+        " since. Acknowledge the time apart if it fits, without reproach."
+    )
+
+
 @dataclass(slots=True)
 class Before:
     """What a turn carries in."""
@@ -66,6 +89,7 @@ class Before:
     llm_label: dict[str, Any] | None = None  # the LLM labeller's reading of the session's last message
     previous_reading_turn: int | None = None  # the user turn `carried.previous_reading` was read from
     follow_ups: list[Nudge] = field(default_factory=list)  # fell due since the user's previous message
+    previous_at: float | None = None  # when the user last wrote (epoch seconds), before this message
 
 
 @dataclass(slots=True)
@@ -157,6 +181,7 @@ class Companion:
             llm_label=state.get("mode_label"),
             previous_reading_turn=state.get("last_reading_turn"),
             follow_ups=follow_ups,
+            previous_at=previous,
         )
 
     # -- after routing -----------------------------------------------------------------------------
@@ -195,6 +220,9 @@ class Companion:
         cap = int(budget * strategy.share("mood"))
         if mood_text and cap > 0:
             sections.append(counter.truncate(mood_text, cap))
+        absence = absence_line(before.previous_at, at, timezone)
+        if absence:
+            sections.append(absence)
         cap = int(budget * strategy.share("follow_ups"))
         if before.follow_ups and cap > 0:
             sections.append(counter.truncate(follow_up_section(before.follow_ups, at, timezone), cap))
