@@ -535,6 +535,49 @@ def _occurrences(text: str, cue: str) -> list[int]:
     return [m.start() for m in re.finditer(re.escape(cue), text)]
 
 
+# Someone else as the speaker of a quotation: a pronoun, "my mom", a name; then up to three words
+# ("called and", "kept") and a verb of saying, then the opening quote mark.
+_SPEAKER_EN = re.compile(
+    rf"(?:\b(?:he|she|they|someone|somebody|everyone|(?:my|our|his|her|their)\s+(?:\w+\s+)?(?:{_PEOPLE_EN}))|"
+    r"\b(?-i:(?!(?:You|I|We)\b)[A-Z][a-z]+))"
+    r"(?:\s+(?!(?:you|i|we)\b)[\w']+){0,3}?\s+(?:said|says|told\s+(?:me|us)|tells\s+(?:me|us)|yelled|screamed|shouted|"
+    r"snapped|texted|wrote|messaged|asked|goes|went|kept\s+saying|keeps\s+saying)"
+    r"(?:\s+(?:to|at)\s+(?:me|us))?\s*[:,]?\s*(?=[\"“'‘])",
+    re.I,
+)
+_SPEAKER_ZH = re.compile(
+    r"(?:(?<!其)他|她|它|妈|爸|父母|姐|妹|哥|弟|儿子|女儿|孩子|老公|老婆|男朋友|女朋友|男友|女友|对象|朋友|闺蜜|"
+    r"同事|老板|领导|室友|邻居|老师|同学|奶奶|爷爷|外婆|外公|姥姥|姥爷|家人|房东|客人|顾客)"
+    r"[^“\"「『，,。！!？?]{0,10}?(?:说|讲|骂|问|吼|喊|嚷|来了一句|回了一句|留言)(?:道|着|了)?[：:，,]?\s*(?=[“\"「『])"
+)
+_QUOTE_SPAN = re.compile(r"“[^”]*”|\"[^\"]*\"|「[^」]*」|『[^』]*』|‘[^’]*’|'(?:[^']|'(?=\w))*'(?!\w)")
+
+
+def own_words(text: str) -> str:
+    """`text` with the words it quotes from someone else ("my mom said 'you never call'", 我妈说：“你心里
+    根本没有这个家！”) left out (an ellipsis in their place): the user's own words. A quotation of the
+    companion ("you said 'I don't care'") or with no speaker named stays."""
+    out: list[str] = []
+    pos = 0
+    for speaker in (_SPEAKER_ZH if has_cjk_text(text) else _SPEAKER_EN).finditer(text):
+        if speaker.end() < pos:
+            continue
+        quote = _QUOTE_SPAN.match(text, speaker.end())
+        if quote is None:
+            continue
+        out.append(text[pos : quote.start()])
+        out.append("“…”")
+        pos = quote.end()
+    if not out:
+        return text
+    out.append(text[pos:])
+    return "".join(out)
+
+
+def has_cjk_text(text: str) -> bool:
+    return cjk_ratio(text) > 0
+
+
 def _about_someone_else(text: str, cue: str) -> bool:
     """Whether each occurrence of `cue` in `text` names someone else's feeling (see `_CLAUSE`)."""
     latin = cjk_ratio(cue) == 0
@@ -938,6 +981,15 @@ class Router:
         default hours.
         """
         notes: list[str] = []
+        # The mode and mood are the user's: someone else's words quoted ("my mom said 'you never call
+        # me, I'm so disappointed in you'") are that person's, to the user, so they are read as a
+        # quotation, not as the user's anger at the companion. The message's vectors embed the quote,
+        # so for such a message the learned parts read its words alone.
+        full = message
+        message = own_words(message)
+        if message != full:
+            notes.append("mode: someone else's quoted words are theirs, not read as the user's")
+            vectors = None
         cues = self.mode_cues(message)
         mode, scores, evidence, reason, own_mode, own_margin = self.decide_mode(
             message,
@@ -951,7 +1003,7 @@ class Router:
 
         signals = dict.fromkeys(SIGNALS, False)
         for name, compiled in self._signals.items():
-            found = self._found(compiled, message)
+            found = self._found(compiled, full)
             cues[name] = found
             if found and name in signals:
                 signals[name] = True
