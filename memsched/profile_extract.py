@@ -70,6 +70,7 @@ from memsched.profile_rules import (
     KIN_SAME,
     LOSS_RULES,
     MEAT_AGAIN,
+    MEAT_WORDS,
     MEATLESS,
     PARTNER_WORDS,
     PEOPLE_LIST_RULES,
@@ -562,6 +563,8 @@ def extract(text: str) -> list[Observation]:
                 value = f"{value} teacher"
             elif rule.endswith("_intolerant"):
                 value = f"{value} intolerance" if english else f"{value}不耐受"
+            if rule == "en_quit_other":
+                value = f"quit {value}"
             if key == HABITS:
                 value = HABITS_SAME.get(value.lower(), value)
             if english and key == OCCUPATION:  # "a software engineer at Google": the job
@@ -1370,6 +1373,11 @@ def apply(
                 for value in profile.values(user_id, DIET):
                     if value in DIET_KINDS and value != ob.value:
                         profile.retract(user_id, DIET, value, at=at, tx=tx)
+            if ob.key == DIET and ob.value in MEATLESS:
+                # "I love a good steak", then "I've gone vegetarian": the meat is no taste in force.
+                for value in profile.values(user_id, LIKES):
+                    if MEAT_WORDS.search(value):
+                        profile.retract(user_id, LIKES, value, at=at, tx=tx)
             profile.set(user_id, ob.key, ob.value, at=at, source_turn_ids=source_turn_ids, meta=meta, tx=tx)
         out.append(ob.as_dict())
     return out

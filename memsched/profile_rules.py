@@ -26,13 +26,15 @@ still recalled by search); a false one would be shown on every turn.
 | likes | 我(很/最…)喜欢X, 我(喜欢/爱)吃X, 我最喜欢的Y是X, X我(很)喜欢 | I love/like/enjoy/adore X, my favorite Y is X, I'm a fan of X, I'm into X, I prefer X (over Y) |
 | dislikes | 我讨厌X, 我不喜欢X, 我受不了X, X我受不了 | I hate/dislike X, I can't stand X, I don't like X, I'm not into X |
 | allergies | 我(也)对X过敏, 我X过敏, 我不能吃X，(会)过敏, 我X不耐受; none at all: 我不过敏, 我什么都不过敏 | I'm (also) allergic to X, I have a X allergy, I can't eat X, I'm allergic, I'm X intolerant; none at all: I don't have any allergies |
-| habits | 我戒烟了, 我已经戒了酒 (又开始抽烟了 ends it) | I quit smoking, I've stopped drinking (I started smoking again ends it) |
+| habits | 我戒烟了, 我已经戒了酒 (又开始抽烟了 ends it), 我戒奶茶了 | I quit smoking, I've stopped drinking (I started smoking again ends it), I quit coffee, I gave up sugar |
 | sleep_time | 我一般11点睡, 我平时晚上十一点半睡觉, 我通常凌晨一点才睡 | I usually go to bed at 11pm / around midnight |
 
 A supposition states nothing: 如果/要是/假如/if/suppose/wish before the statement in its clause, or
 的话 after it ("如果我叫小王的话", "if I'm allergic to nuts, …").
 
-A like retracts the same dislike and a dislike the same like ("I don't like jazz any more"); a negated
+A like retracts the same dislike and a dislike the same like ("I don't like jazz any more"); a thing
+given up (我戒奶茶了, 我不喝可乐了, "I quit coffee", "I don't drink soda anymore") that like, and a meatless
+diet the likes that name a meat (`MEAT_WORDS`); a negated
 allergy ("我其实对芒果不过敏", "I'm not allergic to walnuts after all") retracts that allergy, a place
 or job the user no longer has ("我不住在北京了", "I'm not a teacher anymore") that value, and a job
 quit or a breakup ("我辞职了", "I got laid off", "我和男朋友分手了") the value in force (`END_RULES`), a
@@ -246,7 +248,7 @@ RULES: list[tuple[str, str, re.Pattern[str], bool]] = [
         "en_went_vegetarian",
         DIET,
         re.compile(
-            r"\bI (?:went|turned|became|have gone|'ve gone) (?P<v>vegetarian|vegan|pescatarian|pescetarian|plant-based)\b",
+            r"\bI(?: went| turned| became| have gone|'ve gone| had gone|'d gone) (?P<v>vegetarian|vegan|pescatarian|pescetarian|plant-based)\b",
             re.I,
         ),
         True,
@@ -690,6 +692,31 @@ RULES: list[tuple[str, str, re.Pattern[str], bool]] = [
         re.compile(rf"{_ZH_HEAD}我{_ZH_WHEN}(?:已经|彻底)?(?P<v>戒烟|戒酒|戒了烟|戒了酒)了?"),
         False,
     ),
+    # Anything else given up the same way ("我戒奶茶了", "我已经戒掉可乐了"): 戒 + the thing, ending on 了.
+    # Not 戒指 (a ring), 戒备 / 戒严 / 戒心 / 戒律.
+    (
+        "zh_quit_other",
+        HABITS,
+        re.compile(
+            rf"{_ZH_HEAD}我{_ZH_WHEN}(?:已经|彻底|决定)?(?P<v>戒(?:掉)?(?![指备严心律烟酒掉])[^{_STOP}\s了]{{1,6}}?)了"
+        ),
+        False,
+    ),
+    # "I quit coffee", "I've given up sugar": "quit coffee" (not "I quit my job": no determiner or
+    # pronoun may follow; not "I gave up on him").
+    (
+        "en_quit_other",
+        HABITS,
+        re.compile(
+            r"\bI(?:'ve| have)? (?:just |finally |officially |recently |completely )*(?:quit|gave up|given up|cut out) "
+            r"(?!(?:my|our|the|a|an|on|it|that|this|these|those|him|her|them|me|you|being|trying|after|when|"
+            r"because|today|yesterday|smoking|drinking|vaping|alcohol|cigarettes|booze)\b)"
+            r"(?P<v>(?-i:[a-z][a-z\-]{1,20}(?: [a-z][a-z\-]{1,20})??))"
+            r"(?=\s*(?:$|[.,!?;:\n])|\s+(?:for|and|but|so|because|since|last|this|two|three|a|completely|altogether|cold|now)\b)",
+            re.I,
+        ),
+        True,
+    ),
     # Retired: what the user does now ("I'm retired now", "I retired last year", "我退休了").
     (
         "en_retired",
@@ -951,6 +978,50 @@ RULES: list[tuple[str, str, re.Pattern[str], bool]] = [
 # A fact the user takes back ("I'm not allergic to shellfish after all", "我其实对花生不过敏"): the value
 # is retracted, which ends it only where it is the fact in force, so a misread cannot remove anything else.
 RETRACT_RULES: list[tuple[str, str, re.Pattern[str], bool]] = [
+    # A taste given up ("我戒奶茶了", "我不喝奶茶了", "I quit coffee", "I don't drink soda anymore"): the like
+    # of that thing ends (the change itself is kept: a habit, a diet).
+    (
+        "zh_quit_like",
+        LIKES,
+        re.compile(
+            rf"{_ZH_HEAD}我{_ZH_WHEN}(?:已经|彻底|决定)?戒(?:掉)?(?![指备严心律掉])(?P<v>[^{_STOP}\s了]{{1,6}}?)了"
+        ),
+        False,
+    ),
+    (
+        "zh_no_longer_like",
+        LIKES,
+        re.compile(
+            rf"{_ZH_HEAD}我{_ZH_WHEN}(?:以后|今后|再也)?(?:不再|不)(?:喝|吃|碰)(?![全]?素|荤|饭|东西|药)(?P<v>[^{_STOP}\s了]{{1,8}}?)了(?=$|[{_STOP}\s]|啦|呢|哦)"
+        ),
+        False,
+    ),
+    (
+        "en_quit_like",
+        LIKES,
+        re.compile(
+            r"\bI(?:'ve| have)? (?:just |finally |officially |recently |completely )*(?:quit|gave up|given up|cut out|"
+            r"stopped (?:eating|drinking)|no longer (?:eat|drink)) "
+            r"(?!(?:my|our|the|a|an|on|it|that|this|him|her|them|me|you|being|trying)\b)"
+            r"(?P<v>(?-i:[a-z][a-z\-]{1,20}(?: [a-z][a-z\-]{1,20})??))"
+            r"(?=\s*(?:$|[.,!?;:\n])|\s+(?:any ?more|for|and|but|so|because|since|now|completely|altogether)\b)",
+            re.I,
+        ),
+        True,
+    ),
+    # "I don't drink soda anymore", "I can't eat meat any more": only with "anymore" ("I can't eat
+    # gluten" is a need, "I don't eat pork" a diet, neither a change of taste).
+    (
+        "en_not_anymore_like",
+        LIKES,
+        re.compile(
+            r"\bI (?:just |really |honestly )*(?:don't|do not|can't|cannot|won't) (?:eat|drink) "
+            r"(?!(?:my|our|the|a|an|it|that|this|him|her|them|me|you)\b)"
+            r"(?P<v>(?-i:[a-z][a-z\-]{1,20}(?: [a-z][a-z\-]{1,20})??))(?=\s+any ?more\b)",
+            re.I,
+        ),
+        True,
+    ),
     # Where the user no longer lives, what they no longer do, who is no longer their partner: that
     # value ends ("我不住在北京了", "I don't live in London anymore", "I'm not a teacher anymore", "我不当
     # 老师了", "I broke up with Jake"). An occupation must read as one (as the rules that set it).
@@ -1067,6 +1138,15 @@ HABITS_SAME = {
     "吸烟": "戒烟",
     "喝酒": "戒酒",
 }
+# Meat, by the names of meats and meat dishes (not fish or seafood: a pescatarian keeps those): a
+# like of one ends when a meatless diet begins ("I love a good steak", then "I've gone vegetarian").
+MEAT_WORDS = re.compile(
+    r"(?<![A-Za-z])(?:meats?|steaks?|beef|pork|bacon|ham|hams|lamb|mutton|veal|venison|chicken|turkey|duck|"
+    r"sausages?|salami|pepperoni|prosciutto|chorizo|brisket|ribs|burgers?|hamburgers?|cheeseburgers?|"
+    r"hot ?dogs?|meatballs?|bbq|barbecue|kebabs?|carnitas|jerky|wings|fried chicken|pork chops?)(?![A-Za-z])|"
+    r"肉|牛排|火腿|香肠|腊肠|培根|排骨|鸡翅|鸡腿|烤鸭|汉堡|肥牛|肥羊|毛肚|鸭血|猪蹄|串串",
+    re.I,
+)
 MEATLESS = ("vegetarian", "vegan", "pescatarian", "plant-based", "no meat", "吃素", "吃全素", "不吃肉")
 
 # The end of a key's value whatever it is: the user quit their job, broke up with their partner
