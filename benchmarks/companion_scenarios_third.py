@@ -466,10 +466,15 @@ def zh(run: Any) -> None:
     sys_ = run.system(r)
     ctx = dump("zh-forget-address", run, r)
     run.check(S, "忘掉住址: 地址不在上下文里", "玉林路" not in ctx and "3栋2单元" not in ctx, ctx)
+    # The profile writes dates in English ("November 20"); the check as first written wanted a Chinese
+    # form and failed on a birthday that was there (BENCHMARKS.md, "a third set").
     run.check(
         S,
         "忘掉住址: 生日还在个人资料里",
-        "十一月二十" in profile(sys_) or "11月20" in profile(sys_) or "11-20" in profile(sys_),
+        "十一月二十" in profile(sys_)
+        or "11月20" in profile(sys_)
+        or "11-20" in profile(sys_)
+        or "November 20" in profile(sys_),
         profile(sys_) or sys_,
     )
     run.check(S, "忘掉住址: 开花店的事还在个人资料里", "花" in profile(sys_), profile(sys_) or sys_)

@@ -559,6 +559,10 @@ def extract(text: str) -> list[Observation]:
                 value = clean_value(raw, english=english)
             if value is None:
                 continue
+            if rule == "zh_run_shop":
+                value = f"{value}老板"  # 花店 -> 花店老板
+            elif rule == "en_run_shop":
+                value = f"{re.sub(r'^(?:small|little|tiny|local) ', '', value.strip(), flags=re.I)} owner"
             if rule == "en_teach" and m.group("v") is not None:
                 value = f"{value} teacher"
             elif rule.endswith("_intolerant"):
@@ -619,7 +623,7 @@ def extract(text: str) -> list[Observation]:
             if key == DIET:
                 values = [d for v in values if (d := _diet_value(rule, v, english=english)) is not None]
             found += [Observation(key, v, rule=rule) for v in values]
-            if rule == "zh_work_as" and m.group("place") and is_place_zh(m.group("place")):
+            if rule in ("zh_work_as", "zh_run_shop") and m.group("place") and is_place_zh(m.group("place")):
                 # "在杭州做老师": one lives where one works, for a known place.
                 found.append(Observation(LOCATION, m.group("place"), rule=rule))
             taken.append((start, end))

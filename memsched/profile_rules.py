@@ -20,7 +20,7 @@ still recalled by search); a false one would be shown on every turn.
 | location | 我住在X, 我(们)(上个月/刚)搬到了X, 搬来/搬家到X, 我在X生活; for a known place: 我现在在X, 我(现在)住X, 我在X工作, 我是个程序员，在X工作 | I/we live in X, I'm from X but live in Y, I/we (just) moved/relocated to X, I'm based in X, I'm living in X, I'm (now) in X (now/these days) for a known place |
 | hometown | 我是X人, 我老家是X的, 我来自X, 我是在X长大的 (a known place) | I'm (originally) from X, I grew up in X, I was born in X (capitalised, no department) |
 | timezone | 我在东八区, 我这边是北京时间, 我这边是CST | I'm on Pacific time, my timezone is PST, I'm in UTC+8, my time zone is Europe/Berlin |
-| occupation | 我是一名X, 我是个X, 我的工作是X, 我是做X的, 我在一家游戏公司做策划, 在杭州做老师 (and the place: location) | I work as a X, starting (Monday) as a X, my job is X, I'm a X by profession, I'm / I've been a nurse (at …), I became a X, a new job as X, I teach X (an X teacher) |
+| occupation | 我是一名X, 我是个X, 我的工作是X, 我是做X的, 我在一家游戏公司做策划, 在杭州做老师 (and the place: location), 我在成都开了一家花店 (花店老板) | I work as a X, starting (Monday) as a X, my job is X, I'm a X by profession, I'm / I've been a nurse (at …), I became a X, a new job as X, I teach X (an X teacher), I run / own a X shop (a X shop owner) |
 | partner_name | 我男朋友/老婆/对象…叫X (的名字是X; "我老公是医生" names no one) | my boyfriend/wife/partner… is called X, my wife is Anna, my girlfriend Emma, I'm married to X |
 | pets | 我(家)的猫叫X, 我养了一只狗, 我养了一只柯基叫豆包, 我有一只猫(叫X), 我养了两只猫，一只叫X一只叫Y / 分别叫X和Y / ，咪咪和花花, 我养了一只猫和一只狗 | my/our dog is called X, our cat Miso, my cat is Miso (not a breed), Miso is my cat, I have a cat (called X), I/we have two cats, Mochi and Tofu, I have a dog and a cat, Max and Luna, I have a dog named Max and a cat called Luna, my cats are (called) X and Y |
 | likes | 我(很/最…)喜欢X, 我(喜欢/爱)吃X, 我最喜欢的Y是X, X我(很)喜欢 | I love/like/enjoy/adore X, my favorite Y is X, I'm a fan of X, I'm into X, I prefer X (over Y) |
@@ -422,6 +422,30 @@ RULES: list[tuple[str, str, re.Pattern[str], bool]] = [
             rf"(?P<v>[{_CJK}]{{2,8}}?)(?=$|[{_STOP}\s]|了|呢|啊|的|已经)"
         ),
         False,
+    ),
+    # Running a business of one's own ("我在成都开了一家小花店", "我自己经营一家咖啡馆"): the owner of it
+    # (花店老板, `profile_extract`), and where, for a known place, as with 在杭州做老师.
+    (
+        "zh_run_shop",
+        OCCUPATION,
+        re.compile(
+            rf"{_ZH_HEAD}我{_ZH_WHEN}(?:自己)?(?:在(?P<place>[{_CJK}]{{2,8}}?))?(?:开了|开着|经营着?|经营了)"
+            rf"(?:一家|一间|一个|家|间)(?:小小的|小的|小)?(?P<v>[{_CJK}]{{1,6}}?(?:店|馆|铺|餐厅|工作室|花房|超市|"
+            r"诊所|酒吧|民宿|公司))(?=$|[，,。.!！?？；;\s]|了|呢|啊|叫)"
+        ),
+        False,
+    ),
+    (
+        "en_run_shop",
+        OCCUPATION,
+        re.compile(
+            r"\bI (?:now |currently |still |also |actually )?(?:run|own|opened|started) (?:a|an|my own|our own) "
+            r"(?:small |little |tiny |local )?(?P<v>(?-i:[a-z][a-z\- ]{0,25}?)(?:shop|store|bakery|caf[eé]|"
+            r"restaurant|bar|salon|studio|business|company|clinic|bookshop|bookstore|florist|boutique|gym|"
+            r"food truck|bistro|pub|agency|practice))\b(?! (?:owner|chain))",
+            re.I,
+        ),
+        True,
     ),
     ("zh_job_is", OCCUPATION, re.compile(rf"我的?(?:工作|职业)是{ZH_V}"), False),
     (

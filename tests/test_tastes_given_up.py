@@ -76,3 +76,23 @@ def test_a_thing_given_up_is_no_like(
 )
 def test_not_a_taste_given_up(text: str) -> None:
     assert not [o for o in extract(text) if o.key in (LIKES, HABITS) and o.rule.endswith(("_other", "_like"))]
+
+
+@pytest.mark.parametrize(
+    ("text", "job"),
+    [
+        ("我在成都开了一家小花店，叫拾光花房，开了两年了。", "花店老板"),
+        ("我自己经营一家咖啡馆", "咖啡馆老板"),
+        ("I run a small bakery in Leeds.", "bakery owner"),
+        ("I own a bookstore.", "bookstore owner"),
+    ],
+)
+def test_running_a_shop_is_an_occupation(text: str, job: str) -> None:
+    """ "我在成都开了一家小花店" left the profile without the user's work (a florist's week of orders
+    and staff had no job to hang on)."""
+    assert ("occupation", job) in [(o.key, o.value) for o in extract(text)]
+
+
+@pytest.mark.parametrize("text", ["他在上海开了一家店", "I opened a can of soup.", "My mom runs a bakery."])
+def test_not_running_a_shop(text: str) -> None:
+    assert not [o for o in extract(text) if o.key == "occupation"]
