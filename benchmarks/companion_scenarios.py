@@ -11,7 +11,10 @@ diet that changed, a dinner question beside a long science-fiction debate, "what
 last weekend", "when did I tell you about my trip", a return to an old topic. The histories were
 written for this script (no test fixture, no LoCoMo text).
 
-    python benchmarks/companion_scenarios.py [--only en|zh] [--out DIR] [-v]
+    python benchmarks/companion_scenarios.py [--only en|zh] [--out DIR] [-v] [--database-url URL]
+
+`--database-url postgresql://…` (an empty database) runs the server on PostgreSQL; the forget checks
+then look for the forgotten words in every table's rows instead of the SQLite files' bytes.
 
 Prints PASS/FAIL per check and the count; `--out` keeps each checked request's messages as text.
 """
@@ -72,6 +75,7 @@ class Run:
     home: Path
     verbose: bool = False
     out: Path | None = None
+    database_url: str | None = None  # PostgreSQL instead of the home's SQLite file
     checks: list[Check] = field(default_factory=list)
 
     def __post_init__(self) -> None:
@@ -147,7 +151,36 @@ class Run:
                 return
             time.sleep(1)
 
+    @property
+    def stored_in(self) -> str:
+        """Where `db_has` looks, for the checks' names."""
+        return "any table's rows" if self.database_url else "the database files"
+
     def db_has(self, needle: str) -> list[str]:
+        """Where the stored data still holds `needle`: the SQLite files' bytes (a forget is physical
+        there), or on PostgreSQL every table's rows as text (its freed heap space is not searched:
+        docs/deploy.md, "Deleting data")."""
+        if self.database_url:
+            import psycopg
+            from psycopg import sql
+
+            with psycopg.connect(self.database_url) as conn:
+                tables = [
+                    r[0]
+                    for r in conn.execute(
+                        "SELECT tablename FROM pg_tables WHERE schemaname = current_schema() ORDER BY 1"
+                    )
+                ]
+                return [
+                    t
+                    for t in tables
+                    if conn.execute(
+                        sql.SQL("SELECT 1 FROM {} AS x WHERE x::text LIKE %s LIMIT 1").format(
+                            sql.Identifier(t)
+                        ),
+                        ("%" + needle.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_") + "%",),
+                    ).fetchone()
+                ]
         found = []
         for p in self.home.iterdir():
             if p.name.startswith("memsched.db") and needle.encode() in p.read_bytes():
@@ -155,7 +188,9 @@ class Run:
         return found
 
 
-def start(home: Path, fake: FakeOpenAI, log: Path) -> tuple[subprocess.Popen[bytes], str]:
+def start(
+    home: Path, fake: FakeOpenAI, log: Path, database_url: str | None = None
+) -> tuple[subprocess.Popen[bytes], str]:
     port = free_port()
     env = {k: v for k, v in os.environ.items() if not k.startswith("MEMSCHED_")}
     env.update(
@@ -165,6 +200,8 @@ def start(home: Path, fake: FakeOpenAI, log: Path) -> tuple[subprocess.Popen[byt
         MEMSCHED_VISION_MODEL="fake-model",
         HF_HUB_OFFLINE="1",
     )
+    if database_url:
+        env["MEMSCHED_DATABASE_URL"] = database_url
     with open(log, "wb") as out:
         proc = subprocess.Popen(
             [sys.executable, "-c", "from memsched.cli import main; main()", "serve", "--port", str(port)],
@@ -409,7 +446,7 @@ def en(run: Any) -> None:
     run.wait_jobs()
     for secret in ("PIN is 4821", "Jordan"):
         where = run.db_has(secret)
-        run.check(S, f"forgotten {secret!r} is not in the database files", not where, str(where))
+        run.check(S, f"forgotten {secret!r} is not in {run.stored_in}", not where, str(where))
 
 
 def zh(run: Any) -> None:
@@ -567,7 +604,7 @@ def zh(run: Any) -> None:
     run.wait_jobs()
     for secret in ("密码是739105", "阿杰"):
         where = run.db_has(secret)
-        run.check(S, f"forgotten {secret!r} is not in the database files", not where, str(where))
+        run.check(S, f"forgotten {secret!r} is not in {run.stored_in}", not where, str(where))
 
 
 ALL = [("en", en), ("zh", zh)]
@@ -585,15 +622,20 @@ def main(
     ap.add_argument("--keep", action="store_true", help="keep the server's home and log")
     ap.add_argument("--out", type=Path, default=None, help="write each checked request here")
     ap.add_argument("-v", "--verbose", action="store_true")
+    ap.add_argument(
+        "--database-url",
+        default=None,
+        help="serve on this PostgreSQL database (an empty one) instead of a SQLite file in the home",
+    )
     args = ap.parse_args()
     tmp = Path(tempfile.mkdtemp(prefix=prefix))
     home = tmp / "home"
     home.mkdir()
     fake = FakeOpenAI(responder=responder)
-    proc, base = start(home, fake, tmp / "serve.log")
+    proc, base = start(home, fake, tmp / "serve.log", args.database_url)
     if args.out is not None:
         args.out.mkdir(parents=True, exist_ok=True)
-    run = Run(base, fake, home, verbose=args.verbose, out=args.out)
+    run = Run(base, fake, home, verbose=args.verbose, out=args.out, database_url=args.database_url)
     try:
         for name, fn in scenarios if scenarios is not None else ALL:
             if args.only and args.only != name:

@@ -12,7 +12,7 @@ timezone, an everyday question right after a long unrelated deep-dive (chess ope
 Kingdoms), a return to an old hobby days later, "what did I tell you about my sister last month",
 an image caption, a fact said twice not doubled in the profile, a topic switch mid-session.
 
-    python benchmarks/companion_scenarios_more.py [--only en|zh] [--out DIR] [-v]
+    python benchmarks/companion_scenarios_more.py [--only en|zh] [--out DIR] [-v] [--database-url URL]
 
 Prints PASS/FAIL per check and the count; `--out` keeps each checked request's messages as text.
 """
@@ -348,7 +348,7 @@ def en(run: Any) -> None:
     run.wait_jobs()
     for secret in ("Quillfeather",):
         where = run.db_has(secret)
-        run.check(S, f"forgotten {secret!r} is not in the database files", not where, str(where))
+        run.check(S, f"forgotten {secret!r} is not in {run.stored_in}", not where, str(where))
 
 
 # --------------------------------------------------------------------------------------------
@@ -562,7 +562,7 @@ def zh(run: Any) -> None:
     run.wait_jobs()
     for secret in ("滨江买一套", "四十万"):
         where = run.db_has(secret)
-        run.check(S, f"forgotten {secret!r} is not in the database files", not where, str(where))
+        run.check(S, f"forgotten {secret!r} is not in {run.stored_in}", not where, str(where))
 
 
 ALL = [("en", en), ("zh", zh)]
