@@ -692,6 +692,21 @@ def test_an_upstream_reply_memsched_cannot_read_is_a_502_naming_it(
     assert _turns(server)[-1]["meta"]["reply_failed"] is True
 
 
+@pytest.mark.parametrize("path", ["/v1/chat/completions", "/v1/responses"])
+def test_an_error_the_upstream_sends_with_a_200_is_a_502_that_says_it(
+    server: str, fake: FakeOpenAI, path: str
+) -> None:
+    """Some gateways answer 200 with `{"error": {...}}`; the client must read the upstream's reason,
+    not "no choices" (as before)."""
+    fake.script(Malformed('{"error": {"message": "model is overloaded, try again", "code": 503}}'))
+    body = {"model": "m", "user": "alice", "metadata": {"session_id": "s1"}}
+    body |= {"messages": [{"role": "user", "content": "hi"}]} if "chat" in path else {"input": "hi"}
+    r = httpx.post(server + path, json=body, timeout=30)
+    assert r.status_code == 502, r.text
+    assert "model is overloaded, try again" in r.json()["error"]["message"]
+    assert _turns(server)[-1]["meta"]["reply_failed"] is True
+
+
 @pytest.mark.parametrize("stream", [False, True])
 def test_an_upstream_reply_is_relayed_as_it_came_and_stored_as_it_can_be(
     server: str, fake: FakeOpenAI, stream: bool

@@ -140,7 +140,7 @@ class Upstream:
         except ValueError:
             raise LLMError(self._scrub(f"invalid response from {self.url}: body is not JSON")) from None
         if not isinstance(data, dict) or not isinstance(data.get("choices"), list) or not data["choices"]:
-            raise LLMError(f"invalid response from {self.url}: no choices")
+            raise LLMError(self._scrub(_no_answer(data, self.url, "no choices")))
         return _checked_completion(data, self.url)
 
     async def stream(self, body: dict[str, Any]) -> AsyncGenerator[dict[str, Any], None]:
@@ -172,7 +172,11 @@ class Upstream:
                             whole = json.loads(raw)
                         except ValueError:
                             raise LLMError(f"invalid response from {self.url}: body is not JSON") from None
-                        yield _as_chunk(whole, self.url)
+                        try:
+                            chunk = _as_chunk(whole, self.url)
+                        except LLMError as exc:
+                            raise LLMError(self._scrub(str(exc))) from None
+                        yield chunk
                         return
                     finished = False
                     async for line in _lines(resp.content):
@@ -226,7 +230,7 @@ class Upstream:
         except ValueError:
             raise LLMError(self._scrub(f"invalid response from {url}: body is not JSON")) from None
         if not isinstance(data, dict) or not isinstance(data.get("output"), list):
-            raise LLMError(f"invalid response from {url}: no output list")
+            raise LLMError(self._scrub(_no_answer(data, url, "no output list")))
         return data
 
     def _give_up(self, url: str, last: str, status: int | None, retry_after: str | None) -> NoReturn:
@@ -382,6 +386,16 @@ async def _lines(content: aiohttp.StreamReader) -> AsyncGenerator[str, None]:
         yield _text(pending).rstrip("\r")
 
 
+def _no_answer(data: Any, url: str, missing: str) -> str:
+    """Why a 2xx body without an answer is refused: the upstream's own `error` when it sent one with
+    a 200 (some gateways do), else what is missing."""
+    error = data.get("error") if isinstance(data, dict) else None
+    if error:
+        message = error.get("message") if isinstance(error, dict) else None
+        return f"the upstream answered {url} with an error: {str(message or error)[:300]}"
+    return f"invalid response from {url}: {missing}"
+
+
 def _kind(value: Any) -> str:
     return "null" if value is None else type(value).__name__
 
@@ -449,7 +463,7 @@ def _chunk_problem(chunk: dict[str, Any]) -> str | None:
 def _as_chunk(data: Any, url: str) -> dict[str, Any]:
     """A whole completion as one stream chunk (delta = the message, tool calls indexed)."""
     if not isinstance(data, dict) or not isinstance(data.get("choices"), list) or not data["choices"]:
-        raise LLMError(f"invalid response from {url}: no choices")
+        raise LLMError(_no_answer(data, url, "no choices"))
     choice = _checked_completion(data, url)["choices"][0]
     message = dict(choice["message"])
     content = message.get("content") or ""
