@@ -1158,3 +1158,21 @@ def test_safety_identifier_names_the_user(server: str, fake: FakeOpenAI) -> None
     del blank["user"]
     r = httpx.post(f"{server}/v1/chat/completions", json=blank, timeout=60)
     assert r.status_code == 400 and "safety_identifier" in r.text
+
+
+@pytest.mark.parametrize("stream", [False, True])
+def test_parts_memsched_does_not_read_reach_the_upstream_with_the_message(
+    server: str, fake: FakeOpenAI, stream: bool
+) -> None:
+    """An audio or file part beside the text: memsched records the text, and the model gets the parts
+    too. Before, they were dropped: the upstream answered "summarise this file" without the file."""
+    audio = {"type": "input_audio", "input_audio": {"data": "UklGRg==", "format": "wav"}}
+    pdf = {"type": "file", "file": {"filename": "a.pdf", "file_data": "data:application/pdf;base64,JVBE"}}
+    content = [{"type": "text", "text": "summarise this file and this clip"}, pdf, audio]
+    body = _body("", stream=stream)
+    body["messages"][-1]["content"] = content
+    assert _post(server, body).status_code == 200
+    last = fake.chat_requests[-1]["messages"][-1]
+    assert last["role"] == "user" and last["content"][1:] == [pdf, audio]
+    assert "summarise this file and this clip" in last["content"][0]["text"]
+    assert _turns(server)[0]["content"] == "summarise this file and this clip"

@@ -417,3 +417,15 @@ def test_an_assistant_prefill_item_stays_last(server: str, fake: FakeOpenAI) -> 
     assert r.status_code == 200, r.text
     assert fake.response_requests[-1]["input"][-1] == {"role": "assistant", "content": "Paris"}
     assert _turns(server)[-1]["content"] == "Paris is the capital of France."
+
+
+def test_an_input_file_reaches_the_upstream_with_the_message(server: str, fake: FakeOpenAI) -> None:
+    """An `input_file` part beside the text goes upstream with the message (before, it was dropped)."""
+    pdf = {"type": "input_file", "filename": "a.pdf", "file_data": "data:application/pdf;base64,JVBE"}
+    content = [{"type": "input_text", "text": "what does this contract say?"}, pdf]
+    r = _post(server, _body([{"role": "user", "content": content}]))
+    assert r.status_code == 200, r.text
+    last = fake.response_requests[-1]["input"][-1]
+    assert last["role"] == "user" and last["content"][-1] == pdf
+    assert last["content"][0] == {"type": "input_text", "text": "what does this contract say?"}
+    assert _turns(server)[0]["content"] == "what does this contract say?"

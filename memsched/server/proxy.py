@@ -42,6 +42,7 @@ from memsched.model import storable
 from memsched.scheduler import TurnResult
 from memsched.server.service import Service
 from memsched.server.upstream import Upstream
+from memsched.server.validate import READABLE_PARTS
 from memsched.sessions import SessionHold
 from memsched.tools import INDEX_HEADER, recall_tool, resolve_recall
 from memsched.vision import Image
@@ -82,6 +83,14 @@ def text_of(content: Any) -> str:
         # Image parts are not text: the scheduler describes them (`memsched.vision`).
         return "\n".join(p for p in parts if p)
     raise InputError("message content must be a string or a list of content parts")
+
+
+def unread_parts(content: Any) -> list[dict[str, Any]]:
+    """The parts of a message's content memsched does not read (not text or an image: `input_audio`,
+    `file`, the Responses API's `input_file`), which go to the upstream with the message as sent."""
+    if not isinstance(content, list):
+        return []
+    return [p for p in content if isinstance(p, dict) and p.get("type") not in READABLE_PARTS]
 
 
 def prefill_of(trailing: list[dict[str, Any]]) -> str:
@@ -229,6 +238,12 @@ class ProxyTurn:
             # A vision upstream gets the images themselves beside their captions.
             text = {"type": "text", "text": str(messages[-1].get("content") or "")}
             messages[-1] = {**messages[-1], "content": [text, *(i.part() for i in self.images)]}
+        unread = unread_parts(self.user_message.get("content"))
+        if unread and messages and messages[-1].get("role") == "user":
+            # Audio, a file: memsched cannot read them, but the model may; they go with the message.
+            content = messages[-1].get("content")
+            parts = content if isinstance(content, list) else [{"type": "text", "text": str(content or "")}]
+            messages[-1] = {**messages[-1], "content": [*parts, *unread]}
         paging = self.prepared.trace.get("paging_tools") or {}
         has_index = bool(paging.get("index_pages")) or any(
             INDEX_HEADER in str(m.get("content") or "") for m in messages if m.get("role") == "system"

@@ -196,8 +196,10 @@ def upstream_input(
                             "detail": spec.get("detail", "auto"),
                         }
                     )
-                else:
+                elif part.get("type") == "text":
                     parts.append({"type": "input_text", "text": str(part.get("text") or "")})
+                else:  # a part memsched does not read (input_file, input_audio): as the client sent it
+                    parts.append(part)
             content = parts
         out.append({"role": m.get("role"), "content": content if content is not None else ""})
     return system, [*out, *trailing]
