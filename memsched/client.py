@@ -117,6 +117,10 @@ class _Call(Generic[T]):
 
 
 def _q(value: str) -> str:
+    """`value` as one path segment. "." and ".." are ids too (the proxy takes any); unencoded, HTTP
+    clients resolve them as dot segments and the request reaches another path (or the upstream)."""
+    if value in (".", ".."):
+        return value.replace(".", "%2E")
     return quote(value, safe="")
 
 

@@ -253,6 +253,20 @@ def test_forgetting_through_the_client(base: str) -> None:
             client.sessions("li")
 
 
+@pytest.mark.parametrize("name", [".", "..", "org/42", "a b?c#d"])
+def test_any_id_the_service_takes_can_be_read_and_deleted(base: str, fake: FakeOpenAI, name: str) -> None:
+    """ "." and ".." were sent as dot segments: `/v1/users/../sessions` became `/v1/sessions`, relayed
+    to the upstream, and the user's data could not be read or deleted through the client."""
+    with Client(base) as client:
+        client.add(name, name, "user", "I keep bees")
+        assert [s.id for s in client.sessions(name)] == [name]
+        assert [t.content for t in client.session_turns(name, name)] == ["I keep bees"]
+        assert client.delete_session(name, name) == 1
+        client.add(name, "s2", "user", "and a goat")
+        assert client.delete_user(name) == 1
+    assert not [r for r in fake.requests if "/sessions" in r.path or "/users" in r.path]
+
+
 def test_api_keys_end_to_end(tmp_path: Path) -> None:
     """A service with keys: no key is a 401 ServiceError; the key's tenant sees only its own users."""
     cfg = Config.load(
