@@ -913,7 +913,7 @@ class Scheduler:
             # The session's last turns: the recent window and the topic window (below), and the
             # last turn, which a retry of a turn whose reply failed replaces instead of repeating it.
             tail = self.store.session_turns(user_id, session_id, last=tail_size)
-            skip_kinds = self._take_failed_turn(user_id, session_id, message, tail[-1:])
+            skip_kinds = self._take_failed_turn(user_id, session_id, message, tail[-2:])
         self._commands(t, skip_kinds or set())
         self._overflow(t)
         with sw.stage("backfill"):
@@ -1414,24 +1414,32 @@ class Scheduler:
     def _take_failed_turn(
         self, user_id: str, session_id: str, message: str, last: Sequence[Turn]
     ) -> set[str] | None:
-        """If the session ends (`last`: its last turn, or none) with this very message marked
-        reply_failed, delete it (the turn will be recorded again) and return the command kinds
-        already applied for it; None when there is no such turn."""
+        """If the session ends (`last`: its last two turns, or fewer) with this very message marked
+        reply_failed, or with it and a reply marked undelivered (the client hung up before the reply
+        was sent: an SDK's timeout, which it retries), delete them (the turn will be recorded again)
+        and return the command kinds already applied for it; None when there is no such turn."""
         if not last:
             return None
-        t = last[0]
-        # `awaiting_tools`: the proxy returned the model's tool calls to the client, whose follow-up
-        # (the same message plus the tool results) completes this very turn.
-        pending = t.meta.get("reply_failed") or t.meta.get("awaiting_tools")
-        if t.role != "user" or t.content != message or not pending or t.id is None:
+        t = last[-1]
+        drop = [t]
+        if t.role == "assistant" and t.meta.get("undelivered") and len(last) > 1:
+            t = last[-2]
+            drop.insert(0, t)
+            pending = True
+        else:
+            # `awaiting_tools`: the proxy returned the model's tool calls to the client, whose
+            # follow-up (the same message plus the tool results) completes this very turn.
+            pending = bool(t.meta.get("reply_failed") or t.meta.get("awaiting_tools"))
+        ids = [d.id for d in drop if d.id is not None]
+        if t.role != "user" or t.content != message or not pending or len(ids) != len(drop):
             return None
         first_seq = int(self.store.session_state(user_id, session_id).get(FIRST_SEQ, 0))
-        self.memory.delete_turns(user_id, [t.id])
+        self.memory.delete_turns(user_id, ids)
         values: dict[str, Any] = dict(COUNTS_RESET)  # the failed attempt's counts are recounted
         if t.seq == first_seq:
             # It was the session's first recorded turn: the retry, next in line, takes its place
             # (the client's history from before it is still told from a forgotten start).
-            values[FIRST_SEQ] = first_seq + 1
+            values[FIRST_SEQ] = first_seq + len(drop)
         with self.store.transaction() as tx:
             self.store.session_state_update(tx, user_id, session_id, values, now=utcnow().timestamp())
         return set(t.meta.get("applied", []))

@@ -1176,3 +1176,37 @@ def test_parts_memsched_does_not_read_reach_the_upstream_with_the_message(
     assert last["role"] == "user" and last["content"][1:] == [pdf, audio]
     assert "summarise this file and this clip" in last["content"][0]["text"]
     assert _turns(server)[0]["content"] == "summarise this file and this clip"
+
+
+@pytest.mark.parametrize("path", ["/v1/chat/completions", "/v1/responses"])
+def test_a_retry_after_the_client_timed_out_replaces_the_exchange(
+    server: str, fake: FakeOpenAI, path: str
+) -> None:
+    """An SDK that times out waiting for a slow model sends the same message again. The first reply is
+    recorded when it comes (the client has gone: it is marked undelivered) and the retry replaces that
+    exchange. Before, the session held the message twice, with both replies."""
+    gate = threading.Event()
+    fake.script(Hold(gate, "the slow reply"), "the reply the client reads")
+    body: dict[str, Any] = {"model": "m", "user": "alice", "metadata": {"session_id": "s1"}}
+    body |= (
+        {"messages": [{"role": "user", "content": "are you there?"}]}
+        if "chat" in path
+        else {"input": "are you there?"}
+    )
+    with pytest.raises(httpx.ReadTimeout):
+        httpx.post(server + path, json=body, timeout=httpx.Timeout(30, read=0.5))
+    gate.set()
+    for _ in range(200):  # the first reply is recorded once the upstream answers
+        if len(_turns(server)) == 2:
+            break
+        time.sleep(0.05)
+    assert [(t["content"], t["meta"].get("undelivered")) for t in _turns(server)] == [
+        ("are you there?", None),
+        ("the slow reply", True),
+    ]
+    assert httpx.post(server + path, json=body, timeout=30).status_code == 200
+    assert [t["content"] for t in _turns(server)] == ["are you there?", "the reply the client reads"]
+    # Said again once its reply was read, the same message is a new turn.
+    fake.script("yes, still here")
+    assert httpx.post(server + path, json=body, timeout=30).status_code == 200
+    assert len(_turns(server)) == 4

@@ -463,6 +463,25 @@ class ProxyTurn:
         svc.scheduler.metrics.turns.labels(entry="proxy", outcome=outcome).inc()
 
 
+def mark_undelivered(turn: ProxyTurn) -> None:
+    """The client hung up before its reply was sent (an SDK's timeout, which it retries with the same
+    message): the reply is marked `undelivered` (and the message with the commands it applied), so
+    that the retry replaces this exchange instead of adding a second (`Scheduler._take_failed_turn`)."""
+    assert turn.prepared is not None
+    ids = list(turn.prepared.trace.get("turn_ids") or [])
+    if len(ids) != 2:  # no reply was recorded (a forget command's, or none)
+        return
+    store = turn.svc.memory.store
+    found = {t.id: t for t in store.get_turns(turn.user, ids)}
+    message, reply = found.get(ids[0]), found.get(ids[1])
+    if message is None or reply is None or reply.role != "assistant":
+        return
+    applied = [c.get("kind") for c in turn.prepared.trace.get("commands") or []]
+    with store.transaction() as tx:
+        store.turn_meta_update(tx, turn.user, ids[0], {**message.meta, "applied": applied})
+        store.turn_meta_update(tx, turn.user, ids[1], {**reply.meta, "undelivered": True})
+
+
 async def complete(turn: ProxyTurn, messages: list[dict[str, Any]]) -> dict[str, Any]:
     """The non-streaming turn: upstream calls (answering recall calls in between), then the client's reply."""
     rounds = 0

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 from typing import Any
 
 from fastapi import APIRouter, Depends, Request
@@ -137,6 +138,8 @@ async def chat(body: ChatRequest, request: Request, svc: Service = Depends(get_s
                 handed_off = True  # the response releases the session once the reply is recorded
                 return response
             data = await proxy.run_blocking(turn, upstream_messages)
+            if await request.is_disconnected():  # e.g. the SDK timed out: it will send the message again
+                await asyncio.to_thread(proxy.mark_undelivered, turn)
         except Exception as exc:  # answered here, with the turn's trace header
             # The user's message is recorded and the failure is in the turn's trace: the error
             # response names it, as a reply would.

@@ -120,6 +120,8 @@ async def create_response(
                 handed_off = True  # the response releases the session once the reply is recorded
                 return response
             data = await responses_api.run_blocking(call)
+            if await request.is_disconnected():  # e.g. the SDK timed out: it will send the message again
+                await asyncio.to_thread(proxy.mark_undelivered, turn)
         except Exception as exc:  # answered here, with the turn's trace header
             return exception_response(exc, request.url.path, headers)
         return proxy.UpstreamJSONResponse(data, headers=headers)
