@@ -24,6 +24,7 @@ from starlette.responses import Response
 from starlette.types import Receive, Scope, Send
 
 from memsched.errors import LLMError
+from memsched.server import proxy
 from memsched.server.proxy import ProxyTurn
 
 log = logging.getLogger("memsched.server.relay")
@@ -238,6 +239,9 @@ class RelayResponse(Response):
         self.on_done = on_done
         self.turn = turn
         self.first = first
+        # The client hung up before the response started (an SDK's timeout, which it retries with
+        # the same message): set by the route; the reply recorded is marked undelivered.
+        self.undelivered = False
         self.events = events
         self.state = state
         self.status_code = 200
@@ -260,6 +264,8 @@ class RelayResponse(Response):
         await send({"type": "http.response.start", "status": self.status_code, "headers": self.raw_headers})
 
         async def disconnected() -> None:
+            if self.undelivered:  # the route saw the client leave (and took its disconnect message)
+                return
             while (await receive())["type"] != "http.disconnect":
                 pass
 
@@ -293,8 +299,10 @@ class RelayResponse(Response):
                 if event:
                     await send({"type": "http.response.body", "body": event, "more_body": True})
         outcome = "partial" if partial else ("tool_calls" if self.state.client_calls else "ok")
-        if error is not None and not self.state.reply.strip():
-            outcome = "error"  # nothing of a reply: the user's message is kept, marked reply_failed
+        if (error is not None or partial) and not self.state.reply.strip() and not self.state.client_calls:
+            # Nothing of a reply (the upstream failed, or the client left first: an SDK that timed out,
+            # which sends the message again): the user's message is kept, marked reply_failed.
+            outcome = "error"
         await asyncio.to_thread(
             self.turn.finish,
             self.state.reply,
@@ -303,6 +311,8 @@ class RelayResponse(Response):
             error=f"{type(error).__name__}: {error}" if error else None,
             partial=partial,
         )
+        if self.undelivered:
+            await asyncio.to_thread(proxy.mark_undelivered, self.turn)
         with contextlib.suppress(OSError):
             if partial != "client_disconnected" and self.done:
                 await send({"type": "http.response.body", "body": self.done, "more_body": True})
@@ -314,7 +324,7 @@ async def start(
     messages: list[dict[str, Any]],
     headers: dict[str, str],
     on_done: Callable[[], None] | None = None,
-) -> Response:
+) -> RelayResponse:
     """Call the upstream and wait for the first event; then stream the rest (or raise LLMError → 502)."""
     state = StreamState()
     events = rounds(turn, messages, state)

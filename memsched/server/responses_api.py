@@ -36,8 +36,6 @@ from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from starlette.responses import Response
-
 from memsched.errors import InputError, LLMError, UpstreamStatusError
 from memsched.server import proxy
 from memsched.server.proxy import ProxyTurn
@@ -415,7 +413,7 @@ async def _checked(events: AsyncIterator[bytes], state: ResponsesStreamState) ->
 
 async def start(
     call: ResponsesCall, headers: dict[str, str], on_done: Callable[[], None] | None = None
-) -> Response:
+) -> RelayResponse:
     """Call the upstream and wait for its first event; then relay the rest (or raise: a clean 4xx/5xx)."""
     turn = call.turn
     state = ResponsesStreamState()

@@ -135,6 +135,8 @@ async def chat(body: ChatRequest, request: Request, svc: Service = Depends(get_s
         try:
             if body.stream:
                 response = await relay.start(turn, upstream_messages, headers, on_done=release)
+                # Gone before the first event came (an SDK timed out): its retry replaces the exchange.
+                response.undelivered = await request.is_disconnected()
                 handed_off = True  # the response releases the session once the reply is recorded
                 return response
             data = await proxy.run_blocking(turn, upstream_messages)

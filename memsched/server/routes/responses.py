@@ -117,6 +117,8 @@ async def create_response(
         try:
             if body.stream:
                 response = await responses_api.start(call, headers, on_done=release)
+                # Gone before the first event came (an SDK timed out): its retry replaces the exchange.
+                response.undelivered = await request.is_disconnected()
                 handed_off = True  # the response releases the session once the reply is recorded
                 return response
             data = await responses_api.run_blocking(call)
