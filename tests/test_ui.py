@@ -248,6 +248,19 @@ def test_not_found_and_escaping(site: Site) -> None:
     assert "http" not in httpx.get(f"{site.base}/ui/static/ui.js").text  # nothing loads from elsewhere
 
 
+@pytest.mark.parametrize("name", ["org/42", "..", "."])
+def test_any_user_id_opens_from_the_index(site: Site, name: str) -> None:
+    """The index links a user with a '/' (README's own `org/42`) or named "." or ".." to their pages.
+    Before, "org/42" was a 404 (the decoded '/' split the path) and ".." resolved to the index."""
+    site.service.memory.add(name, f"{name}-s", "user", f"I am user {name!r}")
+    link = {"org/42": "/ui/u/org%2F42", "..": "/ui/u/%2E%2E", ".": "/ui/u/%2E"}[name]
+    assert f'href="{link}"' in httpx.get(f"{site.base}/ui/").text
+    for tab in ("", "/profile", "/bookmarks", "/jobs"):
+        page = httpx.get(f"{site.base}{link}{tab}")
+        assert page.status_code == 200, (tab, page.text[:200])
+    assert f"I am user {name!r}".replace("'", "&#39;") in httpx.get(f"{site.base}{link}").text
+
+
 def test_budget_bar_shares() -> None:
     bar = views.budget_bar(
         {"system": 100, "memory": 300, "recent": 100, "new_message": 20, "total": 540, "budget": 1000}

@@ -3,7 +3,7 @@
 The proxy takes user and session ids from the request body, so any text is an id: "org/42", a session
 named "2024/03/02". A client names one in a path percent-encoded ("org%2F42"); the ASGI server decodes
 the path before routing, so the '/' it encoded would split the segment and no route would match —
-such a user could be neither read nor deleted over HTTP. `EncodedIdsMiddleware` routes these paths by
+such a user could be neither read nor deleted over HTTP (nor opened in the debug UI, `/ui/u/{user}`). `EncodedIdsMiddleware` routes these paths by
 their raw segments, each decoded with its '%' and '/' kept encoded, and `IdRoute` (the route class of
 the routers under /v1/users) decodes the path parameters it matched.
 """
@@ -11,13 +11,14 @@ the routers under /v1/users) decodes the path parameters it matched.
 from __future__ import annotations
 
 from typing import Any
-from urllib.parse import unquote, unquote_to_bytes
+from urllib.parse import quote, unquote, unquote_to_bytes
 
 from fastapi.routing import APIRoute
+from starlette.requests import Request
 from starlette.routing import Match
 from starlette.types import ASGIApp, Receive, Scope, Send
 
-PREFIX = "/v1/users/"
+PREFIXES = ("/v1/users/", "/ui/u/")  # the API's user paths and the debug UI's
 MARK = "memsched.encoded_ids"  # set on a scope whose path keeps its ids' '%' and '/' encoded
 
 
@@ -27,7 +28,7 @@ class EncodedIdsMiddleware:
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         raw = scope.get("raw_path") if scope["type"] == "http" else None
-        if raw and b"%" in raw and str(scope.get("path", "")).startswith(PREFIX):
+        if raw and b"%" in raw and str(scope.get("path", "")).startswith(PREFIXES):
             path = "/".join(_segment(s) for s in bytes(raw).split(b"/"))
             scope = {**scope, "path": path, MARK: True}
         await self.app(scope, receive, send)
@@ -50,3 +51,17 @@ class IdRoute(APIRoute):
 
 def _decoded(value: Any) -> Any:
     return unquote(value) if isinstance(value, str) else value
+
+
+def path_param(request: Request, name: str) -> str:
+    """A path parameter of a plain Starlette route (the debug UI's), decoded as `IdRoute` does."""
+    value = str(request.path_params[name])
+    return unquote(value) if request.scope.get(MARK) else value
+
+
+def segment(value: str) -> str:
+    """`value` as one path segment: percent-encoded, "." and ".." too (else HTTP clients and browsers
+    resolve them as dot segments). `memsched.client` encodes its path ids the same way."""
+    if value in (".", ".."):
+        return value.replace(".", "%2E")
+    return quote(value, safe="")

@@ -12,7 +12,7 @@ from collections.abc import Callable
 from datetime import datetime
 from pathlib import Path
 from typing import Any
-from urllib.parse import parse_qs, quote
+from urllib.parse import parse_qs
 
 from starlette.concurrency import run_in_threadpool
 from starlette.requests import Request
@@ -22,6 +22,7 @@ from starlette.staticfiles import StaticFiles
 from starlette.templating import Jinja2Templates
 
 from memsched.server.identity import UI_COOKIE, external, user_id, visible
+from memsched.server.paths import path_param, segment
 from memsched.server.ui import i18n, views
 from memsched.server.ui.views import Backend
 
@@ -58,7 +59,7 @@ def _templates() -> Jinja2Templates:
     env.filters["dt"] = _dt
     env.filters["num"] = _num
     env.filters["pretty_json"] = _json
-    env.filters["q"] = lambda s: quote(str(s), safe="")
+    env.filters["q"] = lambda s: segment(str(s))
     env.filters["without"] = lambda d, *keys: {k: v for k, v in (d or {}).items() if k not in keys}
     env.policies["json.dumps_kwargs"] = {"ensure_ascii": False, "sort_keys": True}
     env.trim_blocks = True
@@ -94,7 +95,7 @@ def ui_routes(backend: Callable[[], Backend]) -> list[BaseRoute]:
 
     async def user_page(request: Request) -> Response:
         b = backend()
-        user = user_id(request, request.path_params["user"])
+        user = user_id(request, path_param(request, "user"))
         if not b.memory.store.has_user(user):
             return not_found(request, f"user {user!r}")
         found = await run_in_threadpool(views.sessions, b, user)
@@ -122,7 +123,7 @@ def ui_routes(backend: Callable[[], Backend]) -> list[BaseRoute]:
 
     async def trace_page(request: Request) -> Response:
         b = backend()
-        user, trace_id = user_id(request, request.path_params["user"]), request.path_params["trace_id"]
+        user, trace_id = user_id(request, path_param(request, "user")), path_param(request, "trace_id")
         trace = await run_in_threadpool(b.memory.store.trace_get, trace_id, user)
         if trace is None:
             return not_found(request, f"trace {trace_id!r} of user {user!r}")
@@ -133,7 +134,7 @@ def ui_routes(backend: Callable[[], Backend]) -> list[BaseRoute]:
     def user_tab(tab: str, load: Callable[[Backend, str], Any]) -> Callable[[Request], Any]:
         async def page(request: Request) -> Response:
             b = backend()
-            user = user_id(request, request.path_params["user"])
+            user = user_id(request, path_param(request, "user"))
             if not b.memory.store.has_user(user):
                 return not_found(request, f"user {user!r}")
             data = await run_in_threadpool(load, b, user)

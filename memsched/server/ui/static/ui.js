@@ -15,8 +15,12 @@
   var user = page.getAttribute("data-user");
   var base = document.querySelector('link[rel="stylesheet"]').getAttribute("href").replace(/\/static\/ui\.css$/, "");
 
+  function segment(id) {  // as memsched.server.paths.segment: "." and ".." are ids, not dot segments
+    return id === "." || id === ".." ? id.replace(/\./g, "%2E") : encodeURIComponent(id);
+  }
+
   function open(traceId, turnEl, push) {
-    var url = base + "/u/" + encodeURIComponent(user) + "/trace/" + encodeURIComponent(traceId);
+    var url = base + "/u/" + segment(user) + "/trace/" + encodeURIComponent(traceId);
     panel.setAttribute("aria-busy", "true");
     fetch(url + "?fragment=1", { credentials: "same-origin" })
       .then(function (r) { if (!r.ok) throw new Error(r.status + " " + r.statusText); return r.text(); })
