@@ -177,6 +177,15 @@ class Config:
             raise ConfigError(f"recall_rounds must be >= 0, got {self.recall_rounds}")
         if self.paging_mode not in ("retrieve", "tools", "both"):
             raise ConfigError(f"paging_mode must be retrieve, tools or both, got {self.paging_mode!r}")
+        for name in ("upstream_base_url", "llm_base_url", "embed_base_url", "vision_base_url"):
+            url = getattr(self, name)
+            if url and not re.match(r"https?://[^/\s]", url, re.IGNORECASE):
+                # "localhost:11434" or "127.0.0.1:8000/v1" (no scheme): every call would fail, retried.
+                shown = re.sub(r"//[^@/]*@", "//***@", url)  # credentials in it stay out of the message
+                raise ConfigError(
+                    f"{ENV_PREFIX}{name.upper()} must be an http(s) URL such as"
+                    f" http://127.0.0.1:11434/v1, got {shown!r}"
+                )
 
     @property
     def db_path(self) -> Path:

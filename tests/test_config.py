@@ -40,6 +40,10 @@ def test_db_takes_a_postgresql_url(monkeypatch: pytest.MonkeyPatch, tmp_path: Pa
         ("MEMSCHED_RECENT_SHARE", "2", "recent_share"),
         ("MEMSCHED_PAGING_MODE", "magic", "paging_mode"),
         ("MEMSCHED_WORKERS", "-1", "workers must be >= 0"),
+        # Before, a URL without its scheme was taken, and every upstream call failed (a 502, retried).
+        ("MEMSCHED_UPSTREAM_BASE_URL", "localhost:11434", "MEMSCHED_UPSTREAM_BASE_URL must be an http"),
+        ("MEMSCHED_LLM_BASE_URL", "ftp://u:pw@host/v1", r"got 'ftp://\*\*\*@host/v1'"),
+        ("MEMSCHED_VISION_BASE_URL", "127.0.0.1:8000/v1", "MEMSCHED_VISION_BASE_URL"),
     ],
 )
 def test_bad_values_are_named(monkeypatch: pytest.MonkeyPatch, var: str, value: str, match: str) -> None:
