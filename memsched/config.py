@@ -237,5 +237,6 @@ def _coerce(name: str, raw: Any, typ: Any) -> Any:
         if typ is Path or typ == (Path | None) or "Path" in str(typ):
             return Path(text).expanduser()
     except ValueError as exc:
-        raise ConfigError(f"{ENV_PREFIX}{name.upper()}={text!r} is not a valid {typ}") from exc
+        kind = "an integer" if typ in (int, "int") else "a number" if typ in (float, "float") else f"a {typ}"
+        raise ConfigError(f"{ENV_PREFIX}{name.upper()}={text!r} is not {kind}") from exc
     return text

@@ -36,7 +36,12 @@ def test_db_takes_a_postgresql_url(monkeypatch: pytest.MonkeyPatch, tmp_path: Pa
 @pytest.mark.parametrize(
     ("var", "value", "match"),
     [
-        ("MEMSCHED_BUDGET", "lots", "MEMSCHED_BUDGET"),
+        (
+            "MEMSCHED_BUDGET",
+            "lots",
+            "MEMSCHED_BUDGET='lots' is not an integer",
+        ),  # was "a valid <class 'int'>"
+        ("MEMSCHED_RECENT_SHARE", "half", "MEMSCHED_RECENT_SHARE='half' is not a number"),
         ("MEMSCHED_RECENT_SHARE", "2", "recent_share"),
         ("MEMSCHED_PAGING_MODE", "magic", "paging_mode"),
         ("MEMSCHED_WORKERS", "-1", "workers must be >= 0"),
