@@ -1219,3 +1219,28 @@ def test_a_retry_after_the_client_timed_out_replaces_the_exchange(
     fake.script("yes, still here")
     assert httpx.post(server + path, json=body, timeout=30).status_code == 200
     assert len(_turns(server)) == 4
+
+
+@pytest.mark.parametrize("stream", [False, True])
+def test_a_user_deleted_while_the_model_answers_stays_deleted(
+    server: str, fake: FakeOpenAI, stream: bool, tmp_path: Path
+) -> None:
+    """DELETE /v1/users/{user} while the upstream is still answering: the reply (which may repeat what
+    was deleted) and the turn's trace are not stored when it comes. Before, they were, and the deleted
+    user was back with them."""
+    gate = threading.Event()
+    fake.script(Hold(gate, "noted: your pin is 4821"))
+    done: list[httpx.Response] = []
+    talk = threading.Thread(target=lambda: done.append(_post(server, _body("my pin is 4821", stream=stream))))
+    talk.start()
+    for _ in range(200):
+        if fake.chat_requests:
+            break
+        time.sleep(0.05)
+    assert httpx.delete(f"{server}/v1/users/alice", timeout=30).status_code == 200
+    gate.set()
+    talk.join(30)
+    assert done and done[0].status_code == 200  # the client still gets its reply
+    assert httpx.get(f"{server}/v1/users/alice/sessions", timeout=10).status_code == 404
+    files = list((tmp_path / "srv").glob("memsched.db*"))
+    assert files and not [f.name for f in files if b"4821" in f.read_bytes()]

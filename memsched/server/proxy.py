@@ -379,6 +379,14 @@ class ProxyTurn:
             # names what was forgotten, so neither the reply nor the trace is stored.
             svc.scheduler.metrics.turns.labels(entry="proxy", outcome=outcome).inc()
             return
+        if user_turn is not None and not store.get_turns(self.user, [user_turn]):
+            # The message was deleted while the upstream answered (DELETE of the user, the session or
+            # the turn): its reply and trace would bring the deleted exchange back. Neither is stored.
+            log.info(
+                "the message of trace %s was deleted during its reply: nothing recorded", trace.get("id")
+            )
+            svc.scheduler.metrics.turns.labels(entry="proxy", outcome=outcome).inc()
+            return
         trace["llm"] = {
             "model": next(
                 (c.get("model") for c in reversed(self.calls) if c.get("model")), self.upstream.model
