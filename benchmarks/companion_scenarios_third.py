@@ -14,7 +14,7 @@ and a Chinese word inside English; one long message with three topics; affection
 someone else's angry words quoted ("my mom said 'you never call'"); "what was that advice you gave
 me?" about the companion's own earlier reply.
 
-    python benchmarks/companion_scenarios_third.py [--only en|zh] [--out DIR] [-v]
+    python benchmarks/companion_scenarios_third.py [--only en|zh] [--out DIR] [-v] [--database-url URL]
 
 The checks were written before the script was first run against memsched; prints PASS/FAIL per
 check and the count; `--out` keeps each checked request's messages as text.
@@ -365,7 +365,7 @@ def en(run: Any) -> None:
     run.wait_jobs()
     for secret in ("1418 Alder",):
         where = run.db_has(secret)
-        run.check(S, f"forgotten {secret!r} is not in the database files", not where, str(where))
+        run.check(S, f"forgotten {secret!r} is not in {run.stored_in}", not where, str(where))
 
 
 # --------------------------------------------------------------------------------------------
@@ -562,7 +562,7 @@ def zh(run: Any) -> None:
     run.wait_jobs()
     for secret in ("玉林路18号",):
         where = run.db_has(secret)
-        run.check(S, f"forgotten {secret!r} is not in the database files", not where, str(where))
+        run.check(S, f"forgotten {secret!r} is not in {run.stored_in}", not where, str(where))
 
 
 ALL = [("en", en), ("zh", zh)]
