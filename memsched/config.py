@@ -32,6 +32,9 @@ DEFAULT_SYSTEM_PROMPT = (
     "Use the remembered conversation excerpts when they help; never invent memories."
 )
 DEFAULT_LLM_TIMEOUT = 20.0
+# The proxy's upstream: a non-streamed reply sends nothing until it is written, which can take minutes
+# on a slow model; the OpenAI SDK (the proxy's usual client) waits 600 s, and so does memsched.
+DEFAULT_UPSTREAM_TIMEOUT = 600.0
 DEFAULT_RERANK_TIMEOUT = 2.0
 # The service's limits: bigger bodies / messages are a 413 (nothing is stored).
 DEFAULT_MAX_BODY_BYTES = 32 * 1024 * 1024  # room for an inline image of 20 MB (base64) and its text
@@ -74,6 +77,7 @@ class Config:
     upstream_base_url: str | None = None
     upstream_api_key: str | None = field(default=None, repr=False)  # a secret: never in reprs or logs
     upstream_model: str | None = None
+    upstream_timeout: float = DEFAULT_UPSTREAM_TIMEOUT  # seconds for each phase (connect, each read)
     # memsched's own helper LLM (bookmarks, rerank, summaries, judge); falls back to the upstream.
     llm_base_url: str | None = None
     llm_api_key: str | None = field(default=None, repr=False)  # a secret: never in reprs or logs
@@ -175,6 +179,10 @@ class Config:
             )
         if self.recall_rounds < 0:
             raise ConfigError(f"recall_rounds must be >= 0, got {self.recall_rounds}")
+        if not self.upstream_timeout > 0 or not self.llm_timeout > 0:
+            raise ConfigError(
+                f"upstream_timeout and llm_timeout must be > 0, got {self.upstream_timeout} and {self.llm_timeout}"
+            )
         if self.paging_mode not in ("retrieve", "tools", "both"):
             raise ConfigError(f"paging_mode must be retrieve, tools or both, got {self.paging_mode!r}")
         for name in ("upstream_base_url", "llm_base_url", "embed_base_url", "vision_base_url"):

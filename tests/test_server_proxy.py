@@ -26,7 +26,7 @@ from conftest import daytime_strategies
 
 from memsched.config import Config
 from memsched.server.app import create_app
-from memsched.testing import Cut, Fail, FakeOpenAI, Hold, LiveServer, Malformed
+from memsched.testing import Cut, Delay, Fail, FakeOpenAI, Hold, LiveServer, Malformed
 
 WEATHER_TOOL = {
     "type": "function",
@@ -54,8 +54,7 @@ def _serve(tmp_path: Path, fake: FakeOpenAI, helper: FakeOpenAI, **overrides: An
         upstream_model="fake-model",
         llm_base_url=helper.base_url,
         llm_model="helper-model",
-        llm_timeout=5.0,
-        **overrides,
+        **{"llm_timeout": 5.0, **overrides},
     )
     return LiveServer(create_app(cfg))
 
@@ -1244,3 +1243,20 @@ def test_a_user_deleted_while_the_model_answers_stays_deleted(
     assert httpx.get(f"{server}/v1/users/alice/sessions", timeout=10).status_code == 404
     files = list((tmp_path / "srv").glob("memsched.db*"))
     assert files and not [f.name for f in files if b"4821" in f.read_bytes()]
+
+
+def test_a_reply_slower_than_the_helpers_timeout_still_comes(
+    tmp_path: Path, fake: FakeOpenAI, helper: FakeOpenAI
+) -> None:
+    """A non-streamed reply is silent until it is written: on a slow model that takes longer than the
+    helper LLM's 20 s (`llm_timeout`), which the upstream used to share, so such replies were a 502
+    after three tries. The upstream has its own `upstream_timeout` (600 s, the OpenAI SDK's)."""
+    fake.script(Delay(1.5, then="worth the wait"))
+    with _serve(tmp_path, fake, helper, llm_timeout=0.5) as base:
+        r = _post(base, _body("take your time"))
+        assert r.status_code == 200, r.text
+        assert r.json()["choices"][0]["message"]["content"] == "worth the wait"
+    fake.script(*[Delay(1.5, then="too late")] * 3)
+    with _serve(tmp_path / "short", fake, helper, upstream_timeout=0.5) as base:
+        r = _post(base, _body("take your time"))
+        assert r.status_code == 502 and "timed out after 0.5s" in r.json()["error"]["message"]

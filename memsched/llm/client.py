@@ -417,6 +417,6 @@ def client_from_config(
             config.upstream_base_url,
             config.upstream_api_key,
             config.upstream_model,
-            timeout=config.llm_timeout,
+            timeout=config.upstream_timeout,
         )
     raise ConfigError(f"unknown LLM {which!r}: choose 'helper' or 'upstream'")

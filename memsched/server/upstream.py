@@ -78,7 +78,7 @@ class Upstream:
             config.upstream_base_url,
             config.upstream_api_key,
             config.upstream_model,
-            timeout=config.llm_timeout,
+            timeout=config.upstream_timeout,
         )
 
     @property
