@@ -279,6 +279,7 @@ class _Calls:
         budget: int,
         record: bool,
         timezone: str | None,
+        system_prompt: str | None = None,
     ) -> _Call[ContextResult]:
         body: dict[str, Any] = {
             "user": user_id,
@@ -292,6 +293,8 @@ class _Calls:
             body["timestamp"] = _iso(now)
         if timezone:
             body["timezone"] = timezone
+        if system_prompt:
+            body["system_prompt"] = system_prompt
 
         def parse(r: httpx.Response) -> ContextResult:
             data = r.json()
@@ -499,10 +502,14 @@ class Client(_Calls):
         budget: int = UNSET,
         record: bool = False,
         timezone: str | None = None,
+        system_prompt: str | None = None,
     ) -> ContextResult:
         """The messages for your own LLM call and the trace of how they were chosen (`record` also
-        stores `message` as a user turn of `session_id`)."""
-        return self._run(self._context(user_id, message, session_id, now, budget, record, timezone))
+        stores `message` as a user turn of `session_id`; `system_prompt` is your app's persona, the
+        start of the system message, as `Memory.context` takes it)."""
+        return self._run(
+            self._context(user_id, message, session_id, now, budget, record, timezone, system_prompt)
+        )
 
     # -- Scheduler's methods ---------------------------------------------------------------------------
 
@@ -684,8 +691,11 @@ class AsyncClient(_Calls):
         budget: int = UNSET,
         record: bool = False,
         timezone: str | None = None,
+        system_prompt: str | None = None,
     ) -> ContextResult:
-        return await self._run(self._context(user_id, message, session_id, now, budget, record, timezone))
+        return await self._run(
+            self._context(user_id, message, session_id, now, budget, record, timezone, system_prompt)
+        )
 
     async def turn(
         self,

@@ -649,12 +649,14 @@ class Scheduler:
         now: datetime | None = None,
         timezone: str | None = None,
         budget: int = UNSET,
+        system_prompt: str | None = None,
     ) -> ContextResult:
         """The context for `message` with nothing recorded: what `prepare` would give the user's LLM
         of their memory (the profile and their local time in the system prompt, the session's
         summaries and recent window, recalled memories), for an app that records its turns itself
         (`POST /v1/context` without `record`). Nothing is routed: no strategy section, and commands in
-        `message` act only when it is recorded."""
+        `message` act only when it is recorded. `system_prompt`: the app's persona (default: the
+        configured one), as `prepare` takes it."""
         at = as_utc(now) if now is not None else utcnow()
         zone = timezone or zone_for(None, self._timezone(user_id), now)
         new_zone = timezone if _remembered(timezone, at) else None
@@ -670,6 +672,7 @@ class Scheduler:
             "timezone": zone,
             "system_sections": [s for s in sections if s],
             "budget": budget,
+            "system_prompt": system_prompt or self.config.system_prompt,
         }
         if session_id:
             summaries = self.store.session_summaries(user_id, session_id)

@@ -81,6 +81,9 @@ def test_add_search_context_round_trip(base: str) -> None:
         assert isinstance(ctx, ContextResult)
         assert any("Sesame" in str(m["content"]) for m in ctx.messages)
         assert ctx.tokens <= 500 and ctx.trace["budget"] == 500
+        persona = "You are Ada, a coding assistant."
+        ctx = client.context("li", "what is my cat called?", session_id="s2", system_prompt=persona)
+        assert str(ctx.messages[0]["content"]).startswith(persona)
 
         assert [(s.id, s.turn_count) for s in client.sessions("li")] == [("s1", len(TURNS))]
         assert isinstance(client.sessions("li")[0], Session)

@@ -313,3 +313,33 @@ def test_ids_with_a_slash_or_percent_are_reachable_and_deletable(
     if db.exists():
         data = b"".join(p.read_bytes() for p in db.parent.glob("memsched.db*"))
         assert b"Sesame" not in data
+
+
+def test_context_takes_the_apps_persona(server: str) -> None:
+    """An assistant app's own instructions start the system message `/v1/context` returns, in a
+    preview and when the message is recorded; without one it is the configured persona. The persona
+    is not stored as a turn."""
+    from memsched.config import DEFAULT_SYSTEM_PROMPT
+
+    _seed(server)
+    persona = "You are Ada, a precise coding assistant for the Ledgerly project."
+    for record in (False, True):
+        r = httpx.post(
+            f"{server}/v1/context",
+            json={
+                "user": "alice",
+                "session_id": "s2",
+                "message": "what is my cat called?",
+                "record": record,
+                "system_prompt": persona,
+            },
+        )
+        assert r.status_code == 200, r.text
+        system = r.json()["messages"][0]
+        assert system["role"] == "system" and system["content"].startswith(persona), system
+        assert DEFAULT_SYSTEM_PROMPT not in system["content"]
+        assert "Sesame" in system["content"]  # the memory is still there
+    r = httpx.post(f"{server}/v1/context", json={"user": "alice", "message": "hi"})
+    assert r.json()["messages"][0]["content"].startswith(DEFAULT_SYSTEM_PROMPT)
+    turns = httpx.get(f"{server}/v1/users/alice/sessions/s2/turns").json()
+    assert not any(persona in str(t) for t in turns)

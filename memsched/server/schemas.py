@@ -27,6 +27,11 @@ class ContextRequest(BaseModel):
     timestamp: str | None = Field(default=None, description="ISO 8601 time of the message (default: now)")
     timezone: str | None = None
     record: bool = Field(default=False, description="Also record the message as a user turn")
+    system_prompt: str | None = Field(
+        default=None,
+        description="Your app's persona, the start of the system message (an assistant's instructions);"
+        " default: MEMSCHED's companion persona. Not stored",
+    )
 
 
 class TurnRequest(BaseModel):

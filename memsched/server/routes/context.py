@@ -39,11 +39,18 @@ async def context(
     if not body.message.strip():
         raise InputError("message: the message is empty")
     check_message_tokens(svc.memory.counter, [("message", body.message)], svc.config.max_message_tokens)
+    persona = body.system_prompt if body.system_prompt and body.system_prompt.strip() else None
     if body.record:
         if not body.session_id:
             raise InputError("session_id: record needs session_id: a recorded message belongs to a session")
         result = await svc.scheduler.aprepare(
-            user, body.session_id, body.message, now=now, timezone=zone, budget=body.budget
+            user,
+            body.session_id,
+            body.message,
+            now=now,
+            timezone=zone,
+            budget=body.budget,
+            system_prompt=persona,
         )
         messages, trace = result.messages, result.trace
     else:
@@ -53,10 +60,21 @@ async def context(
             scheduler = svc.scheduler
             if asked is None:
                 return scheduler.preview(
-                    user, body.message, session_id=body.session_id, now=now, timezone=zone
+                    user,
+                    body.message,
+                    session_id=body.session_id,
+                    now=now,
+                    timezone=zone,
+                    system_prompt=persona,
                 )
             return scheduler.preview(
-                user, body.message, session_id=body.session_id, now=now, timezone=zone, budget=asked
+                user,
+                body.message,
+                session_id=body.session_id,
+                now=now,
+                timezone=zone,
+                budget=asked,
+                system_prompt=persona,
             )
 
         ctx = await asyncio.to_thread(preview)
