@@ -15,8 +15,10 @@ At chosen points the user asks what a person would ask ("what did we decide abou
 question naming a date, 上次说的那个方案为什么被否了？) and the check reads the messages
 `/v1/context` returned (all but the new message): the turns a person would need are there, the
 context is within the budget asked for, and the unrelated deep-dives do not flood it. Each check's
-expectation was written before the script was first run. The histories were written for this
-script (no test fixture, no LoCoMo text).
+expectation was written before the script was first run; one check per language was added after
+it (the app's persona, sent as `system_prompt`, starts the system message: before session 35
+`/v1/context` had no way to take it). The histories were written for this script (no test fixture,
+no LoCoMo text).
 
     python benchmarks/assistant_scenarios.py [--only en|zh] [--out DIR] [-v] [--keep]
 
@@ -47,6 +49,8 @@ from memsched.testing import FakeOpenAI
 from memsched.text.tokens import get_counter
 
 BUDGET = 1500  # tokens every checked context is asked to fit
+# The app's own instructions, sent with every /v1/context call (`system_prompt`, since session 35).
+PERSONA = "You are Ada, a precise assistant for the user's projects. Answer from the notes when they help."
 COUNTER = get_counter("o200k_base")  # memsched serve's default tokenizer
 
 
@@ -78,6 +82,7 @@ class Run:
             "record": True,
             "timestamp": at.isoformat(),
             "timezone": tz,
+            "system_prompt": PERSONA,
         }
         if budget is not None:
             body["budget"] = budget
@@ -132,6 +137,13 @@ class History:
 
     def __init__(self, run: Run, scenario: str, user: str, tz: str, d0: datetime) -> None:
         self.run, self.S, self.user, self.tz, self.d0 = run, scenario, user, tz, d0
+        self.last_system = ""
+
+    def persona_check(self) -> None:
+        """Added after the first run (not one of the checks as written): the context an assistant
+        app gets starts with its own instructions, not memsched's default companion persona."""
+        ok = self.last_system.startswith(PERSONA) and "companion" not in self.last_system.split("\n")[0]
+        self.run.check(self.S, "the app's persona starts the system message", ok, self.last_system[:300])
 
     def at(self, day: int, hh: int, mm: int = 0) -> datetime:
         return (self.d0 + timedelta(days=day - 1)).replace(hour=hh, minute=mm)
@@ -167,6 +179,7 @@ class History:
             self.user, sid, t + timedelta(minutes=1), self.tz, "Let me look at what we have on that."
         )
         text = shown(msgs)
+        self.last_system = str(msgs[0].get("content"))
         if self.run.out is not None:
             self.run.out.mkdir(parents=True, exist_ok=True)
             (self.run.out / f"{self.S}-{tag}.txt").write_text(
@@ -688,6 +701,7 @@ def en(run: Run) -> None:
     ctx = h.ask(77, 15, "How did we fix the double payment receipts?", "double-paid")
     h.expect("double-paid", "the idempotent webhook fix is shown", ctx, "processed_events")
     h.no_flood("double-paid", ctx, DEEP_EN)
+    h.persona_check()
 
 
 # ---------------------------------------------------------------- Chinese: a master's thesis
@@ -1064,6 +1078,7 @@ def zh(run: Run) -> None:
     ctx = h.ask(75, 10, "城市形态指标最后选了哪几个？", "indicators")
     h.expect("indicators", "六个指标被列出", ctx, "建筑密度")
     h.no_flood("indicators", ctx, DEEP_ZH)
+    h.persona_check()
 
 
 ALL: list[tuple[str, Callable[[Run], None]]] = [("en", en), ("zh", zh)]
