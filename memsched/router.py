@@ -55,11 +55,22 @@ DEFAULT_CUES: dict[str, dict[str, list[str]]] = {
             "难过|伤心|哭|累死|好累|压力|焦虑|失眠|崩溃|孤独|害怕|郁闷|委屈|不开心|心情不好|想哭|"
             "失业|被骂|生病|难受|emo|sad|cry|crying|exhausted|so tired|stressed|anxious|lonely|"
             "depressed|scared|upset|hurt|overwhelmed|can't sleep|bad day|sick|lost my job|nervous|worried|"
-            "exhausting|drained|worn out|broke up|got dumped|紧张|担心"
+            "exhausting|drained|worn out|broke up|got dumped|紧张|担心|"
+            # A door that closed on the user: a rejection or a failed try ("I didn't get the job",
+            # "they turned me down", "没考上", "简历全被拒了"), as the labelled set reads it.
+            "got rejected|was rejected|been rejected|rejected me|rejected my|rejection|turned me down|"
+            "didn't get the job|didn't get the offer|didn't get the promotion|didn't get the position|didn't get the role|didn't get in|"
+            "did not get the job|failed my|failed the|被拒|拒绝了我|没考上|落榜|落选|没录取|没被录取|没通过|挂科"
         ),
         "intimacy": _cues(
             "想你|爱你|喜欢你|亲爱的|宝贝|抱抱|亲亲|么么|在一起|约会|表白|我们俩|miss you|"
-            "love you|darling|sweetheart|babe|honey|hug|kiss|date night|be together|cuddle"
+            "love you|darling|sweetheart|babe|honey|hug|kiss|date night|be together|cuddle|"
+            # Missing the companion in any tense, or missing talking with it; gladness at having it.
+            "missed you|missing you|miss you guys|miss talking to you|missed talking to you|"
+            "miss talking with you|missed talking with you|miss chatting with you|missed chatting with you|"
+            "miss our talks|miss our chats|lucky to have you|lucky i have you|glad to have you|glad i have you|"
+            "grateful for you|thankful for you|grateful to have you|thankful to have you|"
+            "有你真好|有你在真好|幸好有你|还好有你|多亏有你|幸亏有你|有你陪"
         ),
     },
     # What the message says about the user's mood beyond its mode (conflict -> upset, comfort -> sad
@@ -177,7 +188,14 @@ DEFAULT_CUES: dict[str, dict[str, list[str]]] = {
     },
     # Laughter: someone else's anger the user laughs at ("他气死了哈哈", "my dad was so pissed at the
     # referee lol") is neither an argument with the companion nor a hard time (`Router.mode_cues`).
-    "laughter": {"all": _cues("lol|lmao|rofl|haha|hahaha|hehe|哈哈|笑死|hhh|😂|🤣")},
+    "laughter": {
+        "all": _cues("lol|lmao|rofl|haha|hahaha|hehe|哈哈|笑死|hhh|😂|🤣"),
+        # Tears of laughter: a crying word in a clause that laughs ("crying laughing", "I laughed till I
+        # cried", 笑哭了, 笑出眼泪) is no hard time (`Router.mode_cues`); the laugh words here count
+        # with the "all" list for it. A crying word in its own clause still is ("I laughed, then I cried").
+        "tears": _cues("cry|cries|cried|crying|tears|哭|眼泪|泪"),
+        "laugh": _cues("laugh|laughs|laughed|laughing|笑"),
+    },
     "intensifiers": {
         "all": _cues("真的|非常|特别|好|太|超|死了|极了|really|so|very|totally|extremely|!!|！！"),
     },
@@ -229,6 +247,7 @@ _OTHER_EN = re.compile(
     re.I,
 )
 _ME_AFTER_EN = re.compile(r"\b(?:me|myself)\b", re.I)
+_MY_EN = re.compile(r"\bmy\b", re.I)
 _SELF_ZH = re.compile(r"我|咱|自己")
 _OTHER_ZH = re.compile(
     r"(?<!其)他|她|它|妈|爸|父母|姐|妹|哥|弟|儿子|女儿|孩子|老公|老婆|男朋友|女朋友|男友|女友|对象|"
@@ -584,6 +603,8 @@ def _about_someone_else(text: str, cue: str) -> bool:
     where = _occurrences(text, cue)
     if not where:
         return False
+    if (_ME_AFTER_EN.search(cue) or _MY_EN.search(cue)) if latin else "我" in cue:
+        return False  # the cue word names the user ("they turned me down", "rejected my proposal")
     for pos in where:
         start = max((m.end() for m in _CLAUSE.finditer(text, 0, pos)), default=0)
         ends = [m.start() for m in _CLAUSE.finditer(text, pos + len(cue))]
@@ -719,7 +740,10 @@ class Router:
                 *cues.get("backing", {}).get("conflict", []),
             ]
         )
-        self._laughter = _compile(list(cues.get("laughter", {}).get("all", [])))
+        laughter = cues.get("laughter", {})
+        self._laughter = _compile(list(laughter.get("all", [])))
+        self._tears = _compile(list(laughter.get("tears", [])))
+        self._laughing = _compile([*laughter.get("all", []), *laughter.get("laugh", [])])
         self.late_night = late_night
         self.prototypes = prototypes
         self.weights = weights
@@ -745,6 +769,8 @@ class Router:
         laughed at ("他气死了哈哈"), as neither. A habit word ("you always", 你总是) opening praise is
         none (`praised`)."""
         found = {mode: self._found(compiled, text) for mode, compiled in self._modes.items()}
+        if found.get("comfort") and self._found(self._tears, text):
+            found["comfort"] = self._laughed_tears_out(text, found["comfort"])
         if found.get("conflict") and self._habits is not None:
             habits = set(self._found(self._habits, text))
             clean = IMAGE_LINE.sub("", _TITLE.sub("《》", text))
@@ -781,6 +807,26 @@ class Router:
                 found["comfort"] = sorted({*found["comfort"], *found["conflict"]})
             found["conflict"] = []
         return found
+
+    def _laughed_tears_out(self, text: str, comfort: list[str]) -> list[str]:
+        """`comfort` without the crying words every occurrence of which is in a clause that laughs
+        (`DEFAULT_CUES["laughter"]["tears"]`): "that clip had me crying laughing", 笑哭了."""
+        clean = IMAGE_LINE.sub("", _TITLE.sub("《》", text))
+        tears = {w.lower() for w in self._found(self._tears, clean)}
+        keep = []
+        for c in comfort:
+            if c.lower() in tears and (where := _occurrences(clean, c)):
+                laughing = True
+                for pos in where:
+                    start = max((m.end() for m in _CLAUSE.finditer(clean, 0, pos)), default=0)
+                    ends = [m.start() for m in _CLAUSE.finditer(clean, pos + len(c))]
+                    clause = clean[start : ends[0] if ends else len(clean)]
+                    if not _spans(self._laughing, clause):
+                        laughing = False
+                if laughing:
+                    continue
+            keep.append(c)
+        return keep
 
     def praised(self, text: str, habit: str) -> list[tuple[int, int]]:
         """The clauses (start, end in `text`) that the habit cue word `habit` ("you always", 你总是)

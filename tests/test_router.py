@@ -565,6 +565,64 @@ def test_a_death_or_a_broken_promise_backs_the_reading(
         assert route.mood == mood and route.backed and route.mood_cued
 
 
+@pytest.mark.parametrize(
+    ("text", "mode", "mood"),
+    [
+        ("They turned me down for the promotion.", "comfort", "sad"),
+        ("I got rejected from the master's program.", "comfort", "sad"),
+        ("I failed my driving test again.", "comfort", "sad"),
+        ("没考上研究生。", "comfort", "sad"),
+        ("简历投了二十份，全被拒了。", "comfort", "sad"),
+        ("I've missed you.", "intimacy", "affectionate"),
+        ("Missing you a lot today.", "intimacy", "affectionate"),
+        ("So lucky to have you.", "intimacy", "affectionate"),
+        ("I'm grateful for you, really.", "intimacy", "affectionate"),
+        ("幸好有你陪着我。", "intimacy", "affectionate"),
+        ("还好有你在。", "intimacy", "affectionate"),
+    ],
+)
+def test_a_rejection_and_missing_or_having_the_companion_are_cue_words(
+    tmp_path: Path, text: str, mode: str, mood: str
+) -> None:
+    """A rejection or a failed try is a moment for comfort, missing the companion (in any tense) and
+    being glad to have it are closeness, as the labelled set reads them: with no cue word they were
+    read as casual ("They turned me down for the promotion"), or by the learned parts alone with no
+    mood and the attentive voice, and "So lucky to have you" and "I'm grateful for you" as conflict."""
+    route = _shipped_route(tmp_path, text)
+    assert route.mode == mode, route.mode_reason
+    assert route.mood == mood and route.backed and route.mood_cued
+
+
+@pytest.mark.parametrize(
+    ("text", "mode"),
+    [
+        ("I didn't get the joke lol", "comfort"),
+        ("有你的快递到了。", "intimacy"),
+        ("I rejected the offer, the pay was too low.", "comfort"),
+    ],
+)
+def test_not_getting_a_joke_or_a_parcel_for_you_is_no_cue_word(text: str, mode: str) -> None:
+    assert not Router().mode_cues(text)[mode]
+
+
+@pytest.mark.parametrize(
+    ("text", "tears"),
+    [
+        ("that clip had me crying laughing", False),
+        ("笑哭了，这个视频太好笑了", False),
+        ("他讲的段子让我笑出了眼泪", False),
+        ("we laughed until we cried at that wedding speech", False),
+        ("笑了一下，然后哭了很久", True),  # the crying has a clause of its own
+        ("I laughed at the start, but by the end I was crying", True),
+        ("我今天哭了一整天", True),
+    ],
+)
+def test_tears_of_laughter_are_no_hard_time(text: str, tears: bool) -> None:
+    """A crying word in a clause that laughs ("crying laughing", 笑哭了) was a comfort cue word: a
+    stand-up special that had the user crying laughing got the comfort voice and a sad mood."""
+    assert bool(Router().mode_cues(text)["comfort"]) is tears
+
+
 # Hard cases written for this test (not in the labelled or the blind set): sarcasm, "算了吧" and
 # "whatever" in every mode, teasing that borrows conflict words, distress passed off as a joke.
 HARD_CASES = [
