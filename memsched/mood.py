@@ -12,7 +12,9 @@ The stored row is the mood as last set; readers decay it to their own time (`Moo
   reply accepts, or the reply apologised and the user accepts) reset it to neutral, and so does a
   forgiveness the user says warmly ("好啦，不生你气了", read as affectionate or happy); an apology or
   another acceptance alone halves an upset mood, and never sets one (an apology reads as conflict);
-* intensity halves every `HALF_LIFE_HOURS[label]`; below `FLOOR` it reads as neutral.
+* intensity halves every `HALF_LIFE_HOURS[label]`; below `FLOOR` it reads as neutral;
+* a new sad or anxious mood set within `HARD_TIME_HOURS` of the last sad or anxious one's change keeps
+  its cause turns, even when it had faded to neutral (one hard time, not a fresh one).
 """
 
 from __future__ import annotations
@@ -28,6 +30,12 @@ MOODS = ("upset", "sad", "anxious", "happy", "affectionate", "neutral")
 # 10 hours) and is gone after two days; joy and affection fade faster.
 HALF_LIFE_HOURS = {"upset": 12.0, "sad": 12.0, "anxious": 10.0, "happy": 6.0, "affectionate": 8.0}
 FLOOR = 0.1  # below this a mood reads as neutral
+# A hard time (sad or anxious) goes on past its mood's fading: a new sad or anxious mood set within this
+# many hours of the last one's change keeps its cause turns ("My grandma is in hospital" on Monday,
+# "Can't sleep. Visiting hours start at ten" on Tuesday night: the sadness had faded below the floor,
+# and the prompt quoted only the sleeplessness). Three days, a round figure, not fitted.
+HARD_TIMES = frozenset({"sad", "anxious"})
+HARD_TIME_HOURS = 72.0
 MAX_CAUSES = 8  # cause turn ids kept per mood (the most recent)
 
 
@@ -47,7 +55,8 @@ class Mood:
         half = HALF_LIFE_HOURS.get(self.label, 12.0)
         value = self.intensity * math.pow(0.5, hours / half)
         if value < FLOOR:
-            return Mood("neutral", 0.0, (), self.updated_at, {"decayed_from": self.label})
+            faded = {"decayed_from": self.label, "causes": list(self.cause_turn_ids)}
+            return Mood("neutral", 0.0, (), self.updated_at, faded)
         return replace(self, intensity=value)
 
     def as_dict(self) -> dict[str, Any]:
@@ -140,5 +149,21 @@ def update(
         kept = {k: v for k, v in carried.meta.items() if k == "llm"}
         return MoodUpdate(Mood(label, value, causes, now, kept), "reinforced")
     if intensity >= carried.intensity:
-        return MoodUpdate(Mood(label, intensity, ids, now), "set")
+        return MoodUpdate(
+            Mood(label, intensity, (*_hard_time(carried, label, now), *ids)[-MAX_CAUSES:], now), "set"
+        )
     return MoodUpdate(carried, "kept")
+
+
+def _hard_time(carried: Mood, label: str, now: datetime) -> tuple[int, ...]:
+    """The cause turns a new `label` mood continues: those of a sad or anxious mood (carried, or faded
+    to neutral) changed within `HARD_TIME_HOURS`, when `label` is one too (`HARD_TIMES`)."""
+    if label not in HARD_TIMES or carried.updated_at is None:
+        return ()
+    if (now - carried.updated_at).total_seconds() > HARD_TIME_HOURS * 3600:
+        return ()
+    if carried.label in HARD_TIMES:
+        return carried.cause_turn_ids
+    if carried.label == "neutral" and carried.meta.get("decayed_from") in HARD_TIMES:
+        return tuple(int(i) for i in carried.meta.get("causes", []))
+    return ()

@@ -91,8 +91,17 @@ DEFAULT_CUES: dict[str, dict[str, list[str]]] = {
     # words of the mode, and the user's own feeling whoever is their subject (`Router.own_cues`).
     # Under "backing", words that say a death only where the learned parts already read comfort ("my
     # dog died yesterday", "我家狗狗昨天走了"; "my phone died", "我先走了" are none): they back that reading.
+    # A loved one in hospital ("my grandma is in hospital", "我爸住院了", "she was admitted to the ICU") is
+    # the user's worry the same way, as the labelled set reads it.
     "losses": {
-        "comfort": _cues("passed away|去世|过世|离世|funeral|葬礼|追悼会"),
+        "comfort": _cues(
+            "passed away|去世|过世|离世|funeral|葬礼|追悼会|is in hospital|is in the hospital|was in hospital|"
+            "was in the hospital|still in hospital|still in the hospital|ended up in hospital|"
+            "ended up in the hospital|been in hospital|been in the hospital|hospitalized|hospitalised|"
+            "admitted to hospital|admitted to the hospital|admitted to the icu|in intensive care|"
+            "rushed to hospital|rushed to the hospital|住院了|在住院|住进医院|住进了医院|住进ICU|住进了ICU|"
+            "进了ICU|送进ICU|在抢救|送去抢救"
+        ),
         "backing": _cues("died|has died|它走了|他走了|她走了|昨天走了|不在了|离开了我们"),
     },
     # Repair: an apology and its acceptance reset a carried upset mood (see memsched.mood). An apology

@@ -80,3 +80,28 @@ def test_the_router_marks_whether_a_cue_backs_the_mood() -> None:
     assert router.route("今天天气不错").mood is None
     for text in ("好啦，不生你气了", "Fine, I'm not mad at you anymore"):
         assert router.route(text).acceptance, text
+
+
+def test_a_new_hard_time_within_three_days_keeps_the_last_ones_causes() -> None:
+    """A sad mood that faded below the floor, then sleeplessness the next night: the new anxious mood
+    quoted only the sleeplessness, and the companion met it without the sister's surgery it was about.
+    Within three days a new sad or anxious mood keeps the last one's causes; after that, or after
+    anger, or for a happy mood, it starts afresh."""
+    sad = Mood("sad", 0.6, (11, 12), T0)
+    faded = sad.at(T0 + timedelta(hours=40))
+    assert faded.label == "neutral"
+    out = update(faded, label="anxious", intensity=0.7, now=T0 + timedelta(hours=40), turn_ids=[20])
+    assert out.event == "set" and out.mood.cause_turn_ids == (11, 12, 20)
+    still = update(
+        sad.at(T0 + timedelta(hours=2)), label="anxious", intensity=0.7, now=T0 + timedelta(hours=2)
+    )
+    assert still.mood.cause_turn_ids == (11, 12)
+    late = T0 + timedelta(hours=80)
+    assert update(sad.at(late), label="sad", intensity=0.5, now=late, turn_ids=[30]).mood.cause_turn_ids == (
+        30,
+    )
+    after_anger = UPSET.at(T0 + timedelta(hours=40))
+    out = update(after_anger, label="sad", intensity=0.5, now=T0 + timedelta(hours=40), turn_ids=[31])
+    assert out.mood.cause_turn_ids == (31,)
+    happy = update(faded, label="happy", intensity=0.5, now=T0 + timedelta(hours=40), turn_ids=[32])
+    assert happy.mood.cause_turn_ids == (32,)

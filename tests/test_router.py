@@ -1044,3 +1044,21 @@ def test_a_demand_or_a_refusal_is_no_apology(text: str, conflict: str | None) ->
     assert not route.apology
     if conflict:
         assert conflict in route.cues["conflict"]
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "My dad was hospitalized on Friday.",
+        "My brother ended up in hospital after the crash.",
+        "我爸昨晚送进ICU了",
+    ],
+)
+def test_a_loved_one_in_hospital_is_the_users_worry(tmp_path: Path, text: str) -> None:
+    """Someone close in hospital read as comfort by the learned parts alone: no mood, the attentive
+    voice, and nothing of it carried to the sleepless night after. Like a loss, it is a comfort cue
+    word and the user's own feeling whoever its subject."""
+    route = _shipped_route(tmp_path, text)
+    assert route.mode == "comfort", route.mode_reason
+    assert route.mood == "sad" and route.backed and route.mood_cued
+    assert not Router().mode_cues("She works in hospital admin.")["comfort"]
