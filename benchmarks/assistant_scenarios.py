@@ -28,7 +28,6 @@ Prints PASS/FAIL per check and the count; `--out` keeps each checked context as 
 from __future__ import annotations
 
 import argparse
-import shutil
 import sys
 import tempfile
 import time
@@ -43,7 +42,7 @@ from zoneinfo import ZoneInfo
 import httpx
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from companion_scenarios import start
+from companion_scenarios import Check, play, report, start
 
 from memsched.testing import FakeOpenAI
 from memsched.text.tokens import get_counter
@@ -52,14 +51,6 @@ BUDGET = 1500  # tokens every checked context is asked to fit
 # The app's own instructions, sent with every /v1/context call (`system_prompt`, since session 35).
 PERSONA = "You are Ada, a precise assistant for the user's projects. Answer from the notes when they help."
 COUNTER = get_counter("o200k_base")  # memsched serve's default tokenizer
-
-
-@dataclass
-class Check:
-    scenario: str
-    name: str
-    ok: bool
-    detail: str = ""
 
 
 @dataclass
@@ -1098,29 +1089,12 @@ def main() -> None:
     proc, base = start(home, fake, tmp / "serve.log")
     run = Run(base, verbose=args.verbose, out=args.out)
     try:
-        for name, fn in ALL:
-            if args.only and args.only != name:
-                continue
-            t0 = time.time()
-            fn(run)
-            print(f"-- {name} done in {time.time() - t0:.0f}s")
+        play(ALL, run, args.only)
     finally:
         proc.terminate()
         proc.wait(30)
         fake.close()
-    for lang in ("en", "zh"):
-        mine = [c for c in run.checks if c.scenario == lang]
-        if mine:
-            print(f"{lang}: {sum(c.ok for c in mine)}/{len(mine)} passed")
-    passed = sum(c.ok for c in run.checks)
-    print(f"\n{passed}/{len(run.checks)} checks passed")
-    for c in run.checks:
-        if not c.ok:
-            print(f"  FAIL {c.scenario}: {c.name}")
-    if args.keep:
-        print(f"home and log: {tmp}")
-    else:
-        shutil.rmtree(tmp, ignore_errors=True)
+    report(run.checks, tmp, keep=args.keep)
 
 
 if __name__ == "__main__":

@@ -637,26 +637,37 @@ def main(
         args.out.mkdir(parents=True, exist_ok=True)
     run = Run(base, fake, home, verbose=args.verbose, out=args.out, database_url=args.database_url)
     try:
-        for name, fn in scenarios if scenarios is not None else ALL:
-            if args.only and args.only != name:
-                continue
-            t0 = time.time()
-            fn(run)
-            print(f"-- {name} done in {time.time() - t0:.0f}s")
+        play(scenarios if scenarios is not None else ALL, run, args.only)
     finally:
         proc.terminate()
         proc.wait(30)
         fake.close()
+    report(run.checks, tmp, keep=args.keep)
+
+
+def play(scenarios: Sequence[tuple[str, Callable[[Any], None]]], run: Any, only: str = "") -> None:
+    """Run each named scenario (only the one named `only`, if given), printing how long it took."""
+    for name, fn in scenarios:
+        if only and only != name:
+            continue
+        t0 = time.time()
+        fn(run)
+        print(f"-- {name} done in {time.time() - t0:.0f}s")
+
+
+def report(checks: Sequence[Check], tmp: Path, *, keep: bool = False) -> None:
+    """Print the pass counts per language and overall and each failed check; remove the run's
+    folder `tmp` (the server's home and log) unless `keep`."""
     for lang in ("en", "zh"):
-        mine = [c for c in run.checks if c.scenario == lang]
+        mine = [c for c in checks if c.scenario == lang]
         if mine:
             print(f"{lang}: {sum(c.ok for c in mine)}/{len(mine)} passed")
-    passed = sum(c.ok for c in run.checks)
-    print(f"\n{passed}/{len(run.checks)} checks passed")
-    for c in run.checks:
+    passed = sum(c.ok for c in checks)
+    print(f"\n{passed}/{len(checks)} checks passed")
+    for c in checks:
         if not c.ok:
             print(f"  FAIL {c.scenario}: {c.name}")
-    if args.keep:
+    if keep:
         print(f"home and log: {tmp}")
     else:
         shutil.rmtree(tmp, ignore_errors=True)
