@@ -13,7 +13,7 @@ from __future__ import annotations
 import json
 import os
 import re
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -98,6 +98,30 @@ def mem(backend: str, tmp_path: Path) -> Iterator[Memory]:
     m = Memory(home=tmp_path / "memhome", embedders="hash", page_size=4)
     yield m
     m.close()
+
+
+@pytest.fixture
+def shipped_modes(tmp_path: Path) -> Iterator[Callable[[Sequence[str]], list[str]]]:
+    """The mode the default router of a turn (prototypes + the shipped classifier) gives each message
+    on its own, on the vectors a turn computes with the default embedders."""
+    from memsched.classify import ModeClassifier
+    from memsched.router import Prototypes, Router, prototype_weights
+    from memsched.text.segment import cjk_ratio
+
+    router = Router(prototypes=Prototypes(), classifier=ModeClassifier.load())
+    memory = Memory(home=tmp_path / "modes")
+
+    def modes(texts: Sequence[str]) -> list[str]:
+        out = []
+        for text in texts:
+            vecs = memory.retriever.embed_query(text)
+            weights = prototype_weights(vecs, cjk_ratio(text))
+            route = router.route(text, vectors=vecs, embedders=memory.embedders, embedder_weights=weights)
+            out.append(route.mode)
+        return out
+
+    yield modes
+    memory.close()
 
 
 def hash_memory(tmp_path: Path, **overrides: Any) -> Memory:

@@ -13,14 +13,14 @@ refit must not read this talk worse.
 
 from __future__ import annotations
 
-import os
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
-import pytest
 from rapidfuzz import fuzz, process
 
-from memsched.classify import ModeClassifier, normalize_text
-from memsched.router import Prototypes, Router, prototype_weights
+from memsched.classify import normalize_text
+
+Modes = Callable[[Sequence[str]], list[str]]  # conftest's `shipped_modes`
 
 DATA = Path(__file__).parent / "data"
 
@@ -35,14 +35,6 @@ def _read(name: str) -> list[tuple[str, str, str]]:
 
 
 PROBE = _read("mode_everyday.txt")
-
-
-@pytest.fixture(autouse=True)
-def _env(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
-    for key in list(os.environ):
-        if key.startswith("MEMSCHED_"):
-            monkeypatch.delenv(key)
-    monkeypatch.setenv("MEMSCHED_HOME", str(tmp_path))
 
 
 def test_the_probe_is_parallel_and_not_training_data() -> None:
@@ -61,32 +53,8 @@ def test_the_probe_is_parallel_and_not_training_data() -> None:
         assert not texts & {t for _, _, t in _read(other)}, other
 
 
-def _modes(texts: list[str], tmp_path: Path) -> list[str]:
-    """The default router of a turn (prototypes + the shipped classifier) on the vectors a turn computes."""
-    from memsched.memory import Memory
-    from memsched.text.segment import cjk_ratio
-
-    router = Router(prototypes=Prototypes(), classifier=ModeClassifier.load())
-    memory = Memory(home=tmp_path / "m")
-    try:
-        out = []
-        for text in texts:
-            vecs = memory.retriever.embed_query(text)
-            out.append(
-                router.route(
-                    text,
-                    vectors=vecs,
-                    embedders=memory.embedders,
-                    embedder_weights=prototype_weights(vecs, cjk_ratio(text)),
-                ).mode
-            )
-        return out
-    finally:
-        memory.close()
-
-
-def test_everyday_hyperbole_reads_casual_and_earnest_words_keep_conflict(tmp_path: Path) -> None:
-    got = _modes([t for _, _, t in PROBE], tmp_path)
+def test_everyday_hyperbole_reads_casual_and_earnest_words_keep_conflict(shipped_modes: Modes) -> None:
+    got = shipped_modes([t for _, _, t in PROBE])
     right = {
         key: sum(g == m for (m, lang, _), g in zip(PROBE, got, strict=True) if (m, lang) == key)
         for key in {(m, lang) for m, lang, _ in PROBE}

@@ -9,14 +9,14 @@ too), and their names (章北海, 罗辑, 叶文洁, 百年孤独, 欧冠, 塞�
 
 from __future__ import annotations
 
-import os
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
-import pytest
 from rapidfuzz import fuzz, process
 
-from memsched.classify import ModeClassifier, normalize_text
-from memsched.router import Prototypes, Router, prototype_weights
+from memsched.classify import normalize_text
+
+Modes = Callable[[Sequence[str]], list[str]]  # conftest's `shipped_modes`
 
 # Neutral topical messages: books, films, games, sport, cooking, work, study, travel, questions about
 # oneself. Casual, all of them: nothing in them is about the user's feelings or the relationship.
@@ -64,14 +64,6 @@ EMOTIONAL_WITH_TOPIC = [
 ]
 
 
-@pytest.fixture(autouse=True)
-def _env(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
-    for key in list(os.environ):
-        if key.startswith("MEMSCHED_"):
-            monkeypatch.delenv(key)
-    monkeypatch.setenv("MEMSCHED_HOME", str(tmp_path))
-
-
 def _labelled_texts() -> list[str]:
     path = Path(__file__).parent / "data" / "mode_labelled.txt"
     return [
@@ -88,39 +80,14 @@ def test_the_topical_lines_are_not_training_data() -> None:
         assert best is not None and best[1] <= 75, (text, best)
 
 
-def _modes(texts: list[str], tmp_path: Path) -> list[str]:
-    """The default router of a turn (prototypes + the shipped classifier) on the vectors a turn computes."""
-    from memsched.memory import Memory
-    from memsched.text.segment import cjk_ratio
-
-    router = Router(prototypes=Prototypes(), classifier=ModeClassifier.load())
-    memory = Memory(home=tmp_path / "m")
-    try:
-        out = []
-        for text in texts:
-            vecs = memory.retriever.embed_query(text)
-            cjk = cjk_ratio(text)
-            out.append(
-                router.route(
-                    text,
-                    vectors=vecs,
-                    embedders=memory.embedders,
-                    embedder_weights=prototype_weights(vecs, cjk),
-                ).mode
-            )
-        return out
-    finally:
-        memory.close()
-
-
-def test_neutral_topical_chatter_is_casual_above_a_floor(tmp_path: Path) -> None:
+def test_neutral_topical_chatter_is_casual_above_a_floor(shipped_modes: Modes) -> None:
     """The classifier shipped before session 16 (fitted on 2144 lines of companion talk) read 17 of
     these 28 as casual (Chinese 7 of 14, English 10 of 14); the one fitted with the topical lines
     reads 23 (10 and 13), session 17's 24 (11 and 13; BENCHMARKS.md, "Conversation mode (issue 7)").
     Floors: 23 in all, 10 in Chinese, 12 in English, and "我叫什么？" / "What's my name?" right. Still
     misread by the message alone: "章北海的选择你怎么看" (intimacy), "罗辑作为面壁者的计划真的很聪明",
     "叶文洁为什么要回复三体人的信号", "Where am I from again?" (comfort)."""
-    got = _modes(TOPICAL, tmp_path)
+    got = shipped_modes(TOPICAL)
     right = [g == "casual" for g in got]
     wrong = [(t, g) for t, g in zip(TOPICAL, got, strict=True) if g != "casual"]
     assert sum(right) >= 23, wrong
@@ -128,8 +95,8 @@ def test_neutral_topical_chatter_is_casual_above_a_floor(tmp_path: Path) -> None
     assert right[1] and right[14], wrong  # "我叫什么？", "What's my name?"
 
 
-def test_emotional_messages_that_mention_a_topic_keep_their_mode(tmp_path: Path) -> None:
+def test_emotional_messages_that_mention_a_topic_keep_their_mode(shipped_modes: Modes) -> None:
     """The old classifier got all eight; the new data must not teach it that a title means casual."""
-    got = _modes([t for t, _ in EMOTIONAL_WITH_TOPIC], tmp_path)
+    got = shipped_modes([t for t, _ in EMOTIONAL_WITH_TOPIC])
     wrong = [(t, m, g) for (t, m), g in zip(EMOTIONAL_WITH_TOPIC, got, strict=True) if g != m]
     assert len(wrong) <= 1, wrong
