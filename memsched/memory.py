@@ -116,10 +116,11 @@ class Memory:
         when `config.rerank` is on: otherwise the cooperative layer uses its rule fallbacks."""
         if self._pager is None:
             from memsched.llm.client import client_from_config
-            from memsched.paging import Pager
+            from memsched.paging import Pager, PagingOptions
 
             llm = client_from_config(self.config, "helper") if self.config.rerank else None
-            self._pager = Pager(self, llm=llm)
+            options = PagingOptions(rerank_timeout=self.config.rerank_timeout)
+            self._pager = Pager(self, options, llm=llm)
         return self._pager
 
     @property

@@ -77,3 +77,12 @@ def test_an_api_replica_runs_no_jobs(tmp_path: Path) -> None:
         assert service.scheduler.worker is not None and service.scheduler.worker.running
     finally:
         service.close()
+
+
+def test_the_rerank_timeout_reaches_the_pager(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    """MEMSCHED_RERANK_TIMEOUT was read into the config and then ignored: the pager waited 2 s."""
+    from memsched.memory import Memory
+
+    monkeypatch.setenv("MEMSCHED_RERANK_TIMEOUT", "0.75")
+    with Memory(Config.load(home=tmp_path, embedders="hash")) as mem:
+        assert mem.pager.options.rerank_timeout == 0.75
