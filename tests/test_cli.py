@@ -122,6 +122,28 @@ def test_context_record_stores_a_new_users_first_message(isolated_env: Path) -> 
     assert code == 1 and "unknown user 'nobody'" in out
 
 
+def test_context_is_what_the_service_builds_and_record_learns_as_it_does(isolated_env: Path) -> None:
+    """`memsched context` printed `Memory.context` alone: no profile, no local time (what the service
+    sends has both), and `--record` stored the message without applying "call me ..." or learning
+    the facts in it. It now goes through the scheduler, as POST /v1/context does."""
+    from memsched.profile import Profile
+
+    said = "I moved to Berlin last week, call me Kimmy"
+    code, out = invoke("context", "--user", "kim", "--session", "a", "--record", "--embedders", "hash", said)
+    assert code == 0, out
+    store = open_store(Config.load())
+    try:
+        facts = {k: f.value for k, f in Profile(store).current("kim").items()}
+        assert [t.content for t in store.session_turns("kim", "a")] == [said]
+    finally:
+        store.close()
+    assert facts.get("preferred_name") == "Kimmy" and facts.get("location") == "Berlin"
+    code, out = invoke("context", "--user", "kim", "--session", "b", "--embedders", "hash", "--json", "hi")
+    assert code == 0, out
+    system = json.loads(out)["messages"][0]["content"]
+    assert "Now (user's local time)" in system and "Kimmy" in system.split("Memories")[0]
+
+
 def test_reimporting_lines_without_timestamps_adds_nothing_twice(tmp_path: Path, isolated_env: Path) -> None:
     lines = [
         {"session_id": "s1", "role": "user", "content": "ok"},

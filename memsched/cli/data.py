@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import typer
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TaskID, TextColumn, TimeElapsedColumn
@@ -33,6 +34,10 @@ from memsched.profile import Profile
 from memsched.profile_extract import apply_turns
 from memsched.server.validate import check_timezone
 from memsched.text.timeexpr import stamp, turn_dates
+
+if TYPE_CHECKING:
+    from memsched.memory import ContextResult
+    from memsched.scheduler import TurnResult
 
 
 def _progress() -> Progress:
@@ -277,14 +282,28 @@ def context(
     db: str | None = StoreOption,
     embedders: str | None = EmbeddersOption,
 ) -> None:
-    """Print the context memsched would send to the LLM for MESSAGE."""
+    """Print the context memsched would send to the LLM for MESSAGE: the user's profile and local
+    time in the system prompt, as POST /v1/context gives them. With --record the message is recorded
+    as the service records one (commands such as a rename applied, profile facts learned, the
+    conversation strategy chosen); its background jobs run in memsched serve or memsched worker."""
     if record and not session:
         raise InputError("--record needs --session: a recorded turn belongs to a session")
+    from memsched.llm.client import client_from_config
+    from memsched.scheduler import Scheduler
+
     cfg = load_config(home=home, db=db, embedders=embedders, budget=budget)
     with Memory(cfg) as mem:
         if not record:  # a recorded message may be the user's first
             mem.require_user(user)
-        result = mem.context(user, message, session_id=session, record=record)
+        # The service's scheduler, so the context is the one `POST /v1/context` (and the proxy) build;
+        # `Memory.context` alone has no profile, clock or strategy, and records without learning.
+        summary_llm = client_from_config(cfg, "helper")
+        with Scheduler(mem, summary_llm=summary_llm, start_workers=False) as scheduler:
+            if record:
+                assert session is not None
+                result: TurnResult | ContextResult = scheduler.prepare(user, session, message)
+            else:
+                result = scheduler.preview(user, message, session_id=session)
     if as_json:
         console.print_json(
             json.dumps({"messages": result.messages, "trace": result.trace}, ensure_ascii=False)
