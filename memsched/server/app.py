@@ -22,8 +22,9 @@ from fastapi_offline import FastAPIOffline
 
 from memsched import __version__
 from memsched.config import Config
+from memsched.errors import UnknownUserError
 from memsched.server.errors import install_error_handlers
-from memsched.server.identity import IdentityMiddleware
+from memsched.server.identity import IdentityMiddleware, unknown_user_response
 from memsched.server.limits import BodyLimitMiddleware, JsonBodyMiddleware
 from memsched.server.paths import EncodedIdsMiddleware
 from memsched.server.routes import ROUTERS
@@ -91,6 +92,7 @@ def create_app(
     # The debug UI: HTML pages, not part of the API (left out of /openapi.json).
     app.router.routes.extend(ui_routes(lambda: app.state.service))
     install_error_handlers(app)
+    app.add_exception_handler(UnknownUserError, unknown_user_response)
     # Innermost first (each one added wraps the ones before): the body limit applies before anything
     # reads the body; ids in /v1/users paths are read from the raw path just before routing.
     app.add_middleware(EncodedIdsMiddleware)

@@ -18,12 +18,12 @@ from dataclasses import dataclass
 from urllib.parse import quote, unquote
 
 from starlette.requests import Request
-from starlette.responses import RedirectResponse
+from starlette.responses import RedirectResponse, Response
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from memsched.auth import DEFAULT_TENANT
-from memsched.errors import InputError
-from memsched.server.errors import error_response
+from memsched.errors import InputError, UnknownUserError
+from memsched.server.errors import error_response, exception_response
 
 # Paths served without a key: they carry no user data.
 OPEN_PATHS = ("/healthz", "/metrics", "/openapi.json")
@@ -154,3 +154,10 @@ def external(request: Request, internal_id: str) -> str:
     if tenant is None or tenant == DEFAULT_TENANT:
         return internal_id
     return internal_id.removeprefix(f"{tenant}{SEPARATOR}")
+
+
+async def unknown_user_response(request: Request, exc: Exception) -> Response:
+    """The 404 of an unknown user, naming the user as the caller does: a tenant's users are stored
+    under its prefix, which the message must neither show nor make the caller wonder about."""
+    assert isinstance(exc, UnknownUserError)
+    return exception_response(UnknownUserError(external(request, exc.user_id)), request.url.path)
