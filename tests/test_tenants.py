@@ -207,11 +207,16 @@ def test_stored_keys_are_hashed_revocable_and_never_shown(tmp_path: Path) -> Non
     assert secret.encode() not in raw
 
 
-def test_without_keys_the_service_listens_on_loopback_only(tmp_path: Path) -> None:
+def test_without_keys_the_service_listens_on_loopback_only(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     cfg = Config.load(home=tmp_path / "a", host="0.0.0.0")
     assert loopback_unless_keys(cfg).host == "127.0.0.1"
     keyed = Config.load(home=tmp_path / "b", host="0.0.0.0", api_keys=f"acme:{ACME}")
     assert loopback_unless_keys(keyed).host == "0.0.0.0"
+    # It said only "/healthz is open"; the metrics and the API schema are open too (README, SECURITY.md).
+    said = " ".join(capsys.readouterr().out.split())
+    assert "/healthz, /metrics, /openapi.json, /docs" in said
     store = open_store(Config.load(home=tmp_path / "c"))
     try:
         new_key(store, "acme")

@@ -109,8 +109,12 @@ def loopback_unless_keys(cfg: Config) -> Config:
     finally:
         store.close()
     if keyed:
+        from memsched.server.identity import OPEN_PATHS
+
+        open_paths = ", ".join([*OPEN_PATHS, "/docs"])
         console.print(
-            "API keys configured: every request needs Authorization: Bearer <key> (/healthz is open)"
+            f"API keys configured: every request needs Authorization: Bearer <key> but {open_paths}",
+            highlight=False,
         )
         return cfg
     if cfg.host not in LOOPBACK:
