@@ -123,7 +123,12 @@ EVENT_CUES = [
     "fly",
     "flying",
 ]
-LOOKBACK = timedelta(days=14)  # messages read for follow-ups
+# Messages read for follow-ups: an event is asked about when its day has passed however far ahead it
+# was announced, so the read reaches back as far as plans are made ahead ("4月3号拔智齿" said on 18
+# March, "my sister's wedding is on November 2" said in September), not two weeks. In conversation
+# the read runs at most once a day per user (`follow_ups_since`); a message older than this whose
+# event is still to come is not followed up.
+LOOKBACK = timedelta(days=92)
 FOLLOW_UP_WINDOW = timedelta(days=3)  # a follow-up stays due this long after its time
 ACTIVE_WITHIN = timedelta(minutes=30)  # "still up" means a message at most this long ago
 DEFAULT_FOLLOW_UP_TIME = 10 * 60  # local minute of the day, until a wake-up time is learned

@@ -430,6 +430,30 @@ def test_follow_ups_read_bare_weekdays_and_more_events(
         assert got == ([event_date] if event_date else [])
 
 
+@pytest.mark.parametrize(
+    ("text", "event_date"),
+    [
+        ("My sister's wedding is on November 2, I'm a bridesmaid!", "2024-11-02"),
+        ("11月15号要做个小手术，有点慌", "2024-11-15"),
+    ],
+)
+def test_an_event_announced_weeks_ahead_is_followed_up(tmp_path: Path, text: str, event_date: str) -> None:
+    """Said on 1 October, the event is weeks away: the day after it the follow-up is due (it was not:
+    only the last 14 days of messages were read, so the announcement had dropped out of the scan),
+    and the first message after the day brings it up in conversation."""
+    from memsched.nudges import follow_ups_since
+
+    said = datetime(2024, 10, 1, 20, 0, tzinfo=SH)
+    day = datetime.fromisoformat(event_date).replace(tzinfo=SH)
+    with Scheduler(Memory(home=tmp_path, embedders="hash"), start_workers=False) as sched:
+        sched.prepare("kai", "s", text, now=said, timezone="Asia/Shanghai")
+        after = day + timedelta(days=1, hours=11)
+        due = [n.event_date for n in due_nudges(sched.memory, "kai", after) if n.kind == "follow_up"]
+        assert due == [event_date]
+        asked = follow_ups_since(sched.memory, "kai", day - timedelta(days=1), after)
+        assert [n.event_date for n in asked] == [event_date]
+
+
 @pytest.mark.parametrize(("sleep", "wake"), [("18:04", "08:10"), ("18:04", None), ("23:10", None)])
 def test_the_hours_nearly_everyone_sleeps_stay_late_after_an_early_bedtime(
     sleep: str, wake: str | None
