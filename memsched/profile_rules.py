@@ -1104,6 +1104,29 @@ RETRACT_RULES: list[tuple[str, str, re.Pattern[str], bool]] = [
         ),
         True,
     ),
+    # The partner named first: "Theo and I broke up", "Jake and I split up last week", "Mia dumped me",
+    # "小敏和我分手了", "阿杰把我甩了". Not "Sarah and I split up the bill", "Tom left me a note".
+    (
+        "en_name_and_i_broke_up",
+        PARTNER_NAME,
+        re.compile(
+            r"(?<![\w'])(?-i:(?P<v>[A-Z][a-z'\-]+))(?: and I(?: have| had|'ve)? "
+            r"(?:just |finally |officially |recently |actually )*(?:broke up|split up|separated|split(?!\s+up)|"
+            r"got divorced|called it quits)(?!\s+(?:the|a|an|our|my|his|her|their|it|them|this|that)\b)|"
+            r" (?:just |finally |recently )*(?:dumped|left|broke up with) me"
+            r"(?=\s*$|\s*[.,!;:~\n]|\s+(?:for|last|yesterday|today|tonight|this|after|and|over)\b))\b",
+            re.I,
+        ),
+        True,
+    ),
+    (
+        "zh_name_broke_up_with_me",
+        PARTNER_NAME,
+        re.compile(
+            rf"{_ZH_HEAD}(?!我)(?P<v>[{_CJK}]{{2,3}}?)(?:(?:和|跟)我{_ZH_WHEN}(?:分手|离婚)|{_ZH_WHEN}把我甩|{_ZH_WHEN}甩了我)了?"
+        ),
+        False,
+    ),
     ("zh_not_allergic", ALLERGIES, re.compile(rf"我{_ZH_WHEN}(?:其实|并)?(?:不|没有?)对{_ZH_W}过敏"), False),
     ("zh_allergic_not", ALLERGIES, re.compile(rf"我{_ZH_WHEN}对{_ZH_W}(?:其实|并)?(?:不|没有?)过敏"), False),
     (

@@ -333,6 +333,12 @@ def test_newer_first_moves_or_brings_the_newer_statement_before_the_older() -> N
         (["My girlfriend is called Anna.", "My new girlfriend Emma is lovely."], "partner_name", ["Emma"]),
         (["我男朋友叫阿杰", "我和男朋友分手了", "我交了新女朋友，她叫小美。"], "partner_name", ["小美"]),
         (["我有男朋友了，他叫阿杰。"], "partner_name", ["阿杰"]),
+        # a breakup with the partner named first
+        (["My boyfriend is called Jake.", "Jake and I split up last week."], "partner_name", []),
+        (["My girlfriend is called Mia.", "Mia dumped me, I'm a mess."], "partner_name", []),
+        (["我女朋友叫小雅", "小雅和我分手了，好难受"], "partner_name", []),
+        (["我男朋友叫阿杰", "阿杰把我甩了"], "partner_name", []),
+        (["My boyfriend is called Jake.", "Sarah and I split up last week."], "partner_name", ["Jake"]),
         (["我结婚了，老公叫李明。"], "partner_name", ["李明"]),
         # moving
         (["I live in Boston.", "We relocated to Austin for my husband's job."], "location", ["Austin"]),
@@ -367,6 +373,9 @@ def test_a_change_of_life_is_read(store: SQLiteStore, said: list[str], key: str,
         ("If I retired I'd travel", "occupation"),
         ("Should I start eating meat again?", "diet"),
         ("我妈又开始吃肉了", "diet"),
+        ("Sarah and I split up the bill", "partner_name"),
+        ("Tom left me a note on the fridge", "partner_name"),
+        ("Did Jake and I break up?", "partner_name"),
     ],
 )
 def test_what_changes_nothing(said: str, key: str) -> None:
