@@ -17,8 +17,7 @@ import time
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
-from memsched import Memory
-from memsched import nudges
+from memsched import Memory, nudges
 from memsched.model import Turn
 
 

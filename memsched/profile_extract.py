@@ -66,6 +66,7 @@ from memsched.profile_rules import (
     END_RULES,
     HABIT_AGAIN,
     HABITS_SAME,
+    KIN_CORRECTION_RULES,
     KIN_ONE,
     KIN_SAME,
     LOSS_RULES,
@@ -105,6 +106,7 @@ _END_RULES = ByScript(END_RULES, lambda r: r[2])
 _PET_END_RULES = ByScript(PET_END_RULES, lambda r: r[1])
 _PEOPLE_RULES = ByScript(PEOPLE_RULES, lambda r: r[1])
 _PEOPLE_LIST_RULES = ByScript(PEOPLE_LIST_RULES, lambda r: r[1])
+_KIN_CORRECTION_RULES = ByScript(KIN_CORRECTION_RULES, lambda r: r[1])
 _LOSS_RULES = ByScript(LOSS_RULES, lambda r: r[1])
 _DATE_RULES = ByScript(DATE_RULES, lambda r: r[1])
 
@@ -696,6 +698,7 @@ def extract(text: str) -> list[Observation]:
         ]
         found.insert(0, gone)
     found += _people(text)
+    found += _kin_corrections(text)
     found += _losses(text, as_said)
     found += _dates(as_said)
     found = [_dated(ob) for ob in found]
@@ -762,6 +765,26 @@ def _people(text: str) -> list[Observation]:
         if not any(o.value == value for o in out):
             out.append(Observation(PEOPLE, value, rule=rule))
     return out + [o for o in _people_listed(text) if not any(p.value == o.value for p in out)]
+
+
+def _kin_corrections(text: str) -> list[Observation]:
+    """A relation the user corrects (`KIN_CORRECTION_RULES`): "Sam is my cousin, not my brother" ends
+    "brother Sam" and keeps "cousin Sam"."""
+    out: list[Observation] = []
+    for rule, m, english in _statements(_KIN_CORRECTION_RULES, text):
+        who, new, old = (m.group(g) or m.group(g + "2") for g in ("who", "new", "old"))
+        if english and (who.lower() in EN_NOT_GREETING_NAMES or who.lower() in ENGLISH_STOP_WORDS):
+            continue
+        if not english and (who[0] in ZH_NOT_NAME_FIRST or clean_value(who, english=False) is None):
+            continue
+        new, old = (KIN_SAME.get(k, k) for k in ((new.lower(), old.lower()) if english else (new, old)))
+        if new == old:
+            continue
+        out += [
+            Observation(PEOPLE, f"{old} {who}", "retract", rule=rule),
+            Observation(PEOPLE, f"{new} {who}", rule=rule),
+        ]
+    return out
 
 
 def _people_listed(text: str) -> list[Observation]:

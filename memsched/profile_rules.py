@@ -1458,6 +1458,34 @@ PEOPLE_RULES: list[tuple[str, re.Pattern[str], bool]] = [
     ),
     ("zh_kin_glued", re.compile(rf"{_ZH_HEAD}我(?P<kin>{_ZH_KIN})(?P<rest>[{_CJK}]{{2,8}})"), False),
 ]
+# A relation corrected: "Sam is my cousin, not my brother", "Anna's actually my stepsister, not my
+# sister", "Sam isn't my brother, he's my cousin", "阿强是我表哥，不是亲哥", "小林不是我妹妹，是我表妹":
+# the person said under the old word is under the new one (`profile_extract._kin_corrections`).
+_ZH_KIN_END = rf"(?=$|[{_STOP}\s]|啦|啊|呀|哦|吧|呢)"
+KIN_CORRECTION_RULES: list[tuple[str, re.Pattern[str], bool]] = [
+    (
+        "en_kin_corrected",
+        re.compile(
+            rf"(?<![\w'])(?-i:(?P<who>[A-Z][a-z'\-]+))(?:'s| is| was)(?: actually| really)? (?:my|our) "
+            rf"(?P<new>{_EN_KIN}),? (?:and |but )?not (?:my|our|a|an|the) (?P<old>{_EN_KIN})(?![\w'])"
+            rf"|(?<![\w'])(?-i:(?P<who2>[A-Z][a-z'\-]+)) (?:isn't|is not|wasn't|was not|'s not)(?: actually| really)? "
+            rf"(?:my|our) (?P<old2>{_EN_KIN})[,;]? (?:he|she|they)(?:'s| is| was|'re| are) (?:actually |really )?"
+            rf"(?:my|our) (?P<new2>{_EN_KIN})(?![\w'])",
+            re.I,
+        ),
+        True,
+    ),
+    (
+        "zh_kin_corrected",
+        re.compile(
+            rf"{_ZH_HEAD}(?:其实|实际上)?(?P<who>[{_CJK}]{{2,3}}?)(?:其实|实际上)?是我的?(?P<new>{_ZH_KIN})[，,\s]*(?:而)?不是"
+            rf"(?:我的?)?亲?(?P<old>{_ZH_KIN}){_ZH_KIN_END}"
+            rf"|{_ZH_HEAD}(?:其实|实际上)?(?P<who2>[{_CJK}]{{2,3}}?)(?:其实)?不是我的?亲?(?P<old2>{_ZH_KIN})[，,\s]*(?:而)?是"
+            rf"(?:我的?)?(?P<new2>{_ZH_KIN}){_ZH_KIN_END}"
+        ),
+        False,
+    ),
+]
 # The word a relative is stored under: 姐 is 姐姐, 老妈 妈妈, "mum" mom.
 KIN_SAME = {
     "姐": "姐姐",

@@ -340,6 +340,22 @@ def test_newer_first_moves_or_brings_the_newer_statement_before_the_older() -> N
         (["我男朋友叫阿杰", "阿杰把我甩了"], "partner_name", []),
         (["My boyfriend is called Jake.", "Sarah and I split up last week."], "partner_name", ["Jake"]),
         (["我结婚了，老公叫李明。"], "partner_name", ["李明"]),
+        # a relation corrected
+        (
+            [
+                "My brother Leo lives in Ohio.",
+                "Leo isn't my brother, he's my cousin, we just grew up together.",
+            ],
+            "people",
+            ["cousin Leo"],
+        ),
+        (
+            ["My sister Anna is visiting.", "Anna is actually my stepsister, not my sister."],
+            "people",
+            ["stepsister Anna"],
+        ),
+        (["我妹妹叫小林", "小林不是我妹妹，是我表妹"], "people", ["表妹 小林"]),
+        (["我姐姐叫小红", "其实小红是我闺蜜，不是我姐"], "people", ["闺蜜 小红"]),
         # moving
         (["I live in Boston.", "We relocated to Austin for my husband's job."], "location", ["Austin"]),
         # a diet change
@@ -374,6 +390,8 @@ def test_a_change_of_life_is_read(store: SQLiteStore, said: list[str], key: str,
         ("Should I start eating meat again?", "diet"),
         ("我妈又开始吃肉了", "diet"),
         ("Sarah and I split up the bill", "partner_name"),
+        ("Is Sam my cousin, not my brother?", "people"),
+        ("It's my cousin, not my brother", "people"),
         ("Tom left me a note on the fridge", "partner_name"),
         ("Did Jake and I break up?", "partner_name"),
     ],
