@@ -47,6 +47,7 @@ ZH = [
     ("3月5号我们去了日本", "3月5号 = 2026-03-05"),
     ("3月5号我要去日本", "3月5号 = 2027-03-05"),
     ("12/25那天我们在一起", "12/25 = 2026-12-25"),
+    ("1/15我们去滑雪", "1/15 = 2027-01-15"),  # a month/day heading the clause
     ("20号交报告", "20号 = 2026-12-20"),
     ("周二我去看牙了", "周二 = 2026-11-24"),  # a bare weekday in the past tense: the one gone by
     ("周五见", "周五 = 2026-12-04"),  # otherwise the coming one
@@ -89,6 +90,9 @@ EN = [
     ("see you Friday", "Friday = 2026-12-04"),
     ("on 12/25 we met", "12/25 = 2025-12-25"),
     ("on 12/25 we meet again", "12/25 = 2026-12-25"),
+    ("I booked a table for 1/9", "1/9 = 2027-01-09"),  # booked in the past, for a day to come
+    ("we fly out Friday 12/11", "Friday 12/11 = 2026-12-11"),
+    ("our first date was on Saturday 12/13", "Saturday 12/13 = 2025-12-13"),  # the year the weekday fits
     ("in May we went to Japan", "in May = 2026-05"),
     ("we fly out in May", "in May = 2027-05"),
     ("on 5 June 2023 we married", "5 June 2023 = 2023-06-05"),
@@ -147,6 +151,11 @@ def test_said_on_a_friday_in_los_angeles(mem: Memory, message: str, note: str) -
         "周末一般睡懒觉",
         "一周三次健身",
         "3号线好挤",
+        "it only took 3/4 of an hour",
+        "add 1/2 cup of sugar",
+        "1/3的人都没来",  # fractions
+        "加了1/2杯糖",
+        "得分 3/5 还行",
         "Good Friday",
         "I was born on March 5",  # a date that recurs every year names no single day
         "3月5号是我的生日",

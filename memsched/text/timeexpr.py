@@ -248,7 +248,14 @@ _FORMS: tuple[tuple[str, str], ...] = (
         rf"(?<![上下这本每个一二两三四五六七八九十几\d到至和与、第]){_WEEK_CN}(?P<cn_bare_wday_d>[一二三四五六日天])"
         rf"(?![到至~～\-—、次个回遍趟])(?![和与或跟]{_WEEK_CN})",
     ),
-    ("cn_slash", r"(?<![\d/])(?P<cn_slash_a>\d{1,2})/(?P<cn_slash_b>\d{1,2})(?=号|那天|当天|那日)"),
+    # 12/25那天, and a month/day heading a clause that goes on in words ("3/28我们去厦门", "周六3/28去
+    # 厦门"): a Chinese fraction is written with 的 or a measure word after it ("1/3的人", "1/2杯").
+    (
+        "cn_slash",
+        r"(?<![\d/])(?P<cn_slash_a>\d{1,2})/(?P<cn_slash_b>\d{1,2})(?=号|那天|当天|那日)"
+        r"|(?:(?<=^)|(?<=[，,。.!！?？；;~～])|(?<=周[一二三四五六日天])|(?<=星期[一二三四五六日天])|(?<=礼拜[一二三四五六日天]))(?P<cn_slash_a2>\d{1,2})/"
+        r"(?P<cn_slash_b2>\d{1,2})(?![\d/])(?=[\u4e00-\u9fff])(?![的之个杯勺克斤米份次倍碗瓶张块人分])",
+    ),
     (
         "cn_dom",
         rf"(?<![\d月年第号.一二三四五六七八九十])(?P<cn_dom_d>{_DAY_CN})号"
@@ -302,8 +309,13 @@ _FORMS: tuple[tuple[str, str], ...] = (
     ),
     (
         "en_slash",
-        r"(?=\d{1,2}/)(?:(?<=\bon )|(?<=\bby )|(?<=\buntil )|(?<=\btill )|(?<=\bbefore )|(?<=\bafter )|(?<=\bsince ))"
-        r"(?P<en_slash_a>\d{1,2})/(?P<en_slash_b>\d{1,2})(?:/(?P<en_slash_y>\d{4}|\d{2}))?(?![/\d])",
+        # after a word that introduces a date ("on 2/28", "for 2/28") or a weekday ("Saturday 2/28",
+        # "Sat, 2/28"), not a fraction ("for 1/2 of it", "for 3/4 cup")
+        rf"(?:\b(?P<en_slash_wd>{_WD_EN}|mon|tue|tues|wed|thu|thur|thurs|fri|sat|sun)\.?,? (?=\d{{1,2}}/)|"
+        r"(?=\d{1,2}/)(?:(?<=\bon )|(?<=\bby )|(?<=\buntil )|(?<=\btill )|(?<=\bbefore )|(?<=\bafter )|"
+        r"(?<=\bsince )|(?<=\bfor )))"
+        r"(?P<en_slash_a>\d{1,2})/(?P<en_slash_b>\d{1,2})(?:/(?P<en_slash_y>\d{4}|\d{2}))?(?![/\d])"
+        r"(?!\s*(?:of|cups?|tbsp|tsp|the|an?)\b)",
     ),
     ("en_bare_wkend", r"(?<!every )\bthe weekend\b"),
     (
@@ -735,10 +747,21 @@ def _rule(kind: str, m: re.Match[str], base: date) -> tuple[date, Granularity, s
         if _RECURRING.search(clause) and not (g.get(f"{kind}_y")):
             return None
         if kind in ("cn_slash", "en_slash"):
-            a, b = int(g[f"{kind}_a"]), int(g[f"{kind}_b"])
+            a, b = int(g[f"{kind}_a"] or g[f"{kind}_a2"]), int(g[f"{kind}_b"] or g[f"{kind}_b2"])
             month, d = (a, b) if a <= 12 else (b, a)  # month first, as written in both languages
             y = g.get(f"{kind}_y")
             year = (int(y) + (2000 if len(y) == 2 else 0)) if y else None
+            written = str(g.get("en_slash_wd") or "")[:3].lower()
+            if written and not year and 1 <= a <= 12:
+                # "Saturday 2/28": the year in which the date falls on the weekday written beside it
+                fits = [
+                    x
+                    for y in (base.year, base.year + 1, base.year - 1)
+                    if (x := _safe_date(y, month, d)) is not None and x.strftime("%a").lower() == written
+                ]
+                return (fits[0], "day", "") if fits else None
+            if kind == "en_slash" and m.string[: m.start(kind)].lower().endswith("for "):
+                tense = "future"  # "booked the dentist for 4/7": the day a plan is for
         elif kind == "cn_md":
             month, d = _num(g["cn_md_m"]) or 0, _num(g["cn_md_d"])
             year = int(g["cn_md_y"]) if g["cn_md_y"] else None
