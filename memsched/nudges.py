@@ -28,6 +28,7 @@ from memsched.zones import zone_info
 
 if TYPE_CHECKING:
     from memsched.memory import Memory
+    from memsched.model import Turn
 
 # Events worth asking about afterwards (data: edit freely). CJK cues match as substrings, Latin cues
 # as whole words, case-insensitively.
@@ -129,6 +130,37 @@ EVENT_CUES = [
 # the read runs at most once a day per user (`follow_ups_since`); a message older than this whose
 # event is still to come is not followed up.
 LOOKBACK = timedelta(days=92)
+# A plan called off or moved ("the Duluth trip is off", "my interview got cancelled", "we postponed
+# it", "厦门不去了，取消了", "面试推迟了"): the follow-up of the event it is about is not asked (data:
+# edit freely). "He's off to work" and "the day off" are no cancellation.
+CALLED_OFF = re.compile(
+    r"\b(?:cancel(?:l)?ed|called (?:it )?off|calling (?:it )?off|call (?:it )?off|"
+    r"(?:is|are|was|were|'s|'re) (?:now |officially |totally |all )?off(?!\s+(?:to|for|from|work|duty|the|at|on)\b)|"
+    r"fell through|falls through|postponed|rescheduled|pushed (?:it )?back|moved (?:it )?to|not happening|"
+    r"had to (?:cancel|reschedule|postpone|push (?:it )?back|call (?:it )?off)|"
+    r"isn't happening|won't happen|scrapped|not going any ?more)\b"
+    r"|取消|不去了|去不了了|去不成了|泡汤|黄了|推迟|改期|延期|改到|不办了|吹了|作罢",
+    re.I,
+)
+# Of those, the ones that move the event to another day ("rescheduled to Friday", "推迟到下周三"): the
+# day the same message names is the new one, still followed up.
+MOVED = re.compile(
+    r"\b(?:postponed|rescheduled|pushed (?:it )?back|moved (?:it )?to|had to (?:reschedule|postpone|push (?:it )?back))\b"
+    r"|推迟|改期|延期|改到",
+    re.I,
+)
+# A cancellation only supposed, hoped against or asked about ("I hope it doesn't get cancelled",
+# "what if the trip is off?", "万一取消了怎么办"): nothing is called off.
+_UNSURE = re.compile(
+    r"\b(?:if|might|may|could|hope|hoping|afraid|worried|whether|unless|in case|maybe|probably)\b"
+    r"|如果|万一|可能|怕|担心|希望|会不会|是不是|要是",
+    re.I,
+)
+_BOUNDARY = re.compile(r"[，,。.!！?？;；\n]")
+# Words of an announcement that say which event it is beside its cue: a name or a place ("Duluth",
+# "厦门"), not the time words around it.
+_NAME_EN = re.compile(r"(?<![.!?]\s)(?<!^)\b[A-Z][a-z]{2,}\b")
+_TIME_ZH = re.compile(r"那天|今天|明天|后天|昨天|前天|时候|周末|下周|这周|上周|星期|礼拜")
 FOLLOW_UP_WINDOW = timedelta(days=3)  # a follow-up stays due this long after its time
 ACTIVE_WITHIN = timedelta(minutes=30)  # "still up" means a message at most this long ago
 DEFAULT_FOLLOW_UP_TIME = 10 * 60  # local minute of the day, until a wake-up time is learned
@@ -208,7 +240,9 @@ def due_nudges(
     since = (now - LOOKBACK).timestamp()
     ids = [tid for tid, ts in store.user_turn_times(user_id, since) if ts <= now.timestamp()]
     seen: set[str] = set()
-    for turn in store.get_turns(user_id, ids):
+    turns = store.get_turns(user_id, ids)
+    offs = [(t, _days(t, tz)) for t in turns if called_off(t.content)]
+    for turn in turns:
         cue = event_cue(turn.content)
         if cue is None:
             continue
@@ -220,7 +254,7 @@ def due_nudges(
         ]
         for text, day in days:
             key = f"{day}:{cue}"
-            if key in seen:
+            if key in seen or _cancelled(turn, cue, day, offs, tz):
                 continue
             seen.add(key)
             day_after = day + timedelta(days=1)
@@ -271,6 +305,54 @@ def due_nudges(
             )
     out.sort(key=lambda n: n.due_at)
     return out
+
+
+def called_off(text: str) -> bool:
+    """Whether `text` says a plan is called off or moved (`CALLED_OFF`), not only supposes or asks it."""
+    for m in CALLED_OFF.finditer(text):
+        start = max((b.end() for b in _BOUNDARY.finditer(text, 0, m.start())), default=0)
+        end = _BOUNDARY.search(text, m.end())
+        if end is not None and end.group(0) in "?？":
+            continue
+        if _UNSURE.search(text, start, m.start()) is None:
+            return True
+    return False
+
+
+def _days(turn: Turn, tz: str | None) -> set[date]:
+    return {ref.date for ref in resolve(turn.content, turn.created_at, tz) if ref.granularity == "day"}
+
+
+def _names(text: str) -> set[str]:
+    """The words that name what an event is beside its cue: capitalised words inside a sentence, and
+    Chinese words of two characters or more that are no time words."""
+    from memsched.text.segment import terms
+
+    out = {w.lower() for w in _NAME_EN.findall(text)}
+    out |= {w for w in terms(text) if len(w) >= 2 and not w.isascii() and not _TIME_ZH.search(w)}
+    return out - {m.group(0).lower() for m in CALLED_OFF.finditer(text)}
+
+
+def _cancelled(turn: Turn, cue: str, day: date, offs: list[tuple[Turn, set[date]]], tz: str | None) -> bool:
+    """Whether a message said at or after `turn` (before its event's `day` was over) calls off the
+    event `turn` announced: it names the same cue, the same day or the same name or place."""
+    for off, off_days in offs:
+        if off.created_at < turn.created_at or local_time(off.created_at, tz)[0].date() > day:
+            continue
+        moved = MOVED.search(off.content) is not None
+        if moved and day in off_days:
+            continue  # "rescheduled the dentist to Friday": Friday is the new day
+        if off.id == turn.id:
+            if not moved:
+                return True  # "the dentist on Friday got cancelled"
+            continue
+        text = off.content
+        same_cue = (
+            (cue in text) if not cue.isascii() else re.search(rf"(?<![\w']){re.escape(cue)}", text, re.I)
+        )
+        if same_cue or day in off_days or _names(turn.content) & _names(text):
+            return True
+    return False
 
 
 def _follow_minute(routine: routines.Routine) -> int:

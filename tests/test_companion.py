@@ -454,6 +454,52 @@ def test_an_event_announced_weeks_ahead_is_followed_up(tmp_path: Path, text: str
         assert [n.event_date for n in asked] == [event_date]
 
 
+@pytest.mark.parametrize(
+    ("said", "expected"),
+    [
+        # called off in a later message: by its cue, by a place it named, by its day
+        (
+            [
+                "My job interview is on Thursday, wish me luck",
+                "the interview got cancelled, they filled the role",
+            ],
+            [],
+        ),
+        (["下周五要去上海出差", "上海不去了，客户那边改主意了"], []),
+        (["Big presentation on Friday!", "Friday's thing is scrapped, the client pulled out"], []),
+        # said with the plan itself
+        (["my dentist appointment on Thursday got cancelled lol"], []),
+        # moved: the new day is followed up, not the old one
+        (
+            ["dentist appointment on Thursday, ugh", "had to reschedule the dentist to next Monday"],
+            ["2024-10-21"],
+        ),
+        # not called off: hoped against, asked about, someone off to work, another event
+        (["My job interview is on Thursday", "I hope the interview doesn't get cancelled"], ["2024-10-17"]),
+        (["My job interview is on Thursday", "what if they cancel the interview?"], ["2024-10-17"]),
+        (
+            ["My job interview is on Thursday", "My roommate is off to work, finally some quiet"],
+            ["2024-10-17"],
+        ),
+        (["My exam is on Friday", "the concert on Saturday got cancelled"], ["2024-10-18"]),
+    ],
+)
+def test_a_plan_called_off_is_not_followed_up(tmp_path: Path, said: list[str], expected: list[str]) -> None:
+    """A plan the user calls off ("the interview got cancelled", "上海不去了") was still asked about
+    the day after it: nothing read a cancellation. The event it is about (its cue, a place or name it
+    said, its day) is no follow-up now; a moved one is followed up on its new day."""
+    start = datetime(2024, 10, 14, 20, 0, tzinfo=SH)  # a Monday
+    with Scheduler(Memory(home=tmp_path, embedders="hash"), start_workers=False) as sched:
+        for i, text in enumerate(said):
+            sched.prepare("kai", "s", text, now=start + timedelta(hours=i), timezone="Asia/Shanghai")
+        got = sorted(
+            n.event_date or ""
+            for n in due_nudges(sched.memory, "kai", start + timedelta(hours=3), include_upcoming=True)
+            if n.kind == "follow_up"
+        )
+        assert got == expected
+
+
 @pytest.mark.parametrize(("sleep", "wake"), [("18:04", "08:10"), ("18:04", None), ("23:10", None)])
 def test_the_hours_nearly_everyone_sleeps_stay_late_after_an_early_bedtime(
     sleep: str, wake: str | None
