@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING, Any
 from memsched import routine as routines
 from memsched.profile import TIMEZONE, Profile
 from memsched.router import hhmm, in_window, local_time
+from memsched.text.segment import terms
 from memsched.text.timeexpr import resolve
 from memsched.zones import zone_info
 
@@ -326,8 +327,6 @@ def _days(turn: Turn, tz: str | None) -> set[date]:
 def _names(text: str) -> set[str]:
     """The words that name what an event is beside its cue: capitalised words inside a sentence, and
     Chinese words of two characters or more that are no time words."""
-    from memsched.text.segment import terms
-
     out = {w.lower() for w in _NAME_EN.findall(text)}
     out |= {w for w in terms(text) if len(w) >= 2 and not w.isascii() and not _TIME_ZH.search(w)}
     return out - {m.group(0).lower() for m in CALLED_OFF.finditer(text)}
