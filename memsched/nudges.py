@@ -137,7 +137,7 @@ LOOKBACK = timedelta(days=92)
 CALLED_OFF = re.compile(
     r"\b(?:cancel(?:l)?ed|called (?:it )?off|calling (?:it )?off|call (?:it )?off|"
     r"(?:is|are|was|were|'s|'re) (?:now |officially |totally |all )?off(?!\s+(?:to|for|from|work|duty|the|at|on)\b)|"
-    r"fell through|falls through|postponed|rescheduled|pushed (?:it )?back|moved (?:it )?to|not happening|"
+    r"fell through|falls through|postponed|rescheduled|pushed (?:it )?back|(?:got |was |were |been |is )moved to|moved it to|not happening|"
     r"had to (?:cancel|reschedule|postpone|push (?:it )?back|call (?:it )?off)|"
     r"isn't happening|won't happen|scrapped|not going any ?more)\b"
     r"|取消|不去了|去不了了|去不成了|泡汤|黄了|推迟|改期|延期|改到|不办了|吹了|作罢",
@@ -146,7 +146,7 @@ CALLED_OFF = re.compile(
 # Of those, the ones that move the event to another day ("rescheduled to Friday", "推迟到下周三"): the
 # day the same message names is the new one, still followed up.
 MOVED = re.compile(
-    r"\b(?:postponed|rescheduled|pushed (?:it )?back|moved (?:it )?to|had to (?:reschedule|postpone|push (?:it )?back))\b"
+    r"\b(?:postponed|rescheduled|pushed (?:it )?back|(?:got |was |were |been |is )moved to|moved it to|had to (?:reschedule|postpone|push (?:it )?back))\b"
     r"|推迟|改期|延期|改到",
     re.I,
 )

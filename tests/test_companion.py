@@ -482,6 +482,10 @@ def test_an_event_announced_weeks_ahead_is_followed_up(tmp_path: Path, text: str
             ["2024-10-17"],
         ),
         (["My exam is on Friday", "the concert on Saturday got cancelled"], ["2024-10-18"]),
+        (
+            ["My job interview is on Thursday", "my friend just moved to Boston for an interview"],
+            ["2024-10-17"],
+        ),
     ],
 )
 def test_a_plan_called_off_is_not_followed_up(tmp_path: Path, said: list[str], expected: list[str]) -> None:
