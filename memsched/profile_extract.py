@@ -833,6 +833,9 @@ _ZH_DATE_PARTS = re.compile(
     r"(?:(?P<y>\d{4}|[零〇一二三四五六七八九]{4})年)?(?P<m>\d{1,2}|[一二三四五六七八九十]{1,3})月"
     r"(?:(?P<d>\d{1,2}|[一二三四五六七八九十]{1,3})[日号])?$"
 )
+# A numeric day and month, with or without a four-digit year ("3/14", "14/3", "3/14/1995"): read
+# when only one order is a date.
+_NUMERIC_MD = re.compile(r"(?P<a>\d{1,2})/(?P<b>\d{1,2})(?:/(?P<y>\d{4}))?$")
 _EN_DATE_PARTS = re.compile(
     r"(?:in )?(?:(?P<m1>[A-Za-z]+)\.?(?: (?P<d1>\d{1,2})(?:st|nd|rd|th)?)?|(?P<d2>\d{1,2})(?:st|nd|rd|th)? (?:of )?(?P<m2>[A-Za-z]+))"
     r"(?:,? (?P<y>\d{4}))?$"
@@ -854,9 +857,19 @@ def _zh_number(raw: str) -> int:
 
 
 def month_day(said: str) -> str | None:
-    """A date as said ("十月五号", "the 3rd of March", "1990-03-03", "in May") as "October 5", "March 3,
-    1990" or "May"; None when it is no calendar date (a numeric "3/3/1990" is ambiguous and kept)."""
+    """A date as said ("十月五号", "the 3rd of March", "1990-03-03", "in May", "3/14", "14/3/1995") as
+    "October 5", "March 3, 1990", "May", "March 14" or "March 14, 1995"; None when it is no calendar
+    date or a numeric one that reads both ways ("4/5", "3/3/1990": April 5 in the US, 4 May elsewhere;
+    a birthday keeps it as said)."""
     said = said.strip()
+    if (n := _NUMERIC_MD.match(said)) is not None:
+        a, b = int(n.group("a")), int(n.group("b"))
+        if (a > 12) == (b > 12):  # both could be the month (ambiguous), or neither can
+            return None
+        mon, dom = (a, b) if b > 12 else (b, a)
+        if not (1 <= mon <= 12 and 1 <= dom <= 31):
+            return None
+        return MONTHS[mon - 1] + f" {dom}" + (f", {n.group('y')}" if n.group("y") else "")
     if (m := _ZH_DATE_PARTS.match(said)) is not None:
         year = _zh_number(m.group("y")) if m.group("y") else None
         month, day = _zh_number(m.group("m")), _zh_number(m.group("d")) if m.group("d") else None

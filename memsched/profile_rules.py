@@ -92,7 +92,7 @@ EN_V = rf"(?P<v>[^.,!?;:\n]{{1,60}}?)(?=$|[.,!?;:\n]|\s+(?:{_EN_CLAUSE})\b)"
 # A value ending at a fixed word ("我对花生过敏"): the clause may not end there.
 _ZH_W = rf"(?P<v>[^{_STOP}\s](?:[^{_STOP}\s]|、){{0,15}}?)"
 _EN_DATE = (
-    r"(?P<v>\d{4}-\d{1,2}-\d{1,2}|\d{1,2}/\d{1,2}/\d{2,4}|(?:January|February|March|April|May|June|July|August|September|October|November|December)"
+    r"(?P<v>\d{4}-\d{1,2}-\d{1,2}|\d{1,2}/\d{1,2}(?:/\d{2,4})?(?![/\d])|(?:January|February|March|April|May|June|July|August|September|October|November|December)"
     r"\.? \d{1,2}(?:st|nd|rd|th)?(?:,? \d{4})?|\d{1,2}(?:st|nd|rd|th)? (?:of )?(?:January|February|March|April|"
     r"May|June|July|August|September|October|November|December)(?:,? \d{4})?)"
 )

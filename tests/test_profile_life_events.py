@@ -198,6 +198,12 @@ def test_what_is_no_loss(said: str) -> None:
         ("My sister Anna's birthday is August 9", "dates", "sister Anna's birthday: August 9"),
         ("我妈妈的生日是五月十二号", "dates", "妈妈的生日: May 12"),
         ("我们的结婚纪念日是六月三号", "dates", "结婚纪念日: June 3"),
+        # Numeric day and month: read when only one order is a date; "4/5" stays as said.
+        ("My birthday is 3/14, just so you know.", "birthday", "March 14"),
+        ("my birthday is on 14/3", "birthday", "March 14"),
+        ("我生日是3/14", "birthday", "March 14"),
+        ("My birthday is 4/5.", "birthday", "4/5"),
+        ("My dad's birthday is 11/23", "dates", "dad's birthday: November 23"),
     ],
 )
 def test_a_date_is_kept_resolved(text: str, key: str, value: str) -> None:
@@ -214,7 +220,8 @@ def test_what_states_no_date(said: str) -> None:
 @pytest.mark.parametrize(
     ("said", "resolved"),
     [("三月三号", "March 3"), ("1990年3月5日", "March 5, 1990"), ("一九九〇年十二月二十五日", "December 25, 1990"),
-     ("1990-03-03", "March 3, 1990"), ("3/3/1990", None), ("March 32", None), ("Smarch 3", None)],
+     ("1990-03-03", "March 3, 1990"), ("3/3/1990", None), ("March 32", None), ("Smarch 3", None),
+     ("3/14", "March 14"), ("14/3/1995", "March 14, 1995"), ("4/5", None), ("13/13", None), ("2/40", None), ("0/14", None)],
 )  # fmt: skip
 def test_month_day(said: str, resolved: str | None) -> None:
     assert month_day(said) == resolved
