@@ -47,17 +47,30 @@ from memsched.testing.fake_openai import CAPTION_MARK
 PERSONA = "You are Mia, a warm and attentive companion."
 
 
-def reply_for(body: dict[str, Any]) -> str:
-    msgs = body.get("messages") or []
-    text = " ".join(str(m.get("content")) for m in msgs)
-    if CAPTION_MARK in text:
-        return "A photo of a golden retriever puppy asleep on a blue sofa."
-    if msgs and msgs[0].get("role") == "system" and str(msgs[0].get("content", "")).startswith(PERSONA):
-        last = msgs[-1].get("content")
-        if isinstance(last, list):
-            last = " ".join(p.get("text", "") for p in last if isinstance(p, dict))
-        return f"I hear you. ({str(last)[:50]})"
-    return "sorry, no"  # helper calls (bookmarks, summaries): not JSON, memsched falls back to rules
+def echo_replies(
+    opener: str, width: int, fallback: str, caption: str | None = None
+) -> Callable[[dict[str, Any]], str]:
+    """A FakeOpenAI responder: `caption` for a vision request (when given), `opener` with the first
+    `width` characters of the user's message for a companion turn (the persona's system prompt), and
+    `fallback`, which is not JSON, for memsched's helper calls (they fall back to their rules)."""
+
+    def reply(body: dict[str, Any]) -> str:
+        msgs = body.get("messages") or []
+        if caption is not None and CAPTION_MARK in " ".join(str(m.get("content")) for m in msgs):
+            return caption
+        if msgs and msgs[0].get("role") == "system" and str(msgs[0].get("content", "")).startswith(PERSONA):
+            last = msgs[-1].get("content")
+            if isinstance(last, list):
+                last = " ".join(p.get("text", "") for p in last if isinstance(p, dict))
+            return f"{opener} ({str(last)[:width]})"
+        return fallback
+
+    return reply
+
+
+reply_for = echo_replies(
+    "I hear you.", 50, "sorry, no", caption="A photo of a golden retriever puppy asleep on a blue sofa."
+)
 
 
 @dataclass
@@ -80,6 +93,20 @@ class Run:
 
     def __post_init__(self) -> None:
         self.client = OpenAI(base_url=f"{self.base}/v1", api_key="unused", timeout=120, max_retries=0)
+
+    def diary(
+        self, user: str, d0: datetime, tz: str
+    ) -> tuple[Callable[..., datetime], Callable[..., dict[str, Any]]]:
+        """`at(day, hh, mm)`: that time on the day-th day from `d0` (day 1 is `d0`); `say(day, hh, mm,
+        text, **kw)`: `user` says `text` then, in `tz`, through `Run.say`."""
+
+        def at(day: int, hh: int, mm: int = 0) -> datetime:
+            return (d0 + timedelta(days=day - 1)).replace(hour=hh, minute=mm)
+
+        def say(day: int, hh: int, mm: int, text: str, **kw: Any) -> dict[str, Any]:
+            return self.say(user, at(day, hh, mm), text, tz=tz, **kw)
+
+        return at, say
 
     def say(
         self, user: str, at: datetime, text: str, *, tz: str, image: bool = False, session: str | None = None
@@ -245,11 +272,7 @@ def en(run: Any) -> None:
     user = f"sam-{uuid.uuid4().hex[:6]}"
     d0 = datetime(2026, 3, 2, tzinfo=NY)  # a Monday
 
-    def at(day: int, hh: int, mm: int = 0) -> datetime:
-        return (d0 + timedelta(days=day - 1)).replace(hour=hh, minute=mm)
-
-    def say(day: int, hh: int, mm: int, text: str, **kw: Any) -> dict[str, Any]:
-        return run.say(user, at(day, hh, mm), text, tz=tz, **kw)
+    _at, say = run.diary(user, d0, tz)
 
     say(1, 19, 0, "Hi Mia! My name is Samuel Okafor, but please call me Sam.")
     say(1, 19, 2, "I work as a nurse at the county hospital, mostly night shifts.")
@@ -456,11 +479,7 @@ def zh(run: Any) -> None:
     user = f"liwei-{uuid.uuid4().hex[:6]}"
     d0 = datetime(2026, 4, 6, tzinfo=SH)  # a Monday
 
-    def at(day: int, hh: int, mm: int = 0) -> datetime:
-        return (d0 + timedelta(days=day - 1)).replace(hour=hh, minute=mm)
-
-    def say(day: int, hh: int, mm: int, text: str, **kw: Any) -> dict[str, Any]:
-        return run.say(user, at(day, hh, mm), text, tz=tz, **kw)
+    _at, say = run.diary(user, d0, tz)
 
     say(1, 20, 0, "你好呀，我叫李伟，你可以叫我小伟。")
     say(1, 20, 2, "我在一家游戏公司做策划。")

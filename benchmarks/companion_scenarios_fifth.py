@@ -34,7 +34,7 @@ import re
 import subprocess
 import sys
 import uuid
-from datetime import datetime, timedelta
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 from zoneinfo import ZoneInfo
@@ -43,21 +43,13 @@ import httpx
 
 sys.path.insert(0, str(Path(__file__).parent))
 
-from companion_scenarios import dump, main, trace
+from companion_scenarios import PERSONA, dump, echo_replies, main, trace
 
-PERSONA = "You are Mia, a warm and attentive companion."  # the runner recognises the chat by it
 PROFILE_HEADER = "User profile (current facts"
 FOLLOW_UP_HEADER = "Since the user last wrote, something they said was coming has happened"
 
 
-def reply_for(body: dict[str, Any]) -> str:
-    msgs = body.get("messages") or []
-    if msgs and msgs[0].get("role") == "system" and str(msgs[0].get("content", "")).startswith(PERSONA):
-        last = msgs[-1].get("content")
-        if isinstance(last, list):
-            last = " ".join(p.get("text", "") for p in last if isinstance(p, dict))
-        return f"Tell me more, I'm here. ({str(last)[:45]})"
-    return "no json here"  # helper calls: not JSON, memsched falls back to its rules
+reply_for = echo_replies("Tell me more, I'm here.", 45, "no json here")
 
 
 def profile(sys_: str) -> str:
@@ -149,11 +141,7 @@ def en(run: Any) -> None:
     other = f"nadia-{uuid.uuid4().hex[:6]}"
     d0 = datetime(2026, 2, 2, tzinfo=MSP)  # a Monday; day 41 is Saturday 14 March
 
-    def at(day: int, hh: int, mm: int = 0) -> datetime:
-        return (d0 + timedelta(days=day - 1)).replace(hour=hh, minute=mm)
-
-    def say(day: int, hh: int, mm: int, text: str, **kw: Any) -> dict[str, Any]:
-        return run.say(user, at(day, hh, mm), text, tz=tz, **kw)
+    at, say = run.diary(user, d0, tz)
 
     def say_other(day: int, hh: int, mm: int, text: str) -> dict[str, Any]:
         return run.say(other, at(day, hh, mm), text, tz="America/Phoenix")
@@ -462,11 +450,7 @@ def zh(run: Any) -> None:
     user = f"siyuan-{uuid.uuid4().hex[:6]}"
     d0 = datetime(2026, 3, 9, tzinfo=WH)  # a Monday; day 17 is Wednesday 25 March
 
-    def at(day: int, hh: int, mm: int = 0) -> datetime:
-        return (d0 + timedelta(days=day - 1)).replace(hour=hh, minute=mm)
-
-    def say(day: int, hh: int, mm: int, text: str, **kw: Any) -> dict[str, Any]:
-        return run.say(user, at(day, hh, mm), text, tz=tz, **kw)
+    at, say = run.diary(user, d0, tz)
 
     say(1, 20, 0, "你好，我叫陈思远，叫我阿远就行。")
     say(1, 20, 3, "我在武汉的长江设计院做结构工程师，天天画图算梁。")

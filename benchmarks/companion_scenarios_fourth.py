@@ -38,11 +38,8 @@ from zoneinfo import ZoneInfo
 
 sys.path.insert(0, str(Path(__file__).parent))
 
-from companion_scenarios import context_only, dump, main, trace
+from companion_scenarios import context_only, dump, echo_replies, main, trace
 
-from memsched.testing.fake_openai import CAPTION_MARK
-
-PERSONA = "You are Mia, a warm and attentive companion."  # the runner recognises the chat by it
 CAPTION = "A photo of a plate of freshly folded dumplings on a floured wooden board, steam rising from a bamboo basket."
 
 # Voices that treat the user as angry with the companion.
@@ -53,17 +50,7 @@ CARRIED_ANGER = re.compile(
 )
 
 
-def reply_for(body: dict[str, Any]) -> str:
-    msgs = body.get("messages") or []
-    text = " ".join(str(m.get("content")) for m in msgs)
-    if CAPTION_MARK in text:
-        return CAPTION
-    if msgs and msgs[0].get("role") == "system" and str(msgs[0].get("content", "")).startswith(PERSONA):
-        last = msgs[-1].get("content")
-        if isinstance(last, list):
-            last = " ".join(p.get("text", "") for p in last if isinstance(p, dict))
-        return f"I'm listening. ({str(last)[:40]})"
-    return "nope"  # helper calls: not JSON, memsched falls back to its rules
+reply_for = echo_replies("I'm listening.", 40, "nope", caption=CAPTION)
 
 
 def mode_of(tr: dict[str, Any]) -> str:

@@ -22,33 +22,20 @@ from __future__ import annotations
 import re
 import sys
 import uuid
-from datetime import datetime, timedelta
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 from zoneinfo import ZoneInfo
 
 sys.path.insert(0, str(Path(__file__).parent))
 
-from companion_scenarios import context_only, dump, main, trace
+from companion_scenarios import context_only, dump, echo_replies, main, trace
 
-from memsched.testing.fake_openai import CAPTION_MARK
-
-PERSONA = "You are Mia, a warm and attentive companion."  # the runner recognises the chat by it
 CAPTION = "A bowl of ramen with a soft-boiled egg and spring onions on a wooden table."
 PROFILE_HEADER = "User profile (current facts"
 
 
-def reply_for(body: dict[str, Any]) -> str:
-    msgs = body.get("messages") or []
-    text = " ".join(str(m.get("content")) for m in msgs)
-    if CAPTION_MARK in text:
-        return CAPTION
-    if msgs and msgs[0].get("role") == "system" and str(msgs[0].get("content", "")).startswith(PERSONA):
-        last = msgs[-1].get("content")
-        if isinstance(last, list):
-            last = " ".join(p.get("text", "") for p in last if isinstance(p, dict))
-        return f"Mm, I'm listening. ({str(last)[:40]})"
-    return "no idea"  # helper calls: not JSON, memsched falls back to its rules
+reply_for = echo_replies("Mm, I'm listening.", 40, "no idea", caption=CAPTION)
 
 
 def profile(sys_: str) -> str:
@@ -88,11 +75,7 @@ def en(run: Any) -> None:
     user = f"joanna-{uuid.uuid4().hex[:6]}"
     d0 = datetime(2026, 9, 14, tzinfo=DEN)  # a Monday; day 8 is Sept 21, day 40 is Oct 23
 
-    def at(day: int, hh: int, mm: int = 0) -> datetime:
-        return (d0 + timedelta(days=day - 1)).replace(hour=hh, minute=mm)
-
-    def say(day: int, hh: int, mm: int, text: str, **kw: Any) -> dict[str, Any]:
-        return run.say(user, at(day, hh, mm), text, tz=tz, **kw)
+    _at, say = run.diary(user, d0, tz)
 
     say(1, 18, 10, "Hey Mia. I'm Joanna Whitfield, though most people just call me Jo.")
     say(1, 18, 12, "I teach chemistry to high schoolers here in Denver, eleventh grade mostly.")
@@ -363,11 +346,7 @@ def zh(run: Any) -> None:
     user = f"mingjie-{uuid.uuid4().hex[:6]}"
     d0 = datetime(2026, 10, 12, tzinfo=SH)  # a Monday; day 9 is Oct 20, day 42 is Nov 22
 
-    def at(day: int, hh: int, mm: int = 0) -> datetime:
-        return (d0 + timedelta(days=day - 1)).replace(hour=hh, minute=mm)
-
-    def say(day: int, hh: int, mm: int, text: str, **kw: Any) -> dict[str, Any]:
-        return run.say(user, at(day, hh, mm), text, tz=tz, **kw)
+    _at, say = run.diary(user, d0, tz)
 
     say(1, 21, 0, "嗨，我是周明杰，朋友们一般叫我明杰。")
     say(1, 21, 3, "我在杭州一家口腔医院当牙医，天天给人拔智齿。")

@@ -380,11 +380,7 @@ def zh(run: Any) -> None:
     user = f"suxiao-{uuid.uuid4().hex[:6]}"
     d0 = datetime(2026, 3, 2, tzinfo=SH)  # a Monday; day 9 is Tue Mar 10, day 12 is Fri Mar 13
 
-    def at(day: int, hh: int, mm: int = 0) -> datetime:
-        return (d0 + timedelta(days=day - 1)).replace(hour=hh, minute=mm)
-
-    def say(day: int, hh: int, mm: int, text: str, **kw: Any) -> dict[str, Any]:
-        return run.say(user, at(day, hh, mm), text, tz=tz, **kw)
+    _at, say = run.diary(user, d0, tz)
 
     say(1, 21, 0, "你好呀，我叫苏晓，朋友都叫我晓晓。")
     say(1, 21, 3, "我在成都开了一家小花店，叫拾光花房，开了两年了。")
